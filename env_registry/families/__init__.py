@@ -1,0 +1,1 @@
+"""One module per environment family; each exposes SPECS, a list of EnvSpec."""

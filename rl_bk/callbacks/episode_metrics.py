@@ -1,0 +1,44 @@
+"""Per-episode task metrics, logged from the env runners at the end of each episode.
+
+RLlib reports returns and lengths by itself; what a comparison of methods also needs is
+whether the task was solved, which this callback reads from the env's final ``info``
+(the contract in ``env_registry/spec.py``):
+
+- ``success_rate``: mean of ``info["success"]`` over the last 100 episodes;
+- Crafter: ``achievements_per_episode`` and, for each of the 22 achievements,
+  ``achievement/<name>``: the fraction of episodes that unlocked it (the input of the
+  Crafter score, which the results table computes);
+- NetHack: ``game_score_mean``, the in-game score at episode end.
+
+Nothing here runs per step: one dictionary read per finished episode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.callbacks.callbacks import RLlibCallback
+
+WINDOW = 100  # episodes; matches RLlib's metrics_num_episodes_for_smoothing default
+
+
+def episode_end_metrics(info: dict[str, Any]) -> dict[str, float]:
+    """The metrics one finished episode contributes, from its last ``info``."""
+    metrics = {"success_rate": float(bool(info.get("success", False)))}
+    achievements = info.get("achievements")
+    if achievements:
+        unlocked = [name for name, count in achievements.items() if count > 0]
+        metrics["achievements_per_episode"] = float(len(unlocked))
+        for name, count in achievements.items():
+            metrics[f"achievement/{name}"] = float(count > 0)
+    if "score" in info:
+        metrics["game_score_mean"] = float(info["score"])
+    return metrics
+
+
+class EpisodeMetricsCallback(RLlibCallback):
+    def on_episode_end(self, *, episode, metrics_logger=None, **kwargs) -> None:
+        if metrics_logger is None:
+            return
+        for key, value in episode_end_metrics(episode.get_infos(-1)).items():
+            metrics_logger.log_value(key, value, reduce="mean", window=WINDOW)

@@ -1,0 +1,69 @@
+"""The methods a task can be run with, by name: each turns a task into an RLlib AlgorithmConfig.
+
+``tune_run.py --methods ppo,...`` looks names up here. A method is a function
+``(task, seed, params) -> AlgorithmConfig`` where ``params`` are the sweep's values of the
+method's ``training(...)`` parameters for one trial. New methods (RND, BK shaping, ...) add
+an entry to ``METHODS``; they build on :func:`base_ppo_config`, so every method of a task
+shares its env, model, PPO hyper-parameters and runner layout, and comparisons are fair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+from rl_bk.callbacks import EpisodeMetricsCallback
+from rl_bk.experiments.task_config import TaskConfig
+
+BuildFn = Callable[[TaskConfig, int, Mapping[str, Any]], AlgorithmConfig]
+
+
+class UnknownMethodError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    description: str
+    build: BuildFn
+
+
+def base_ppo_config(
+    task: TaskConfig, seed: int, params: Mapping[str, Any], config: PPOConfig | None = None
+) -> PPOConfig:
+    """The task's PPO setup: env, model, hyper-parameters (then ``params``), runners, seed."""
+    config = config or PPOConfig()
+    ppo = {**task.ppo.model_dump(), **params}
+    return (
+        config.environment(task.env, env_config=dict(task.env_config))
+        .env_runners(**task.env_runners.model_dump())
+        .learners(num_learners=0)  # the learner lives in the trial actor: right for 1 CPU/GPU
+        .training(**ppo)
+        .rl_module(model_config=DefaultModelConfig(**task.model.model_dump()))
+        .callbacks(EpisodeMetricsCallback)
+        .debugging(seed=seed)
+        .reporting(metrics_num_episodes_for_smoothing=100)
+    )
+
+
+def _build_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+    return base_ppo_config(task, seed, params)
+
+
+METHODS: dict[str, Method] = {
+    "ppo": Method("ppo", "plain PPO on the symbolic observation: the baseline", _build_ppo),
+}
+
+
+def get_method(name: str) -> Method:
+    try:
+        return METHODS[name]
+    except KeyError:
+        valid = ", ".join(sorted(METHODS))
+        raise UnknownMethodError(f"unknown method {name!r}; valid methods: {valid}") from None

@@ -1,0 +1,208 @@
+"""What a run leaves behind: a table of final metrics per trial and a learning-curve plot.
+
+Files written into the run folder:
+
+- ``trials.csv``: one row per trial (method, swept parameters, seed, final metrics, env
+  steps, env steps/s, env steps to the success threshold);
+- ``summary.csv`` and ``summary.md``: one row per variant (method + parameters), mean and
+  standard deviation over seeds;
+- ``learning_curves.png``: episode return and success rate against env steps, the mean over
+  seeds with a band from the lowest to the highest seed;
+- ``curves.csv``: the points of those curves, for replotting.
+
+"Final" means the last reported value: a mean over the last 100 training episodes
+(stochastic policy), as RLlib reports it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rl_bk import metrics as M
+
+CURVE_METRICS = {"episode return": M.EPISODE_RETURN_MEAN, "success rate": M.SUCCESS_RATE}
+
+
+@dataclass
+class TrialRecord:
+    label: str  # the variant: method and swept parameters
+    seed: int
+    progress: pd.DataFrame  # one row per training iteration, flattened result keys
+
+
+def steps_to_reach(progress: pd.DataFrame, column: str, threshold: float) -> float:
+    """Env steps at the first report where ``column`` ≥ threshold; NaN if never."""
+    if column not in progress or M.ENV_STEPS not in progress:
+        return math.nan
+    reached = progress[progress[column] >= threshold]
+    return float(reached[M.ENV_STEPS].iloc[0]) if len(reached) else math.nan
+
+
+def crafter_score(achievement_rates: Iterable[float]) -> float:
+    """Crafter's score (Hafner 2021): exp(mean(ln(1 + 100·rate))) − 1, in percent."""
+    rates = np.asarray(list(achievement_rates), dtype=float)
+    if rates.size == 0:
+        return math.nan
+    return float(np.exp(np.mean(np.log1p(100.0 * rates))) - 1.0)
+
+
+def _last(progress: pd.DataFrame, column: str) -> float:
+    if column not in progress:
+        return math.nan
+    values = progress[column].dropna()
+    return float(values.iloc[-1]) if len(values) else math.nan
+
+
+def trial_row(record: TrialRecord, success_threshold: float) -> dict[str, object]:
+    p = record.progress
+    steps, seconds = _last(p, M.ENV_STEPS), _last(p, M.TIME_TOTAL_S)
+    row: dict[str, object] = {
+        "variant": record.label,
+        "seed": record.seed,
+        "env_steps": steps,
+        "env_steps_per_s": steps / seconds if seconds and seconds > 0 else math.nan,
+        "episode_return_mean": _last(p, M.EPISODE_RETURN_MEAN),
+        "episode_len_mean": _last(p, M.EPISODE_LEN_MEAN),
+        "success_rate": _last(p, M.SUCCESS_RATE),
+        f"steps_to_success_{success_threshold:g}": steps_to_reach(
+            p, M.SUCCESS_RATE, success_threshold
+        ),
+    }
+    achievement_cols = [c for c in p.columns if c.startswith(M.ACHIEVEMENT_PREFIX)]
+    if achievement_cols:
+        row["achievements_per_episode"] = _last(p, M.ACHIEVEMENTS_PER_EPISODE)
+        row["crafter_score"] = crafter_score(_last(p, c) for c in achievement_cols)
+    if M.GAME_SCORE_MEAN in p:
+        row["game_score_mean"] = _last(p, M.GAME_SCORE_MEAN)
+    return row
+
+
+def summarize(trials: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std over seeds per variant; ``reached`` counts seeds that hit the threshold."""
+    numeric = [c for c in trials.columns if c not in ("variant", "seed")]
+    grouped = trials.groupby("variant", sort=False)
+    summary = grouped[numeric].agg(["mean", "std"])
+    summary.columns = [f"{col}_{stat}" for col, stat in summary.columns]
+    summary.insert(0, "seeds", grouped.size())
+    for col in numeric:
+        if col.startswith("steps_to_success"):
+            summary[f"{col}_reached"] = grouped[col].apply(lambda s: int(s.notna().sum()))
+    return summary.reset_index()
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "–"
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+    return str(v)
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    header = "| " + " | ".join(df.columns) + " |"
+    rule = "|" + "|".join("---" for _ in df.columns) + "|"
+    rows = ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([header, rule, *rows]) + "\n"
+
+
+def summary_for_reading(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary with "mean ± std" cells and only the columns a reader compares first."""
+    out = pd.DataFrame({"variant": summary["variant"], "seeds": summary["seeds"]})
+    for col in summary.columns:
+        if not col.endswith("_mean"):
+            continue
+        base = col.removesuffix("_mean")
+        if base.startswith("steps_to_success"):
+            reached = summary[f"{base}_reached"]
+            out[base.replace("_", " ")] = [
+                f"{_fmt(m)} ({r}/{n} seeds)" for m, r, n in zip(summary[col], reached, out["seeds"])
+            ]
+            continue
+        std = summary.get(f"{base}_std")
+        out[base.replace("_", " ")] = [
+            _fmt(m) if std is None or math.isnan(s) else f"{_fmt(m)} ± {_fmt(s)}"
+            for m, s in zip(summary[col], std if std is not None else [math.nan] * len(out))
+        ]
+    return out
+
+
+def learning_curves(records: list[TrialRecord], points: int = 50) -> pd.DataFrame:
+    """Curves on a common env-step grid per variant: mean, min and max over seeds.
+
+    The grid spans only the steps where every seed has reported the metric (no value is
+    invented before a seed's first finished episode or after its last report).
+    """
+    rows = []
+    for label in dict.fromkeys(r.label for r in records):
+        runs = [r.progress for r in records if r.label == label]
+        for name, column in CURVE_METRICS.items():
+            series = [
+                p[[M.ENV_STEPS, column]].dropna()
+                for p in runs
+                if column in p and M.ENV_STEPS in p
+            ]
+            series = [s for s in series if len(s)]
+            if not series:
+                continue
+            start = max(float(s[M.ENV_STEPS].iloc[0]) for s in series)
+            end = min(float(s[M.ENV_STEPS].iloc[-1]) for s in series)
+            grid = np.linspace(start, end, points) if end > start else np.array([end])
+            stack = np.vstack([np.interp(grid, s[M.ENV_STEPS], s[column]) for s in series])
+            for x, mean, lo, hi in zip(grid, stack.mean(0), stack.min(0), stack.max(0)):
+                rows.append({"variant": label, "metric": name, "env_steps": x,
+                             "mean": mean, "min": lo, "max": hi, "seeds": len(series)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def plot_learning_curves(curves: pd.DataFrame, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(CURVE_METRICS), figsize=(11, 4), squeeze=False)
+    for ax, name in zip(axes[0], CURVE_METRICS):
+        for label, c in curves[curves["metric"] == name].groupby("variant", sort=False):
+            seeds = int(c["seeds"].iloc[0])
+            n = f"{seeds} seed" + ("s" if seeds > 1 else "")
+            (line,) = ax.plot(c["env_steps"], c["mean"], marker="." if len(c) == 1 else None,
+                              label=f"{label} ({n})")  # fmt: skip
+            ax.fill_between(c["env_steps"], c["min"], c["max"], alpha=0.2, color=line.get_color())
+        ax.set_xlabel("env steps")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(f"{title}: mean over seeds, band = min..max")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_results(
+    records: list[TrialRecord], run_dir: Path, *, title: str, success_threshold: float
+) -> pd.DataFrame:
+    """Writes the tables and the plot into ``run_dir``; returns the summary table."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    trials = pd.DataFrame([trial_row(r, success_threshold) for r in records])
+    trials.to_csv(run_dir / "trials.csv", index=False)
+    summary = summarize(trials)
+    summary.to_csv(run_dir / "summary.csv", index=False)
+    (run_dir / "summary.md").write_text(
+        f"# {title}\n\nMean ± std over seeds of each trial's last reported values "
+        "(means over its last 100 training episodes). Steps to success: mean over the "
+        "seeds that reached it.\n\n"
+        + _markdown(summary_for_reading(summary))
+        + "\n## Per trial\n\n"
+        + _markdown(trials)
+    )
+    curves = learning_curves(records)
+    curves.to_csv(run_dir / "curves.csv", index=False)
+    if len(curves):
+        plot_learning_curves(curves, run_dir / "learning_curves.png", title)
+    return summary

@@ -1,0 +1,106 @@
+"""One Tune sweep over methods × their coefficient grids × seeds, for one task.
+
+Methods are different RLlib Algorithm classes (PPO, later RND-PPO, shaped PPO, ...), and a
+Tuner takes one trainable; so each trial is a :class:`MethodTrial`, a thin Tune ``Trainable``
+that builds its method's Algorithm in ``setup`` and delegates ``step``, checkpointing and
+resources to it. That keeps every method of a comparison in one sweep, sharing one
+scheduler, one results table and one plot.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ray import tune
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.tune.execution.placement_groups import PlacementGroupFactory
+
+from rl_bk.experiments.methods import get_method
+from rl_bk.experiments.task_config import TaskConfig
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One method with one assignment of its swept parameters."""
+
+    method: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return " ".join([self.method, *(f"{k}={v}" for k, v in self.params)])
+
+    def as_config(self) -> dict[str, Any]:
+        return {"method": self.method, "params": dict(self.params)}
+
+
+def expand_variants(task: TaskConfig, methods: list[str]) -> list[Variant]:
+    """The cartesian product of each method's sweep grid (one variant if it has none)."""
+    variants = []
+    for method in methods:
+        get_method(method)  # fail early, listing the valid names
+        grid = task.sweep.get(method, {})
+        keys = sorted(grid)
+        for values in itertools.product(*(grid[k] for k in keys)):
+            variants.append(Variant(method, tuple(zip(keys, values))))
+    return variants
+
+
+def build_algorithm_config(task: TaskConfig, trial_config: Mapping[str, Any]) -> AlgorithmConfig:
+    variant = trial_config["variant"]
+    method = get_method(variant["method"])
+    return method.build(task, int(trial_config["seed"]), variant["params"])
+
+
+class MethodTrial(tune.Trainable):
+    """A Tune trial that runs one method's RLlib Algorithm on a task."""
+
+    def setup(self, config: dict[str, Any], task: TaskConfig | None = None) -> None:
+        import env_registry
+
+        env_registry.register_all()  # registration is per process; this one builds the algo
+        assert task is not None, "pass the task with tune.with_parameters(MethodTrial, task=...)"
+        self.algo: Algorithm = build_algorithm_config(task, config).build_algo()
+
+    def step(self) -> dict[str, Any]:
+        return self.algo.train()
+
+    def save_checkpoint(self, checkpoint_dir: str) -> None:
+        self.algo.save_to_path(checkpoint_dir)
+
+    def load_checkpoint(self, checkpoint: str) -> None:
+        self.algo.restore_from_path(checkpoint)
+
+    def cleanup(self) -> None:
+        self.algo.stop()
+
+
+def resources_for(task: TaskConfig) -> Callable[[Mapping[str, Any]], PlacementGroupFactory]:
+    """Per-trial resources: what the trial's own Algorithm asks for (trial + env runners)."""
+
+    def resources(trial_config: Mapping[str, Any]) -> PlacementGroupFactory:
+        algo_config = build_algorithm_config(task, trial_config)
+        return algo_config.algo_class.default_resource_request(algo_config)
+
+    return resources
+
+
+def trainable_for(task: TaskConfig) -> Any:
+    """MethodTrial bound to ``task``, with its Algorithm's resources per trial."""
+    return tune.with_resources(tune.with_parameters(MethodTrial, task=task), resources_for(task))
+
+
+def param_space(variants: list[Variant], seeds: list[int]) -> dict[str, Any]:
+    return {
+        "variant": tune.grid_search([v.as_config() for v in variants]),
+        "seed": tune.grid_search(list(seeds)),
+    }
+
+
+def trial_label(trial_config: Mapping[str, Any]) -> str:
+    variant = trial_config["variant"]
+    return Variant(variant["method"], tuple(sorted(variant["params"].items()))).label

@@ -1,0 +1,179 @@
+"""A task's experiment, as written in ``tune_configs/<task>.yaml``, validated.
+
+A task file names the environment, the model, PPO's hyper-parameters, the stop criterion, the
+seeds and the sweep grid. It may ``extends:`` a shared base file (``_babyai_bk.yaml``); keys
+it sets override the base's, dictionaries merge key by key. The ``smoke:`` section overrides
+whatever ``--smoke`` should shrink, with the same structure.
+
+Unknown keys are errors (a typo must not silently fall back to a default), reported in one
+line with the valid keys.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rl_bk.metrics import MAIN_METRICS
+
+TUNE_CONFIGS_DIR = Path(__file__).resolve().parents[2] / "tune_configs"
+
+
+class TaskConfigError(ValueError):
+    """A task that does not exist, or a task file that does not parse or validate."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PPOParams(_Strict):
+    """Arguments of ``PPOConfig.training(...)``; the defaults are BK's BabyAI settings."""
+
+    lr: float = 3e-4
+    gamma: float = 0.99
+    lambda_: float = 0.95
+    clip_param: float = 0.2
+    entropy_coeff: float = 0.01
+    vf_loss_coeff: float = 0.5
+    grad_clip: float | None = 0.5
+    train_batch_size_per_learner: int = Field(2048, gt=0)
+    minibatch_size: int = Field(256, gt=0)
+    num_epochs: int = Field(4, gt=0)
+
+
+class ModelParams(_Strict):
+    """Fields of RLlib's ``DefaultModelConfig`` that the flat-observation MLP uses."""
+
+    fcnet_hiddens: list[int] = [256, 256]
+    fcnet_activation: Literal["tanh", "relu", "silu", "linear"] = "tanh"
+    vf_share_layers: bool = False
+
+
+class EnvRunnerParams(_Strict):
+    """Arguments of ``AlgorithmConfig.env_runners(...)``, per trial.
+
+    On 2 CPUs: one runner with 0.5 CPU and 8 vectorised envs beside a 1-CPU trial is the
+    fastest layout measured (two runners contend for the cores).
+    """
+
+    num_env_runners: int = Field(1, ge=0)
+    num_envs_per_env_runner: int = Field(8, gt=0)
+    num_cpus_per_env_runner: float = Field(0.5, gt=0)
+
+
+class StopParams(_Strict):
+    num_env_steps: int = Field(1_000_000, gt=0)
+    time_budget_s: float | None = None
+
+
+class TaskConfig(_Strict):
+    name: str
+    description: str
+    env: str
+    env_config: dict[str, Any] = {}
+    methods: list[str] = ["ppo"]
+    metric: Literal[tuple(MAIN_METRICS)] = "success_rate"  # type: ignore[valid-type]
+    success_threshold: float = Field(0.9, gt=0, le=1)
+    seeds: list[int] = [0, 1, 2]
+    ppo: PPOParams = PPOParams()
+    model: ModelParams = ModelParams()
+    env_runners: EnvRunnerParams = EnvRunnerParams()
+    stop: StopParams = StopParams()
+    #: method -> {training parameter -> values}; the trials are their cartesian product.
+    sweep: dict[str, dict[str, list[Any]]] = {}
+
+    @field_validator("env")
+    @classmethod
+    def _env_is_registered(cls, env: str) -> str:
+        import env_registry
+
+        env_registry.get_spec(env)  # raises UnknownEnvError, listing the registered names
+        return env
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_not_empty(cls, seeds: list[int]) -> list[int]:
+        if not seeds:
+            raise ValueError("give at least one seed")
+        return seeds
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise TaskConfigError(f"{path}:{where} is not valid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise TaskConfigError(f"{path}: expected a mapping of keys to values at the top level")
+    return data
+
+
+def _load_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    if path in seen:
+        raise TaskConfigError(f"{path}: 'extends' makes a cycle")
+    data = _read_yaml(path)
+    base_name = data.pop("extends", None)
+    if base_name is None:
+        return data
+    base_path = path.parent / base_name
+    if not base_path.is_file():
+        raise TaskConfigError(f"{path}: extends {base_name!r}, which does not exist")
+    return _deep_merge(_load_raw(base_path, (*seen, path)), data)
+
+
+def _one_line(err: ValidationError, path: Path) -> str:
+    problems = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        if e["type"] == "extra_forbidden":
+            problems.append(f"{where}: unknown key")
+        else:
+            problems.append(f"{where}: {e['msg']}")
+    return f"{path}: " + "; ".join(problems)
+
+
+def available_tasks(configs_dir: Path = TUNE_CONFIGS_DIR) -> list[str]:
+    """Task names: the YAML files of ``tune_configs`` not starting with ``_`` (bases)."""
+    return sorted(p.stem for p in configs_dir.glob("*.yaml") if not p.stem.startswith("_"))
+
+
+def load_task(
+    name_or_path: str | Path, *, smoke: bool = False, configs_dir: Path = TUNE_CONFIGS_DIR
+) -> TaskConfig:
+    """Loads and validates a task by name (``tune_configs/<name>.yaml``) or by file path."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = configs_dir / f"{name_or_path}.yaml"
+        if not path.is_file():
+            tasks = ", ".join(available_tasks(configs_dir))
+            raise TaskConfigError(f"unknown task {str(name_or_path)!r}; available tasks: {tasks}")
+    elif not path.is_file():
+        raise TaskConfigError(f"task file {path} does not exist")
+    raw = _load_raw(path)
+    smoke_overrides = raw.pop("smoke", None) or {}
+    if smoke:
+        raw = _deep_merge(raw, smoke_overrides)
+    raw.setdefault("name", path.stem)
+    try:
+        return TaskConfig.model_validate(raw)
+    except ValidationError as err:
+        raise TaskConfigError(_one_line(err, path)) from None
+    except KeyError as err:  # env_registry.UnknownEnvError from the env validator
+        raise TaskConfigError(f"{path}: {err}") from None

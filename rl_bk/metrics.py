@@ -1,0 +1,21 @@
+"""Result keys, declared once: Tune's stop criteria, the results table and the plots use these.
+
+Keys are as they appear in a flattened RLlib result (``"env_runners/success_rate"``).
+"""
+
+ENV_STEPS = "num_env_steps_sampled_lifetime"
+EPISODE_RETURN_MEAN = "env_runners/episode_return_mean"  # extrinsic: env rewards only
+EPISODE_LEN_MEAN = "env_runners/episode_len_mean"
+SUCCESS_RATE = "env_runners/success_rate"  # fraction of the last 100 episodes that succeeded
+ACHIEVEMENTS_PER_EPISODE = "env_runners/achievements_per_episode"  # Crafter
+ACHIEVEMENT_PREFIX = "env_runners/achievement/"  # + name: fraction of episodes unlocking it
+GAME_SCORE_MEAN = "env_runners/game_score_mean"  # NetHack: in-game score at episode end
+TIME_TOTAL_S = "time_total_s"
+
+#: Metrics a task config may name as its main metric (``metric:`` in tune_configs/*.yaml).
+MAIN_METRICS = {
+    "success_rate": SUCCESS_RATE,
+    "episode_return_mean": EPISODE_RETURN_MEAN,
+    "achievements_per_episode": ACHIEVEMENTS_PER_EPISODE,
+    "game_score_mean": GAME_SCORE_MEAN,
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env python
+"""Run a task's experiment through Tune: methods × coefficient grids × seeds.
+
+    python tune_run.py --task babyai-gotolocal-redball-s20 --smoke
+    python tune_run.py --task babyai-gotolocal-redball-s20 --methods ppo --num-samples 3
+    python tune_run.py --list
+
+The task is ``tune_configs/<task>.yaml`` (env, model, PPO hyper-parameters, stop criterion,
+seeds, sweep grid). Results go to ``results/<task>/<timestamp>/``: ``summary.md``/``.csv``,
+``trials.csv``, ``learning_curves.png``, and Tune's folder with TensorBoard logs.
+On a cluster, run it on the head node (``ray submit cluster.yaml tune_run.py -- ...``) or pass
+``--address auto``: Tune then runs as many trials at once as the cluster's CPUs allow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+# One thread per torch process: with several actors on few cores, more threads only contend.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # keep Tune's compact table reporter
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors in one line that says what is valid, not a usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        flags = ", ".join(sorted({s for a in self._actions for s in a.option_strings}))
+        self.exit(2, f"tune_run.py: error: {message}. Valid flags: {flags}\n")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = _Parser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", help="a task name (see --list) or a path to a task YAML")
+    p.add_argument("--methods", help="comma-separated methods (default: the task's list)")
+    p.add_argument("--num-samples", type=int, help="seeds per method variant (default: the task's)")
+    p.add_argument("--stop-timesteps", type=int, help="env steps per trial (default: the task's)")
+    p.add_argument("--smoke", action="store_true", help="a tiny run: checks the whole pipeline")
+    p.add_argument("--output-dir", type=Path, default=Path("results"), help="default: results/")
+    p.add_argument("--address", help="attach to a running Ray cluster, e.g. 'auto'")
+    p.add_argument("--wandb", action="store_true", help="also log to Weights & Biases")
+    p.add_argument("--list", action="store_true", help="list tasks, methods and environments")
+    return p.parse_args(argv)
+
+
+def _list() -> str:
+    import env_registry
+    from rl_bk.experiments.methods import METHODS
+    from rl_bk.experiments.task_config import available_tasks, load_task
+
+    lines = ["tasks (tune_configs/):"]
+    for name in available_tasks():
+        lines.append(f"  {name:38s} {load_task(name).description}")
+    lines.append("methods:")
+    lines += [f"  {m.name:38s} {m.description}" for m in METHODS.values()]
+    lines.append("environments (env_registry):")
+    lines += [f"  {s.name:52s} {s.description}" for s in env_registry.ENV_SPECS.values()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from env_registry.errors import MissingDependencyError, UnknownEnvError
+    from rl_bk.experiments.methods import UnknownMethodError, get_method
+    from rl_bk.experiments.run import ResourceError, RunOptions, run_experiment
+    from rl_bk.experiments.task_config import TaskConfigError, available_tasks, load_task
+
+    if args.list:
+        print(_list())
+        return 0
+    if not args.task:
+        print(f"tune_run.py: error: give --task; available: {', '.join(available_tasks())}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        task = load_task(args.task, smoke=args.smoke)
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
+        for m in methods or task.methods:
+            get_method(m)
+        options = RunOptions(
+            methods=methods, num_samples=args.num_samples, stop_timesteps=args.stop_timesteps,
+            output_dir=args.output_dir, address=args.address, wandb=args.wandb, smoke=args.smoke,
+        )  # fmt: skip
+        run_dir = run_experiment(task, options)
+    except (TaskConfigError, UnknownMethodError, UnknownEnvError, MissingDependencyError,
+            ResourceError, ValueError) as err:  # fmt: skip
+        print(f"tune_run.py: error: {err}", file=sys.stderr)
+        return 2
+    print(f"\nresults: {run_dir}")
+    summary = run_dir / "summary.md"
+    if summary.exists():
+        print(summary.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
