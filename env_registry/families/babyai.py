@@ -125,7 +125,7 @@ class LocalSequenceLevel(LevelGen):
 # --------------------------------------------------------------------------------------------
 # The text env
 # --------------------------------------------------------------------------------------------
-class BabyAITextEnv(gym.Wrapper):
+class BabyAITextEnv(gym.Env):
     """A minigrid BabyAI level with a flat float32 observation and a caption in ``info``.
 
     Args (env_config keys):
@@ -136,34 +136,33 @@ class BabyAITextEnv(gym.Wrapper):
         render_pixels: build the level with ``render_mode="rgb_array"`` (default False).
     """
 
+    metadata = {"render_modes": ["rgb_array"]}
     LEVEL_CLASSES = {"LocalTargetLevel": LocalTargetLevel, "LocalSequenceLevel": LocalSequenceLevel}
 
     def __init__(self, env_config: Mapping[str, Any]):
         level = env_config["level"]
         kwargs = dict(env_config.get("level_kwargs") or {})
-        render_mode = "rgb_array" if env_config.get("render_pixels") else None
+        self.render_mode = "rgb_array" if env_config.get("render_pixels") else None
         if level in self.LEVEL_CLASSES:
-            kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
-            if "target_choices" in kwargs:
-                kwargs["target_choices"] = tuple(tuple(t) for t in kwargs["target_choices"])
-            inner = self.LEVEL_CLASSES[level](render_mode=render_mode, **kwargs)
+            # YAML gives lists where the level classes take tuples.
+            kwargs = {k: _as_tuples(v) for k, v in kwargs.items()}
+            self.level = self.LEVEL_CLASSES[level](render_mode=self.render_mode, **kwargs)
         else:
             import minigrid  # noqa: F401  (registers the BabyAI-* ids)
 
-            inner = gym.make(level, render_mode=render_mode, disable_env_checker=True, **kwargs)
-        super().__init__(inner)
-        self._caption = bool(env_config.get("caption", True))
+            self.level = gym.make(level, render_mode=self.render_mode, **kwargs).unwrapped
+        self.action_space = self.level.action_space
         n_obs = 7 * 7 * 3 + len(MISSION_VOCAB)
         self.observation_space = gym.spaces.Box(0.0, 25.5, (n_obs,), np.float32)
+        self._caption = bool(env_config.get("caption", True))
         self._mission_code = np.zeros(len(MISSION_VOCAB), np.float32)
         self._success = False
 
     def _observe(self, obs: dict, info: dict) -> np.ndarray:
-        level = self.env.unwrapped
-        info["mission"] = level.mission
+        info["mission"] = self.level.mission
         info["success"] = self._success
         if self._caption:
-            carrying = level.carrying
+            carrying = self.level.carrying
             held = (carrying.color, carrying.type) if carrying is not None else None
             info["caption"] = caption_babyai(obs["image"], held)
         else:
@@ -172,19 +171,32 @@ class BabyAITextEnv(gym.Wrapper):
         return np.concatenate([image, self._mission_code])
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
         # Level generation prints "Sampling rejected: ..." on many resets; keep worker logs clean.
         with contextlib.redirect_stdout(io.StringIO()):
-            obs, info = self.env.reset(seed=seed, options=options)
+            obs, info = self.level.reset(seed=seed, options=options)
         self._success = False
-        self._mission_code = encode_mission(self.env.unwrapped.mission)
+        self._mission_code = encode_mission(self.level.mission)
         info = dict(info)
         return self._observe(obs, info), info
 
     def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, reward, terminated, truncated, info = self.level.step(action)
         info = dict(info)
         self._success = self._success or (terminated and reward > 0)
         return self._observe(obs, info), float(reward), terminated, truncated, info
+
+    def render(self):
+        return self.level.render() if self.render_mode else None
+
+    def close(self) -> None:
+        self.level.close()
+
+
+def _as_tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_as_tuples(v) for v in value)
+    return value
 
 
 def make_babyai_text_env(env_config: Mapping[str, Any]) -> gym.Env:

@@ -26,8 +26,8 @@ Observation (float32, flat, 202 values, all in [-1, 1]):
   condition mask as 1 if any condition is set; alignment as -1/0/1;
 - ``[27:40]``  the 13 condition bits (blind, hallucinating, ..., order of
   :data:`rl_bk.captioning.nethack.CONDITIONS`);
-- ``[40:121]`` a 9×9 crop of ``chars`` centred on the hero, row-major, divided by 255 (cells
-  off the 21×79 map are 0; unexplored map cells are spaces, 32/255);
+- ``[40:121]`` a 9x9 crop of ``chars`` centred on the hero, row-major, divided by 255 (cells
+  off the 21x79 map are 0; unexplored map cells are spaces, 32/255);
 - ``[121:202]`` the same crop of ``colors``, divided by 16.
 
 Seeding: nle's ``reset(seed=)`` does not seed the game. ``reset(seed=s)`` here seeds a
@@ -36,7 +36,7 @@ it, with NetHack's own reseeding off and the moon phase tied to the seed, so a s
 of episodes replays exactly. Resets before any seed use nle's own randomness.
 
 ``render_pixels=True`` builds nle with its tile renderer; ``render()`` then returns an RGB
-frame (336×1264×3). Off, nothing is drawn.
+frame (336x1264x3). Off, nothing is drawn.
 """
 
 from __future__ import annotations
@@ -96,19 +96,27 @@ for _i, _s in {
 }.items():  # fmt: skip
     BLSTATS_SCALE[_i] = _s
 _COND_BITS = (1 << np.arange(N_CONDITIONS)).astype(np.int64)
+_RATIO_IDX = np.array([cap.BL_HP, cap.BL_HPMAX, cap.BL_ENE, cap.BL_ENEMAX, cap.BL_CONDITION])
 
 
-def blstats_features(blstats: np.ndarray) -> np.ndarray:
-    """The 27 scaled blstats plus the 13 condition bits (40 float32 values in [-1, 1])."""
-    b = blstats.astype(np.float32)
-    out = b / BLSTATS_SCALE
-    out[_LOG_IDX] = np.log1p(np.maximum(b[_LOG_IDX], 0.0)) / _LOG_SCALE
-    out[cap.BL_HP] = b[cap.BL_HP] / max(b[cap.BL_HPMAX], 1.0)
-    out[cap.BL_ENE] = b[cap.BL_ENE] / max(b[cap.BL_ENEMAX], 1.0)
-    condition = int(blstats[cap.BL_CONDITION])
-    out[cap.BL_CONDITION] = float(condition != 0)
-    bits = ((condition & _COND_BITS) != 0).astype(np.float32)
-    return np.clip(np.concatenate([out, bits]), -1.0, 1.0)
+def blstats_features(blstats: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The 27 scaled blstats plus the 13 condition bits (40 float32 values in [-1, 1]).
+
+    Writes into ``out`` (40 float32) when given: the env calls it on every step.
+    """
+    if out is None:
+        out = np.empty(cap.BLSTATS_SIZE + N_CONDITIONS, np.float32)
+    f = out[: cap.BLSTATS_SIZE]
+    np.divide(blstats, BLSTATS_SCALE, out=f)
+    f[_LOG_IDX] = np.log1p(np.maximum(blstats[_LOG_IDX], 0)) / _LOG_SCALE
+    hp, hpmax, ene, enemax, condition = blstats[_RATIO_IDX].tolist()
+    f[cap.BL_HP] = hp / max(hpmax, 1)
+    f[cap.BL_ENE] = ene / max(enemax, 1)
+    f[cap.BL_CONDITION] = condition != 0
+    np.minimum(f, 1.0, out=f)
+    np.maximum(f, -1.0, out=f)
+    np.not_equal(np.bitwise_and(condition, _COND_BITS), 0, out=out[cap.BLSTATS_SIZE :])
+    return out
 
 
 def reached_target_depth(prev_depth: int, depth: int, target: int) -> bool:
@@ -145,7 +153,7 @@ class NetHackTextEnv(gym.Env):
     ``mission``, ``success``, ``score``, ``depth``, ``end_status`` (nle's, as an int).
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 42}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 42}  # noqa: RUF012 (gymnasium API)
 
     def __init__(self, env_config: Mapping[str, Any] | None = None):
         env_config = dict(env_config or {})
@@ -192,11 +200,12 @@ class NetHackTextEnv(gym.Env):
         x, y = int(blstats[cap.BL_X]), int(blstats[cap.BL_Y])
         self._chars[_R:-_R, _R:-_R] = obs["chars"]
         self._colors[_R:-_R, _R:-_R] = obs["colors"]
-        chars = self._chars[y : y + CROP, x : x + CROP].reshape(-1)
-        colors = self._colors[y : y + CROP, x : x + CROP].reshape(-1)
-        features = np.concatenate(
-            [blstats_features(blstats), chars / np.float32(255.0), colors / np.float32(16.0)]
-        ).astype(np.float32)
+        features = np.empty(OBS_SIZE, np.float32)
+        n = cap.BLSTATS_SIZE + N_CONDITIONS
+        blstats_features(blstats, out=features[:n])
+        crop = features[n:].reshape(2, CROP, CROP)
+        np.multiply(self._chars[y : y + CROP, x : x + CROP], 1 / 255, out=crop[0])
+        np.multiply(self._colors[y : y + CROP, x : x + CROP], 1 / 16, out=crop[1])
 
         message = cap.decode_message(obs["message"])
         info = {
@@ -288,5 +297,8 @@ SPECS: list[EnvSpec] = [
         "NetHack-Text-StaircaseLvl4-v0", "staircase_lvl4",
         "NetHack: reach dungeon level 4, +50 on arrival (ONI)",
     ),
-    _spec("NetHack-Text-Oracle-v0", "oracle", "NetHack: find the Oracle and stand next to her (ONI)"),
+    _spec(
+        "NetHack-Text-Oracle-v0", "oracle",
+        "NetHack: find the Oracle and stand next to her (ONI)",
+    ),
 ]  # fmt: skip

@@ -62,7 +62,7 @@ def status_summary(blstats: np.ndarray | Sequence[int]) -> str:
     Encumbrance and conditions are added, after hunger, only when present. ``blstats`` that
     are all zero (NetHack zeroes them once the game is over) give ``"The game is over."``.
     """
-    b = [int(v) for v in blstats]
+    b = blstats.tolist() if isinstance(blstats, np.ndarray) else [int(v) for v in blstats]
     if not any(b):
         return "The game is over."
     hunger = b[BL_HUNGER]

@@ -1,0 +1,75 @@
+"""The results table and curves, on hand-made progress frames."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rl_bk import metrics as M
+from rl_bk.experiments.results import (
+    TrialRecord,
+    crafter_score,
+    learning_curves,
+    steps_to_reach,
+    summarize,
+    trial_row,
+    write_results,
+)
+
+
+def progress(steps, success, ret=None, seconds=None):
+    n = len(steps)
+    return pd.DataFrame({
+        M.ENV_STEPS: steps,
+        M.SUCCESS_RATE: success,
+        M.EPISODE_RETURN_MEAN: ret if ret is not None else success,
+        M.TIME_TOTAL_S: seconds if seconds is not None else np.arange(1, n + 1, dtype=float),
+    })  # fmt: skip
+
+
+def test_steps_to_reach_is_the_first_report_at_or_above_the_threshold():
+    p = progress([100, 200, 300, 400], [0.5, 0.9, 0.8, 0.95])
+    assert steps_to_reach(p, M.SUCCESS_RATE, 0.9) == 200
+    assert math.isnan(steps_to_reach(p, M.SUCCESS_RATE, 0.99))
+
+
+def test_crafter_score_by_hand():
+    # exp(mean(ln(1 + 100 r))) - 1 with rates 0 and 0.99 -> sqrt(1 * 100) - 1 = 9
+    assert crafter_score([0.0, 0.99]) == pytest.approx(9.0)
+    assert crafter_score([1.0, 1.0]) == pytest.approx(100.0)
+
+
+def test_trial_row_takes_last_values_and_throughput():
+    p = progress([1000, 2000], [0.2, 0.6], seconds=[1.0, 4.0])
+    row = trial_row(TrialRecord("ppo", 3, p), success_threshold=0.5)
+    assert row["success_rate"] == 0.6 and row["env_steps"] == 2000
+    assert row["env_steps_per_s"] == 500 and row["steps_to_success_0.5"] == 2000
+
+
+def test_summary_counts_seeds_that_reached_the_threshold():
+    trials = pd.DataFrame([
+        {"variant": "ppo", "seed": 0, "success_rate": 0.9, "steps_to_success_0.9": 100.0},
+        {"variant": "ppo", "seed": 1, "success_rate": 0.7, "steps_to_success_0.9": math.nan},
+    ])  # fmt: skip
+    s = summarize(trials).iloc[0]
+    assert s["seeds"] == 2 and s["success_rate_mean"] == pytest.approx(0.8)
+    assert s["steps_to_success_0.9_reached"] == 1 and s["steps_to_success_0.9_mean"] == 100
+
+
+def test_curves_cover_only_steps_where_every_seed_reported():
+    a = progress([100, 200, 300], [np.nan, 0.2, 0.4])  # first episode ended after step 100
+    b = progress([100, 200, 300], [0.0, 0.4, 0.6])
+    curves = learning_curves([TrialRecord("ppo", 0, a), TrialRecord("ppo", 1, b)], points=3)
+    success = curves[curves.metric == "success rate"]
+    assert list(success.env_steps) == [200, 250, 300]
+    assert list(success["mean"]) == pytest.approx([0.3, 0.4, 0.5])
+    assert list(success["min"]) == pytest.approx([0.2, 0.3, 0.4])
+
+
+def test_write_results_makes_tables_and_plot(tmp_path):
+    records = [TrialRecord("ppo", s, progress([100, 200], [0.1 * s, 0.5])) for s in range(2)]
+    write_results(records, tmp_path, title="t", success_threshold=0.5)
+    for name in ("trials.csv", "summary.csv", "summary.md", "curves.csv", "learning_curves.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert "| ppo | 2 |" in (tmp_path / "summary.md").read_text()

@@ -1,0 +1,26 @@
+"""Sweep expansion: methods × their grids; unknown methods fail before anything runs."""
+
+import pytest
+
+from rl_bk.experiments.methods import UnknownMethodError
+from rl_bk.experiments.sweep import Variant, expand_variants, trial_label
+from rl_bk.experiments.task_config import load_task
+
+
+def test_grid_is_the_cartesian_product_per_method():
+    task = load_task("babyai-gotolocal-redball-s20").model_copy(
+        update={"sweep": {"ppo": {"lr": [1e-4, 3e-4], "entropy_coeff": [0.0, 0.01]}}}
+    )
+    variants = expand_variants(task, ["ppo"])
+    assert len(variants) == 4
+    assert Variant("ppo", (("entropy_coeff", 0.0), ("lr", 1e-4))) in variants
+    assert trial_label({"variant": variants[0].as_config(), "seed": 0}) == (
+        "ppo entropy_coeff=0.0 lr=0.0001"
+    )
+
+
+def test_method_without_grid_is_one_variant_and_unknown_method_fails():
+    task = load_task("babyai-gotolocal-redball-s20")
+    assert expand_variants(task, ["ppo"]) == [Variant("ppo")]
+    with pytest.raises(UnknownMethodError, match="valid methods: ppo"):
+        expand_variants(task, ["nope"])

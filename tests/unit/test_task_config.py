@@ -1,0 +1,65 @@
+"""Task YAMLs: every shipped task validates; user mistakes get one-line errors naming the fix."""
+
+import pytest
+
+from rl_bk.experiments.task_config import TaskConfigError, available_tasks, load_task
+
+
+@pytest.mark.parametrize("name", available_tasks())
+def test_every_shipped_task_loads_with_and_without_smoke(name):
+    full, smoke = load_task(name), load_task(name, smoke=True)
+    assert full.name == name and full.description
+    assert smoke.stop.num_env_steps <= full.stop.num_env_steps
+
+
+def test_extends_merges_base_and_smoke_overrides_it():
+    task = load_task("babyai-gotolocal-redball-s20")
+    assert task.env == "BabyAI-Text-GoToLocal-RedBall-S20-v0"
+    assert task.ppo.train_batch_size_per_learner == 2048 and task.seeds == [0, 1, 2]
+    smoke = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    assert smoke.ppo.train_batch_size_per_learner == 1024 and smoke.seeds == [0]
+    assert smoke.ppo.lr == task.ppo.lr  # untouched keys keep the base's value
+
+
+def write(tmp_path, text, name="t.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_unknown_task_lists_the_available_ones():
+    with pytest.raises(TaskConfigError, match="unknown task 'nope'; available tasks: .*babyai"):
+        load_task("nope")
+
+
+def test_bad_yaml_names_the_line(tmp_path):
+    path = write(tmp_path, "description: x\nenv: [unclosed\n")
+    with pytest.raises(TaskConfigError, match=r"t.yaml: line \d+ is not valid YAML"):
+        load_task(path)
+
+
+def test_typo_in_a_key_is_an_error_not_a_silent_default(tmp_path):
+    path = write(tmp_path, "description: x\nenv: BabyAI-Text-GoToLocal-v0\nppo: {lrr: 0.1}\n")
+    with pytest.raises(TaskConfigError, match=r"ppo.lrr: unknown key"):
+        load_task(path)
+
+
+def test_unknown_env_lists_registered_envs(tmp_path):
+    path = write(tmp_path, "description: x\nenv: BabyAI-Nope-v0\n")
+    with pytest.raises(TaskConfigError, match="unknown environment 'BabyAI-Nope-v0'; registered:"):
+        load_task(path)
+
+
+def test_wrong_type_is_reported_with_its_path(tmp_path):
+    path = write(tmp_path, "description: x\nenv: BabyAI-Text-GoToLocal-v0\nstop: {num_env_steps: lots}\n")
+    with pytest.raises(TaskConfigError, match="stop.num_env_steps"):
+        load_task(path)
+
+
+def test_missing_base_and_extends_cycle(tmp_path):
+    with pytest.raises(TaskConfigError, match="extends 'gone.yaml', which does not exist"):
+        load_task(write(tmp_path, "extends: gone.yaml\n"))
+    write(tmp_path, "extends: b.yaml\n", "a.yaml")
+    write(tmp_path, "extends: a.yaml\n", "b.yaml")
+    with pytest.raises(TaskConfigError, match="cycle"):
+        load_task(tmp_path / "a.yaml")

@@ -1,0 +1,55 @@
+"""tune_run.py: a user's mistake ends in one line on stderr and exit code 2, before Ray starts."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("tune_run", ROOT / "tune_run.py")
+tune_run = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tune_run)
+
+
+def run(capsys, *argv):
+    code = tune_run.main(list(argv))
+    err = capsys.readouterr().err
+    return code, err
+
+
+def test_unknown_task(capsys):
+    code, err = run(capsys, "--task", "babyai-nope")
+    assert code == 2 and err.count("\n") == 1
+    assert "unknown task 'babyai-nope'; available tasks:" in err and "babyai-gotolocal-redball-s20" in err
+
+
+def test_unknown_method(capsys):
+    code, err = run(capsys, "--task", "babyai-gotolocal-redball-s20", "--methods", "ppo,magic")
+    assert code == 2 and "unknown method 'magic'; valid methods: ppo" in err
+
+
+def test_unknown_flag_lists_valid_flags(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        tune_run.main(["--task", "x", "--stop-steps", "5"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert "unrecognized arguments: --stop-steps 5" in err and "--stop-timesteps" in err
+
+
+def test_missing_task_lists_tasks(capsys):
+    code, err = run(capsys)
+    assert code == 2 and "give --task; available:" in err
+
+
+def test_bad_yaml_file(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("env: [\n")
+    code, err = run(capsys, "--task", str(bad))
+    assert code == 2 and "is not valid YAML" in err and "Traceback" not in err
+
+
+def test_list_shows_tasks_methods_and_envs(capsys):
+    assert tune_run.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert "babyai-gotolocal-redball-s20" in out and "ppo" in out
+    assert "BabyAI-Text-GoToLocal-RedBall-S20-v0" in out
