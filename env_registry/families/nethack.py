@@ -41,6 +41,7 @@ frame (336x1264x3). Off, nothing is drawn.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -83,9 +84,7 @@ OBS_SIZE = cap.BLSTATS_SIZE + N_CONDITIONS + 2 * CROP * CROP
 EXTENDED_COMMANDS = ("CAST", "QUAFF", "PRAY", "PICKUP", "PAY")
 
 _LOG_SCALE = 15.0  # log1p(v) / 15 reaches 1 at v ≈ 3.3 million
-_LOG_IDX = np.array(
-    [cap.BL_SCORE, cap.BL_HPMAX, cap.BL_GOLD, cap.BL_ENEMAX, cap.BL_EXP, cap.BL_TIME]
-)
+_LOG_IDX = (cap.BL_SCORE, cap.BL_HPMAX, cap.BL_GOLD, cap.BL_ENEMAX, cap.BL_EXP, cap.BL_TIME)
 #: Divisor of each linearly scaled blstats entry (1 where another rule applies).
 BLSTATS_SCALE = np.ones(cap.BLSTATS_SIZE, np.float32)
 for _i, _s in {
@@ -95,27 +94,29 @@ for _i, _s in {
     cap.BL_CAP: 5, cap.BL_DNUM: 10, cap.BL_DLEVEL: 50,
 }.items():  # fmt: skip
     BLSTATS_SCALE[_i] = _s
-_COND_BITS = (1 << np.arange(N_CONDITIONS)).astype(np.int64)
-_RATIO_IDX = np.array([cap.BL_HP, cap.BL_HPMAX, cap.BL_ENE, cap.BL_ENEMAX, cap.BL_CONDITION])
+_INV_SCALE = (1.0 / BLSTATS_SCALE).tolist()
+_CROP_SCALE = np.repeat(np.array([1 / 255, 1 / 16], np.float32), CROP * CROP)
+_NO_BITS = [0.0] * N_CONDITIONS
 
 
 def blstats_features(blstats: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """The 27 scaled blstats plus the 13 condition bits (40 float32 values in [-1, 1]).
 
-    Writes into ``out`` (40 float32) when given: the env calls it on every step.
+    Writes into ``out`` (40 float32) when given. Plain Python on 27 numbers: per step, it is
+    faster than a dozen small numpy calls.
     """
     if out is None:
         out = np.empty(cap.BLSTATS_SIZE + N_CONDITIONS, np.float32)
-    f = out[: cap.BLSTATS_SIZE]
-    np.divide(blstats, BLSTATS_SCALE, out=f)
-    f[_LOG_IDX] = np.log1p(np.maximum(blstats[_LOG_IDX], 0)) / _LOG_SCALE
-    hp, hpmax, ene, enemax, condition = blstats[_RATIO_IDX].tolist()
-    f[cap.BL_HP] = hp / max(hpmax, 1)
-    f[cap.BL_ENE] = ene / max(enemax, 1)
-    f[cap.BL_CONDITION] = condition != 0
-    np.minimum(f, 1.0, out=f)
-    np.maximum(f, -1.0, out=f)
-    np.not_equal(np.bitwise_and(condition, _COND_BITS), 0, out=out[cap.BLSTATS_SIZE :])
+    v = blstats.tolist()
+    f = [x * s for x, s in zip(v, _INV_SCALE, strict=True)]
+    for i in _LOG_IDX:
+        f[i] = math.log1p(v[i]) / _LOG_SCALE if v[i] > 0 else 0.0
+    f[cap.BL_HP] = v[cap.BL_HP] / (v[cap.BL_HPMAX] or 1)
+    f[cap.BL_ENE] = v[cap.BL_ENE] / (v[cap.BL_ENEMAX] or 1)
+    condition = v[cap.BL_CONDITION]
+    f[cap.BL_CONDITION] = float(condition != 0)
+    f += [float(condition >> k & 1) for k in range(N_CONDITIONS)] if condition else _NO_BITS
+    out[:] = [1.0 if x > 1.0 else -1.0 if x < -1.0 else x for x in f]
     return out
 
 
@@ -186,9 +187,8 @@ class NetHackTextEnv(gym.Env):
 
         self.action_space = gym.spaces.Discrete(len(actions))
         self.observation_space = gym.spaces.Box(-1.0, 1.0, (OBS_SIZE,), np.float32)
-        # Map buffers padded by the crop radius, so that a crop is one slice.
-        self._chars = np.zeros((MAP_ROWS + 2 * _R, MAP_COLS + 2 * _R), np.uint8)
-        self._colors = np.zeros_like(self._chars)
+        # chars and colors, padded by the crop radius, so that a crop is one slice.
+        self._maps = np.zeros((2, MAP_ROWS + 2 * _R, MAP_COLS + 2 * _R), np.uint8)
         self._seed_rng: np.random.Generator | None = None
         self._counter = cap.MessageCounter()
         self._success = False
@@ -198,14 +198,13 @@ class NetHackTextEnv(gym.Env):
     def _observe(self, obs: dict, end_status: int) -> tuple[np.ndarray, dict]:
         blstats = obs["blstats"]
         x, y = int(blstats[cap.BL_X]), int(blstats[cap.BL_Y])
-        self._chars[_R:-_R, _R:-_R] = obs["chars"]
-        self._colors[_R:-_R, _R:-_R] = obs["colors"]
+        self._maps[0, _R:-_R, _R:-_R] = obs["chars"]
+        self._maps[1, _R:-_R, _R:-_R] = obs["colors"]
         features = np.empty(OBS_SIZE, np.float32)
         n = cap.BLSTATS_SIZE + N_CONDITIONS
         blstats_features(blstats, out=features[:n])
-        crop = features[n:].reshape(2, CROP, CROP)
-        np.multiply(self._chars[y : y + CROP, x : x + CROP], 1 / 255, out=crop[0])
-        np.multiply(self._colors[y : y + CROP, x : x + CROP], 1 / 16, out=crop[1])
+        features[n:].reshape(2, CROP, CROP)[:] = self._maps[:, y : y + CROP, x : x + CROP]
+        features[n:] *= _CROP_SCALE
 
         message = cap.decode_message(obs["message"])
         info = {

@@ -146,6 +146,16 @@ def test_check_env(env_registry, name):
     env.close()
 
 
+def test_observation_crop_is_centred_on_the_hero(env_registry):
+    env = env_registry.make_env("NetHack-Text-Score-v0")
+    obs, _ = env.reset(seed=2)
+    n = 27 + 13
+    chars, colors = obs[n : n + 81].reshape(9, 9), obs[n + 81 :].reshape(9, 9)
+    assert round(chars[4, 4] * 255) == ord("@")
+    assert 0 < colors[4, 4] < 1
+    assert obs[cap.BL_HP] == 1.0  # full health at the start
+
+
 def test_caption_off_and_pixels(env_registry):
     env = env_registry.make_env("NetHack-Text-Score-v0", {"caption": False})
     _, info = env.reset(seed=1)

@@ -1,0 +1,25 @@
+import os
+
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray instance for all integration tests (starting one costs 5-10 s)."""
+    import ray
+
+    import env_registry
+
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="ERROR",
+        object_store_memory=256 * 1024**2,
+        configure_logging=False,
+    )
+    env_registry.register_all()
+    yield ray
+    ray.shutdown()
