@@ -42,6 +42,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--output-dir", type=Path, default=Path("results"), help="default: results/")
     p.add_argument("--address", help="attach to a running Ray cluster, e.g. 'auto'")
     p.add_argument("--wandb", action="store_true", help="also log to Weights & Biases")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                   help="continue an interrupted run from its trials' checkpoints")
     p.add_argument("--list", action="store_true", help="list tasks, methods and environments")
     return p.parse_args(argv)
 
@@ -65,11 +67,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from env_registry.errors import MissingDependencyError, UnknownEnvError
     from rl_bk.experiments.methods import UnknownMethodError, get_method
-    from rl_bk.experiments.run import ResourceError, RunOptions, run_experiment
+    from rl_bk.experiments.run import ResourceError, RunOptions, resume_experiment, run_experiment
     from rl_bk.experiments.task_config import TaskConfigError, available_tasks, load_task
 
     if args.list:
         print(_list())
+        return 0
+    if args.resume:
+        # A resumed run keeps its own task, methods, seeds and stop (Tune restores them).
+        fixed = [f for f, v in (("--task", args.task), ("--methods", args.methods),
+                                ("--num-samples", args.num_samples),
+                                ("--stop-timesteps", args.stop_timesteps), ("--smoke", args.smoke))
+                 if v]  # fmt: skip
+        if fixed:
+            print(f"tune_run.py: error: --resume continues a run with its own settings; drop "
+                  f"{', '.join(fixed)}", file=sys.stderr)  # fmt: skip
+            return 2
+        try:
+            options = RunOptions(address=args.address, wandb=args.wandb)
+            run_dir = resume_experiment(args.resume, options)
+        except (TaskConfigError, ValueError) as err:
+            print(f"tune_run.py: error: {err}", file=sys.stderr)
+            return 2
+        print(f"\nresults: {run_dir}")
         return 0
     if not args.task:
         print(f"tune_run.py: error: give --task; available: {', '.join(available_tasks())}",
@@ -77,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         task = load_task(args.task, smoke=args.smoke)
-        methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
+        methods = [m.strip() for m in (args.methods or "").split(",") if m.strip()] or None
         for m in methods or task.methods:
             get_method(m)
         options = RunOptions(

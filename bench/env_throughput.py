@@ -1,8 +1,8 @@
 """Env throughput: raw steps/s per env family with and without captions, and RLlib PPO's
 env steps/s on BabyAI-Text, reported as ratios measured side by side in one run.
 
-    python bench/env_throughput.py                      # writes bench/results/env_throughput.{md,json}
-    python bench/env_throughput.py --quick              # shorter, for a look
+    python bench/env_throughput.py           # writes bench/results/env_throughput.{md,json}
+    python bench/env_throughput.py --quick   # shorter, for a look
 
 Raw: one process, uniformly random actions, resets included. Captioned and uncaptioned envs
 are stepped in alternating rounds and the median round is reported, so that load from other
@@ -25,7 +25,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -136,8 +136,11 @@ class BabyAITextEnv(gym.Env):
         render_pixels: build the level with ``render_mode="rgb_array"`` (default False).
     """
 
-    metadata = {"render_modes": ["rgb_array"]}
-    LEVEL_CLASSES = {"LocalTargetLevel": LocalTargetLevel, "LocalSequenceLevel": LocalSequenceLevel}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"]}
+    LEVEL_CLASSES: ClassVar[dict[str, type[RoomGridLevel]]] = {
+        "LocalTargetLevel": LocalTargetLevel,
+        "LocalSequenceLevel": LocalSequenceLevel,
+    }
 
     def __init__(self, env_config: Mapping[str, Any]):
         level = env_config["level"]

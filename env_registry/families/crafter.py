@@ -4,8 +4,9 @@ the player's view and single-achievement variants.
 crafter ships an old gym-style env (``reset() -> obs``, ``step -> (obs, reward, done, info)``)
 that gymnasium cannot wrap any more, so :class:`CrafterTextEnv` is a ``gymnasium.Env`` of its
 own around a ``crafter.Env`` subclass that draws nothing it is not asked for. Per step, crafter
-draws a 64×64 RGB frame and a 64×64 semantic map of the whole world; both cost more than the
-game itself and no default policy reads them, so with ``render_pixels=False`` neither is made.
+draws a 64×64 RGB frame and a 64×64 semantic map of the whole world; together they cost more
+than the game itself and no default policy reads them, so with ``render_pixels=False`` neither
+is made.
 
 Observation (float32, flat, all values in [0, 1]), 1156 values, in this order:
 
@@ -37,16 +38,18 @@ the Crafter score (geometric mean of per-achievement success rates) is computed.
 
 Seeding: crafter seeds episode ``k`` of an env built with seed ``s`` from
 ``hash((s, k))``. ``reset(seed=s)`` restarts that sequence at ``s``, so equal seeds give equal
-worlds and the unseeded resets after it continue a reproducible stream. With
-``render_pixels=True``, rendering at night would draw noise from the world's RNG and so change
-the game; we restore the RNG around each frame, so pixels on or off play the same game.
+worlds and the unseeded resets after it continue a reproducible stream. Two things in crafter
+1.8.3 would still make equal seeds play different games, and are fixed here: despawning picks
+a creature from a set ordered by memory address (we order by creation), and frames drawn at
+night take their noise from the world's RNG (we restore the RNG around each frame, so pixels
+on or off play the same game).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -128,14 +131,17 @@ def _headless_crafter() -> type:
         (ACHIEVEMENTS, tuple(constants.achievements)),
     ):
         if tuple(theirs) != ours:
-            raise RuntimeError(f"crafter's vocabulary changed ({theirs}); this module expects 1.8.3")
+            raise RuntimeError(
+                f"crafter's vocabulary changed ({theirs}); this module expects 1.8.3"
+            )
 
     obj = crafter.objects
     creatures = (obj.Player, obj.Cow, obj.Zombie, obj.Skeleton, obj.Arrow, obj.Plant)
 
     class HeadlessCrafter(crafter.Env):
         """Draws a frame only when ``render()`` is called, and the semantic map only when
-        built with ``semantic=True``. The game itself is crafter 1.8.3's, unchanged."""
+        built with ``semantic=True``. The rules are crafter 1.8.3's; only the choice of which
+        creature despawns is made deterministic."""
 
         #: Object class -> semantic id, numbered as crafter's SemanticView numbers them.
         OBJECT_IDS: dict[type, int] = {  # noqa: RUF012
@@ -225,7 +231,7 @@ class CrafterTextEnv(gym.Env):
         seed: the seed of the first unseeded reset's world stream (default: fresh entropy).
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
 
     def __init__(self, env_config: Mapping[str, Any] | None = None):
         config = dict(env_config or {})

@@ -11,9 +11,9 @@ Tasks (``env_config["task"]``):
 - ``staircase``: nle's NetHackStaircase: +1 (plus the same time penalty) and the end of the
   episode when the hero goes down the stairs to level 2. ONI's version pays +50 instead.
 - ``staircase_lvl3`` / ``staircase_lvl4``: ONI's tasks: +50, and the end of the episode, on
-  the step where the dungeon depth (``blstats``) first reaches 3 / 4 from above; 0 otherwise,
-  no time penalty. ONI also requires the "You descend the stairs" message; we read the depth
-  alone, so falling through a trap door to the target depth counts too.
+  the step where the dungeon depth (``blstats``) goes from above the target to 3 / 4 or
+  deeper; 0 otherwise, no time penalty. ONI also requires the "You descend the stairs"
+  message; we read the depth alone, so falling through a trap door counts too.
 - ``oracle``: nle's NetHackOracle: +1 and success when standing next to the Oracle. A
   hallucinating hero can "see" the Oracle anywhere (ONI's Sober variant excludes that);
   the hallucination bit is in the observation, so the exploit is visible but not blocked.
@@ -29,6 +29,9 @@ Observation (float32, flat, 202 values, all in [-1, 1]):
 - ``[40:121]`` a 9x9 crop of ``chars`` centred on the hero, row-major, divided by 255 (cells
   off the 21x79 map are 0; unexplored map cells are spaces, 32/255);
 - ``[121:202]`` the same crop of ``colors``, divided by 16.
+
+Episodes end as nle ends them (death, task success) with ``terminated``; nle's step limit
+(``max_episode_steps``, default 5000) gives ``truncated`` alone, not nle's done flag.
 
 Seeding: nle's ``reset(seed=)`` does not seed the game. ``reset(seed=s)`` here seeds a
 numpy Generator with s, and every reset from then on draws NetHack's (core, disp) seeds from

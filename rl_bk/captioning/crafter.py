@@ -144,7 +144,9 @@ def caption_smartplay(
     sentences.append(vitals[0].upper() + vitals[1:] + ".")
 
     held = [f"{n} {_pretty(k)}" for k, n in inventory.items() if k not in _VITAL_SET and n > 0]
-    sentences.append(f"You have {', '.join(held)}." if held else "You have nothing in your inventory.")
+    sentences.append(
+        f"You have {', '.join(held)}." if held else "You have nothing in your inventory."
+    )
     return " ".join(sentences)
 
 
@@ -182,7 +184,9 @@ def caption_ellm(
         sentences.append(f"you are targeting {_ELLM_RENAME.get(faced, faced)}.")
 
     held = [
-        _pretty(_ELLM_RENAME.get(k, k)) for k, n in inventory.items() if k not in _VITAL_SET and n > 0
+        _pretty(_ELLM_RENAME.get(k, k))
+        for k, n in inventory.items()
+        if k not in _VITAL_SET and n > 0
     ]
     if held:
         sentences.append(f"you have in your inventory {join_and(held)}.")

@@ -26,7 +26,20 @@ import pandas as pd
 
 from rl_bk import metrics as M
 
-CURVE_METRICS = {"episode return": M.EPISODE_RETURN_MEAN, "success rate": M.SUCCESS_RATE}
+#: Plot title of each main metric (``metric:`` of a task); the plot shows the episode return
+#: and, beside it, the task's main metric.
+CURVE_NAMES = {
+    M.EPISODE_RETURN_MEAN: "episode return",
+    M.SUCCESS_RATE: "success rate",
+    M.ACHIEVEMENTS_PER_EPISODE: "achievements per episode",
+    M.GAME_SCORE_MEAN: "game score",
+}
+
+
+def curve_metrics(main_metric: str) -> dict[str, str]:
+    """Plot title -> result key: the episode return, then the main metric if different."""
+    keys = dict.fromkeys([M.EPISODE_RETURN_MEAN, main_metric])
+    return {CURVE_NAMES.get(k, k): k for k in keys}
 
 
 @dataclass
@@ -59,7 +72,8 @@ def _last(progress: pd.DataFrame, column: str) -> float:
     return float(values.iloc[-1]) if len(values) else math.nan
 
 
-def trial_row(record: TrialRecord, success_threshold: float) -> dict[str, object]:
+def trial_row(record: TrialRecord, success_threshold: float | None) -> dict[str, object]:
+    """Final metrics of one trial; ``success_threshold`` None leaves out success columns."""
     p = record.progress
     steps, seconds = _last(p, M.ENV_STEPS), _last(p, M.TIME_TOTAL_S)
     row: dict[str, object] = {
@@ -69,11 +83,12 @@ def trial_row(record: TrialRecord, success_threshold: float) -> dict[str, object
         "env_steps_per_s": steps / seconds if seconds and seconds > 0 else math.nan,
         "episode_return_mean": _last(p, M.EPISODE_RETURN_MEAN),
         "episode_len_mean": _last(p, M.EPISODE_LEN_MEAN),
-        "success_rate": _last(p, M.SUCCESS_RATE),
-        f"steps_to_success_{success_threshold:g}": steps_to_reach(
-            p, M.SUCCESS_RATE, success_threshold
-        ),
     }
+    if success_threshold is not None:
+        row["success_rate"] = _last(p, M.SUCCESS_RATE)
+        row[f"steps_to_success_{success_threshold:g}"] = steps_to_reach(
+            p, M.SUCCESS_RATE, success_threshold
+        )
     achievement_cols = [c for c in p.columns if c.startswith(M.ACHIEVEMENT_PREFIX)]
     if achievement_cols:
         row["achievements_per_episode"] = _last(p, M.ACHIEVEMENTS_PER_EPISODE)
@@ -132,7 +147,9 @@ def summary_for_reading(summary: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def learning_curves(records: list[TrialRecord], points: int = 50) -> pd.DataFrame:
+def learning_curves(
+    records: list[TrialRecord], metrics: dict[str, str], points: int = 50
+) -> pd.DataFrame:
     """Curves on a common env-step grid per variant: mean, min and max over seeds.
 
     The grid spans only the steps where every seed has reported the metric (no value is
@@ -141,7 +158,7 @@ def learning_curves(records: list[TrialRecord], points: int = 50) -> pd.DataFram
     rows = []
     for label in dict.fromkeys(r.label for r in records):
         runs = [r.progress for r in records if r.label == label]
-        for name, column in CURVE_METRICS.items():
+        for name, column in metrics.items():
             series = [
                 p[[M.ENV_STEPS, column]].dropna()
                 for p in runs
@@ -166,8 +183,9 @@ def plot_learning_curves(curves: pd.DataFrame, path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(CURVE_METRICS), figsize=(11, 4), squeeze=False)
-    for ax, name in zip(axes[0], CURVE_METRICS):
+    names = list(dict.fromkeys(curves["metric"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4), squeeze=False)
+    for ax, name in zip(axes[0], names):
         for label, c in curves[curves["metric"] == name].groupby("variant", sort=False):
             seeds = int(c["seeds"].iloc[0])
             n = f"{seeds} seed" + ("s" if seeds > 1 else "")
@@ -185,9 +203,18 @@ def plot_learning_curves(curves: pd.DataFrame, path: Path, title: str) -> None:
 
 
 def write_results(
-    records: list[TrialRecord], run_dir: Path, *, title: str, success_threshold: float
+    records: list[TrialRecord],
+    run_dir: Path,
+    *,
+    title: str,
+    main_metric: str = M.SUCCESS_RATE,
+    success_threshold: float | None = 0.9,
 ) -> pd.DataFrame:
-    """Writes the tables and the plot into ``run_dir``; returns the summary table."""
+    """Writes the tables and the plot into ``run_dir``; returns the summary table.
+
+    ``main_metric`` (a result key) is plotted beside the episode return; success columns
+    appear when ``success_threshold`` is given.
+    """
     run_dir.mkdir(parents=True, exist_ok=True)
     trials = pd.DataFrame([trial_row(r, success_threshold) for r in records])
     trials.to_csv(run_dir / "trials.csv", index=False)
@@ -201,7 +228,7 @@ def write_results(
         + "\n## Per trial\n\n"
         + _markdown(trials)
     )
-    curves = learning_curves(records)
+    curves = learning_curves(records, curve_metrics(main_metric))
     curves.to_csv(run_dir / "curves.csv", index=False)
     if len(curves):
         plot_learning_curves(curves, run_dir / "learning_curves.png", title)

@@ -2,7 +2,8 @@
 
 Layout of a run folder, ``<output_dir>/<task>/<timestamp>[-smoke]/``:
 
-- ``task.yaml``: the resolved task config the run used (after ``extends``/``--smoke``);
+- ``task.yaml``: the resolved task config the run used (after ``extends``/``--smoke``, with
+  the run's methods, seeds and stop); ``--resume`` reads it back;
 - ``tune/``: Tune's experiment: per-trial ``progress.csv``, ``result.json``, TensorBoard
   event files (``tensorboard --logdir <run>/tune``) and the final checkpoints;
 - the tables and plot of :mod:`rl_bk.experiments.results`.
@@ -32,6 +33,9 @@ from rl_bk.experiments.task_config import TaskConfig
 logger = logging.getLogger(__name__)
 
 
+RESOLVED_TASK_FILE = "task.yaml"
+
+
 class ResourceError(RuntimeError):
     pass
 
@@ -59,8 +63,8 @@ def _seeds(task: TaskConfig, num_samples: int | None) -> list[int]:
 
 def _wandb_callback(project: str):
     try:
-        from ray.air.integrations.wandb import WandbLoggerCallback
         import wandb  # noqa: F401
+        from ray.air.integrations.wandb import WandbLoggerCallback
     except ImportError:
         from env_registry.errors import MissingDependencyError
 
@@ -99,10 +103,45 @@ def _check_fits(task: TaskConfig, first_trial_config: dict) -> None:
         )
 
 
+def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, options: RunOptions):
+    from ray import tune
+
+    stop = {M.ENV_STEPS: stop_steps}
+    if task.stop.time_budget_s:
+        stop["time_total_s"] = task.stop.time_budget_s
+    callbacks = list(options.extra_callbacks)
+    if options.wandb:
+        callbacks.append(_wandb_callback(project=f"rl-bk-{task.name}"))
+    reporter = tune.CLIReporter(
+        metric_columns={M.ENV_STEPS: "env steps", M.EPISODE_RETURN_MEAN: "return",
+                        M.SUCCESS_RATE: "success", "time_total_s": "s"},
+        parameter_columns={"seed": "seed"},
+        max_report_frequency=30, sort_by_metric=False,
+    )  # fmt: skip
+    return tune.RunConfig(
+        name="tune",
+        storage_path=str(run_dir),
+        stop=stop,
+        callbacks=callbacks,
+        progress_reporter=reporter,
+        verbose=1,
+        # A trial that dies (a node lost, an OOM) restarts from its last checkpoint.
+        failure_config=tune.FailureConfig(max_failures=2),
+        checkpoint_config=tune.CheckpointConfig(
+            checkpoint_frequency=task.checkpoint_every, checkpoint_at_end=True, num_to_keep=2
+        ),
+    )
+
+
+def _trial_name(trial) -> str:
+    return f"{trial_label(trial.config)} seed={trial.config['seed']}".replace(" ", "_")
+
+
 def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
     """Runs the sweep and writes the run folder; returns its path."""
-    import env_registry
     from ray import tune
+
+    import env_registry
 
     methods = options.methods or list(task.methods)
     variants = expand_variants(task, methods)
@@ -115,61 +154,63 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S") + ("-smoke" if options.smoke else "")
     run_dir = (options.output_dir / task.name / stamp).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
+    # What this run is, resolved: --resume reads it back, and a reader sees every setting.
     resolved = task.model_dump(mode="json")
-    resolved.update(methods=methods, seeds=seeds, stop={**resolved["stop"], "num_env_steps": stop_steps})
-    (run_dir / "task.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
+    resolved.update(methods=methods, seeds=seeds)
+    resolved["stop"]["num_env_steps"] = stop_steps
+    (run_dir / RESOLVED_TASK_FILE).write_text(yaml.safe_dump(resolved, sort_keys=False))
 
     _init_ray(options.address)
     env_registry.register_all()
-    trainable = trainable_for(task)
-    space = param_space(variants, seeds)
     _check_fits(task, {"variant": variants[0].as_config(), "seed": seeds[0]})
-
-    stop = {M.ENV_STEPS: stop_steps}
-    if task.stop.time_budget_s:
-        stop["time_total_s"] = task.stop.time_budget_s
-    callbacks = list(options.extra_callbacks)
-    if options.wandb:
-        callbacks.append(_wandb_callback(project=f"rl-bk-{task.name}"))
-
-    reporter = tune.CLIReporter(
-        metric_columns={M.ENV_STEPS: "env steps", M.EPISODE_RETURN_MEAN: "return",
-                        M.SUCCESS_RATE: "success", "time_total_s": "s"},
-        parameter_columns={"seed": "seed"},
-        max_report_frequency=30, sort_by_metric=False,
-    )  # fmt: skip
     tuner = tune.Tuner(
-        trainable,
-        param_space=space,
+        trainable_for(task),
+        param_space=param_space(variants, seeds),
         tune_config=tune.TuneConfig(
-            trial_name_creator=lambda t: f"{trial_label(t.config)} seed={t.config['seed']}"
-            .replace(" ", "_"),
-            trial_dirname_creator=lambda t: f"{t.trial_id}",
+            trial_name_creator=_trial_name, trial_dirname_creator=lambda t: t.trial_id
         ),
-        run_config=tune.RunConfig(
-            name="tune",
-            storage_path=str(run_dir),
-            stop=stop,
-            callbacks=callbacks,
-            progress_reporter=reporter,
-            verbose=1,
-            checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True, num_to_keep=1),
-        ),
+        run_config=_tuner_run_config(task, run_dir, stop_steps, options),
     )
-    result_grid = tuner.fit()
+    _write(task, tuner.fit(), run_dir)
+    return run_dir
 
+
+def resume_experiment(run_dir: Path, options: RunOptions) -> Path:
+    """Continues an interrupted run from its trials' last checkpoints; rewrites its results."""
+    from ray import tune
+
+    import env_registry
+    from rl_bk.experiments.task_config import load_task
+
+    run_dir = run_dir.resolve()
+    if not (run_dir / RESOLVED_TASK_FILE).is_file() or not (run_dir / "tune").is_dir():
+        raise ValueError(f"{run_dir} is not a run folder of tune_run.py (no task.yaml and tune/)")
+    task = load_task(run_dir / RESOLVED_TASK_FILE)
+    _init_ray(options.address)
+    env_registry.register_all()
+    tuner = tune.Tuner.restore(
+        str(run_dir / "tune"), trainable=trainable_for(task),
+        resume_unfinished=True, resume_errored=True,
+    )  # fmt: skip
+    _write(task, tuner.fit(), run_dir)
+    return run_dir
+
+
+def _write(task: TaskConfig, result_grid, run_dir: Path) -> None:
     records, errors = [], []
     for result in result_grid:
+        label = trial_label(result.config)
         if result.error:
-            errors.append(f"{trial_label(result.config)} seed={result.config['seed']}: {result.error}")
+            errors.append(f"{label} seed={result.config['seed']}: {result.error}")
         df = result.metrics_dataframe
         if df is not None and len(df):
-            records.append(TrialRecord(trial_label(result.config), int(result.config["seed"]), df))
-    if records:
-        write_results(records, run_dir, title=task.name, success_threshold=task.success_threshold)
+            records.append(TrialRecord(label, int(result.config["seed"]), df))
     for err in errors:
         logger.error("trial failed: %s", err)
     if not records:
         raise RuntimeError(f"no trial reported any result; see {run_dir / 'tune'}")
-    return run_dir
-
+    main_metric = M.MAIN_METRICS[task.metric]
+    threshold = task.success_threshold if main_metric == M.SUCCESS_RATE else None
+    write_results(
+        records, run_dir, title=task.name, main_metric=main_metric, success_threshold=threshold
+    )

@@ -83,6 +83,7 @@ class TaskConfig(_Strict):
     model: ModelParams = ModelParams()
     env_runners: EnvRunnerParams = EnvRunnerParams()
     stop: StopParams = StopParams()
+    checkpoint_every: int = Field(25, gt=0)  # training iterations between trial checkpoints
     #: method -> {training parameter -> values}; the trials are their cartesian product.
     sweep: dict[str, dict[str, list[Any]]] = {}
 

@@ -27,5 +27,6 @@ def test_success_and_crafter_achievements():
 def test_callback_logs_the_mean_over_episodes():
     logger, callback = MetricsLogger(), EpisodeMetricsCallback()
     for success in (True, False, True, True):
-        callback.on_episode_end(episode=finished_episode({"success": success}), metrics_logger=logger)
+        episode = finished_episode({"success": success})
+        callback.on_episode_end(episode=episode, metrics_logger=logger)
     assert logger.peek("success_rate") == 0.75

@@ -234,8 +234,9 @@ class _FakeNLE:
 
     actions = tuple(range(23))
 
-    def __init__(self, depths: list[int]):
+    def __init__(self, depths: list[int], done: bool = False, end_status: int = 0):
         self.depths = iter(depths)
+        self.done, self.end_status = done, end_status
 
     def _obs(self, depth: int) -> dict:
         return {
@@ -246,7 +247,8 @@ class _FakeNLE:
         }
 
     def step(self, action):
-        return self._obs(next(self.depths)), -0.01, False, False, {"end_status": 0}
+        done = self.done
+        return self._obs(next(self.depths)), -0.01, done, done, {"end_status": self.end_status}
 
 
 @pytest.mark.parametrize(("task", "target"), [("staircase_lvl3", 3), ("staircase_lvl4", 4)])
@@ -262,3 +264,17 @@ def test_staircase_level_reward_in_env(env_registry, task, target):
     assert [r[2] for r in results] == [False] * (len(depths) - 1) + [True]
     assert [r[4]["success"] for r in results] == [False] * (len(depths) - 1) + [True]
     assert results[-1][4]["depth"] == target
+
+
+def test_nle_success_and_step_limit(env_registry):
+    env = env_registry.make_env("NetHack-Text-Staircase-v0")
+    env.reset(seed=0)
+    env._nle = _FakeNLE([2], done=True, end_status=2)  # nle's TASK_SUCCESSFUL
+    _, _, terminated, truncated, info = env.step(0)
+    assert (terminated, truncated, info["success"]) == (True, False, True)
+
+    env = env_registry.make_env("NetHack-Text-Score-v0")
+    env.reset(seed=0)
+    env._nle = _FakeNLE([1], done=True, end_status=-1)  # nle's ABORTED: the step limit
+    _, _, terminated, truncated, info = env.step(0)
+    assert (terminated, truncated, info["success"]) == (False, True, False)

@@ -10,6 +10,7 @@ from rl_bk import metrics as M
 from rl_bk.experiments.results import (
     TrialRecord,
     crafter_score,
+    curve_metrics,
     learning_curves,
     steps_to_reach,
     summarize,
@@ -60,7 +61,8 @@ def test_summary_counts_seeds_that_reached_the_threshold():
 def test_curves_cover_only_steps_where_every_seed_reported():
     a = progress([100, 200, 300], [np.nan, 0.2, 0.4])  # first episode ended after step 100
     b = progress([100, 200, 300], [0.0, 0.4, 0.6])
-    curves = learning_curves([TrialRecord("ppo", 0, a), TrialRecord("ppo", 1, b)], points=3)
+    records = [TrialRecord("ppo", 0, a), TrialRecord("ppo", 1, b)]
+    curves = learning_curves(records, curve_metrics(M.SUCCESS_RATE), points=3)
     success = curves[curves.metric == "success rate"]
     assert list(success.env_steps) == [200, 250, 300]
     assert list(success["mean"]) == pytest.approx([0.3, 0.4, 0.5])
@@ -73,3 +75,14 @@ def test_write_results_makes_tables_and_plot(tmp_path):
     for name in ("trials.csv", "summary.csv", "summary.md", "curves.csv", "learning_curves.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert "| ppo | 2 |" in (tmp_path / "summary.md").read_text()
+    curves = pd.read_csv(tmp_path / "curves.csv")
+    assert set(curves.metric) == {"episode return", "success rate"}
+
+
+def test_tasks_without_success_plot_their_main_metric_and_drop_success_columns(tmp_path):
+    p = progress([100, 200], [0.0, 0.0]).assign(**{M.GAME_SCORE_MEAN: [10.0, 30.0]})
+    write_results([TrialRecord("ppo", 0, p)], tmp_path, title="t",
+                  main_metric=M.GAME_SCORE_MEAN, success_threshold=None)  # fmt: skip
+    assert set(pd.read_csv(tmp_path / "curves.csv").metric) == {"episode return", "game score"}
+    trials = pd.read_csv(tmp_path / "trials.csv")
+    assert "success_rate" not in trials and trials["game_score_mean"].iloc[0] == 30.0

@@ -28,7 +28,7 @@ def write(tmp_path, text, name="t.yaml"):
 
 
 def test_unknown_task_lists_the_available_ones():
-    with pytest.raises(TaskConfigError, match="unknown task 'nope'; available tasks: .*babyai"):
+    with pytest.raises(TaskConfigError, match=r"unknown task 'nope'; available tasks: .*babyai"):
         load_task("nope")
 
 
@@ -51,13 +51,14 @@ def test_unknown_env_lists_registered_envs(tmp_path):
 
 
 def test_wrong_type_is_reported_with_its_path(tmp_path):
-    path = write(tmp_path, "description: x\nenv: BabyAI-Text-GoToLocal-v0\nstop: {num_env_steps: lots}\n")
-    with pytest.raises(TaskConfigError, match="stop.num_env_steps"):
+    text = "description: x\nenv: BabyAI-Text-GoToLocal-v0\nstop: {num_env_steps: lots}\n"
+    path = write(tmp_path, text)
+    with pytest.raises(TaskConfigError, match=r"stop\.num_env_steps"):
         load_task(path)
 
 
 def test_missing_base_and_extends_cycle(tmp_path):
-    with pytest.raises(TaskConfigError, match="extends 'gone.yaml', which does not exist"):
+    with pytest.raises(TaskConfigError, match=r"extends 'gone\.yaml', which does not exist"):
         load_task(write(tmp_path, "extends: gone.yaml\n"))
     write(tmp_path, "extends: b.yaml\n", "a.yaml")
     write(tmp_path, "extends: a.yaml\n", "b.yaml")

@@ -20,7 +20,8 @@ def run(capsys, *argv):
 def test_unknown_task(capsys):
     code, err = run(capsys, "--task", "babyai-nope")
     assert code == 2 and err.count("\n") == 1
-    assert "unknown task 'babyai-nope'; available tasks:" in err and "babyai-gotolocal-redball-s20" in err
+    assert "unknown task 'babyai-nope'; available tasks:" in err
+    assert "babyai-gotolocal-redball-s20" in err
 
 
 def test_unknown_method(capsys):
@@ -53,3 +54,13 @@ def test_list_shows_tasks_methods_and_envs(capsys):
     out = capsys.readouterr().out
     assert "babyai-gotolocal-redball-s20" in out and "ppo" in out
     assert "BabyAI-Text-GoToLocal-RedBall-S20-v0" in out
+
+
+def test_resume_refuses_settings_it_cannot_change(tmp_path, capsys):
+    code, err = run(capsys, "--resume", str(tmp_path), "--stop-timesteps", "5")
+    assert code == 2 and "drop --stop-timesteps" in err
+
+
+def test_resume_of_a_folder_that_is_not_a_run(tmp_path, capsys):
+    code, err = run(capsys, "--resume", str(tmp_path))
+    assert code == 2 and "is not a run folder of tune_run.py" in err
