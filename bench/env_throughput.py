@@ -5,11 +5,13 @@ env steps/s on BabyAI-Text, reported as ratios measured side by side in one run.
     python bench/env_throughput.py --quick   # shorter, for a look
 
 Raw: one process, uniformly random actions, resets included. Captioned and uncaptioned envs
-are stepped in alternating rounds and the median round is reported, so that load from other
-processes on this shared machine hits both alike. PPO: the task's own setup (1 env runner ×
-8 envs, train batch 2048, 4 epochs, learning included), env steps over the wall time of the
-timed iterations (the first, warm-up iteration excluded); the raw BabyAI number it is divided
-by is measured in the same run, just before.
+run in 30 pairs of adjacent short rounds; steps/s are the median rounds (wall clock), and the
+caption's share of step time is the median over pairs of the CPU-time difference, so that
+load from other processes on this shared machine hits both alike. PPO: the task's own setup
+(tune_configs/babyai-gotolocal-redball-s20.yaml: 2 env runners x 16 envs, learning
+included), then 1 runner x 16 envs and 1 runner x 8 envs (the S20 probe's layout), one after
+the other; env steps over the wall time of the timed iterations (the first, warm-up
+iteration excluded), divided by the raw BabyAI rate measured in the same run.
 """
 
 from __future__ import annotations
@@ -37,42 +39,54 @@ ENVS = {
     "crafter": "Crafter-Text-v0",
     "nethack": "NetHack-Text-Score-v0",
 }
+#: Steps per timed round: about a third of a second each, whatever the env's speed.
+ROUND_STEPS = {"babyai": 1000, "crafter": 300, "nethack": 3000}
 
 
-def steps_per_second(env, steps: int, rng: np.random.Generator) -> float:
-    n_actions = env.action_space.n
-    actions = rng.integers(n_actions, size=steps)
-    start = time.perf_counter()
+def run_steps(env, steps: int, rng: np.random.Generator) -> tuple[float, float]:
+    """Steps the env with random actions; returns (wall seconds, this process's CPU seconds)."""
+    actions = rng.integers(env.action_space.n, size=steps)
+    wall, cpu = time.perf_counter(), time.process_time()
     for a in actions:
         _, _, terminated, truncated, _ = env.step(int(a))
         if terminated or truncated:
             env.reset()
-    return steps / (time.perf_counter() - start)
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def raw_throughput(name: str, steps: int, rounds: int) -> dict[str, float]:
-    """Median steps/s with and without captions, stepped in alternating rounds."""
+def raw_throughput(name: str, steps: int, pairs: int) -> dict[str, float]:
+    """Steps/s with and without captions, and the captions' share of a step's time.
+
+    The two envs run in adjacent short rounds, alternating which goes first. The share is the
+    median over pairs of 1 - cpu_uncaptioned / cpu_captioned, in this process's CPU time, which
+    other processes' load barely touches; steps/s are medians of wall-clock rounds.
+    """
     envs = {cap: env_registry.make_env(name, {"caption": cap}) for cap in (True, False)}
     rng = np.random.default_rng(0)
     for env in envs.values():
         env.reset(seed=0)
-        steps_per_second(env, min(steps, 500), rng)  # warm-up: JIT compiles, first resets
-    samples: dict[bool, list[float]] = {True: [], False: []}
-    for _ in range(rounds):
-        for cap, env in envs.items():
-            samples[cap].append(steps_per_second(env, steps, rng))
+        run_steps(env, min(steps, 500), rng)  # warm-up: JIT compiles, first resets
+    wall: dict[bool, list[float]] = {True: [], False: []}
+    shares = []
+    for i in range(pairs):
+        cpu = {}
+        for cap in (True, False) if i % 2 == 0 else (False, True):
+            wall_s, cpu[cap] = run_steps(envs[cap], steps, rng)
+            wall[cap].append(steps / wall_s)
+        shares.append(1.0 - cpu[False] / cpu[True])
     for env in envs.values():
         env.close()
-    with_caption, without = statistics.median(samples[True]), statistics.median(samples[False])
     return {
-        "steps_per_s_captioned": with_caption,
-        "steps_per_s_uncaptioned": without,
-        # share of a captioned step's time spent captioning: 1 - t_without / t_with
-        "caption_share_of_step_time": 1.0 - with_caption / without,
+        "steps_per_s_captioned": statistics.median(wall[True]),
+        "steps_per_s_uncaptioned": statistics.median(wall[False]),
+        "caption_share_of_step_time": statistics.median(shares),
     }
 
 
-def ppo_throughput(iterations: int) -> dict[str, float]:
+def ppo_throughput(
+    iterations: int, layouts: list[tuple[int, int] | None]
+) -> dict[str, dict]:
+    """PPO env steps/s for each (env runners, envs per runner) layout (None: the task's own)."""
     import ray
 
     from rl_bk.experiments.methods import get_method
@@ -81,18 +95,30 @@ def ppo_throughput(iterations: int) -> dict[str, float]:
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR")
     env_registry.register_all()
     task = load_task("babyai-gotolocal-redball-s20")
-    algo = get_method("ppo").build(task, 0, {}).build_algo()
+    out = {}
     try:
-        first = algo.train()
-        steps0, t0 = first["num_env_steps_sampled_lifetime"], time.perf_counter()
-        for _ in range(iterations):
-            result = algo.train()
-        elapsed = time.perf_counter() - t0
-        steps = result["num_env_steps_sampled_lifetime"] - steps0
+        for layout in layouts:
+            config = get_method("ppo").build(task, 0, {})
+            if layout is not None:
+                config.env_runners(num_env_runners=layout[0], num_envs_per_env_runner=layout[1])
+            algo = config.build_algo()
+            try:
+                first = algo.train()
+                steps0, t0 = first["num_env_steps_sampled_lifetime"], time.perf_counter()
+                for _ in range(iterations):
+                    result = algo.train()
+                elapsed = time.perf_counter() - t0
+            finally:
+                algo.stop()
+            steps = result["num_env_steps_sampled_lifetime"] - steps0
+            label = (f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} envs, "
+                      f"batch {config.train_batch_size_per_learner}, {config.num_epochs} epochs, "
+                      f"MLP {task.model.fcnet_hiddens}")  # fmt: skip
+            out[label] = {"env_steps_per_s": steps / elapsed, "env_steps_timed": steps,
+                          "task_setting": layout is None}  # fmt: skip
     finally:
-        algo.stop()
         ray.shutdown()
-    return {"ppo_env_steps_per_s": steps / elapsed, "ppo_env_steps_timed": steps}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,12 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
-    steps, rounds, iters = (1000, 3, 3) if args.quick else (4000, 5, 10)
+    scale, pairs, iters = (0.5, 6, 3) if args.quick else (1.0, 30, 10)
 
     results: dict[str, dict[str, float]] = {}
     for family, name in ENVS.items():
         try:
-            results[family] = {"env": name, **raw_throughput(name, steps, rounds)}
+            steps = int(ROUND_STEPS[family] * scale)
+            results[family] = {"env": name, **raw_throughput(name, steps, pairs)}
         except env_registry.MissingDependencyError as err:
             print(f"skip {family}: {err}")
             continue
@@ -114,13 +141,16 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['steps_per_s_captioned']:8.0f}: captions take "
               f"{100 * r['caption_share_of_step_time']:.1f}% of step time")  # fmt: skip
 
-    babyai_raw = raw_throughput(ENVS["babyai"], steps, rounds)["steps_per_s_captioned"]
-    ppo = ppo_throughput(iters)
-    ratio = ppo["ppo_env_steps_per_s"] / babyai_raw
-    results["ppo_babyai"] = {**ppo, "raw_captioned_steps_per_s_same_run": babyai_raw,
-                             "ppo_over_raw": ratio}  # fmt: skip
-    print(f"PPO on {ENVS['babyai']}: {ppo['ppo_env_steps_per_s']:.0f} env steps/s = "
-          f"{ratio:.2f} x raw ({babyai_raw:.0f} steps/s, measured just before)")  # fmt: skip
+    steps = int(ROUND_STEPS["babyai"] * scale)
+    babyai_raw = raw_throughput(ENVS["babyai"], steps, pairs)["steps_per_s_captioned"]
+    ppo = ppo_throughput(iters, [None, (1, 16), (1, 8)])
+    for r in ppo.values():
+        r["over_raw"] = r["env_steps_per_s"] / babyai_raw
+    results["ppo_babyai"] = {"raw_captioned_steps_per_s_same_run": babyai_raw, "runs": ppo}
+    for layout, r in ppo.items():
+        mark = " (the task's setting)" if r["task_setting"] else ""
+        print(f"PPO on {ENVS['babyai']}, {layout}{mark}: {r['env_steps_per_s']:.0f} env steps/s "
+              f"= {r['over_raw']:.2f} x raw ({babyai_raw:.0f} steps/s, same run)")  # fmt: skip
 
     command = "python bench/env_throughput.py" + (" --quick" if args.quick else "")
     meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
@@ -132,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         "# Env throughput", "",
         f"Command: `{command}` — {meta['date']}, {meta['machine']}, "
         f"load average at end {meta['load_average_at_end'][0]:.1f}.", "",
-        "| env | raw steps/s (no caption) | captioned steps/s | caption share of step time |",
+        "| env | raw steps/s (no caption) | captioned steps/s | caption share of step time "
+        "(CPU time, median of 30 pairs) |",
         "|---|---|---|---|",
     ]  # fmt: skip
     for family in ENVS:
@@ -141,11 +172,13 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {r['env']} | {r['steps_per_s_uncaptioned']:.0f} | "
                          f"{r['steps_per_s_captioned']:.0f} | "
                          f"{100 * r['caption_share_of_step_time']:.1f}% |")  # fmt: skip
-    r = results["ppo_babyai"]
-    lines += ["", f"PPO (1 runner × 8 envs, batch 2048, 4 epochs, learning included) on "
-              f"{ENVS['babyai']}: **{r['ppo_env_steps_per_s']:.0f} env steps/s = "
-              f"{r['ppo_over_raw']:.2f} × raw** captioned single-process "
-              f"({r['raw_captioned_steps_per_s_same_run']:.0f} steps/s, same run)."]  # fmt: skip
+    lines += ["", f"PPO on {ENVS['babyai']} (learning included), over the raw captioned "
+              f"single-process rate measured in the same run "
+              f"({babyai_raw:.0f} steps/s):", "",
+              "| setup | PPO env steps/s | PPO / raw |", "|---|---|---|"]  # fmt: skip
+    for layout, r in ppo.items():
+        mark = " **(task setting)**" if r["task_setting"] else ""
+        lines.append(f"| {layout}{mark} | {r['env_steps_per_s']:.0f} | {r['over_raw']:.2f} |")
     (args.out / "env_throughput.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out / 'env_throughput.md'}")
     return 0

@@ -33,8 +33,8 @@ _WALL = OBJECT_TO_IDX["wall"]
 _FLOOR = OBJECT_TO_IDX["floor"]
 _DOOR = OBJECT_TO_IDX["door"]
 _DOOR_STATES = {0: "open", 1: "closed", 2: "locked"}
-_IS_OBJECT = np.ones(max(IDX_TO_OBJECT) + 1, dtype=bool)  # lookup table: object type -> listed?
-_IS_OBJECT[[_UNSEEN, _EMPTY, _WALL, _FLOOR, OBJECT_TO_IDX["agent"]]] = False
+_NOT_LISTED = {_UNSEEN, _EMPTY, _WALL, _FLOOR, OBJECT_TO_IDX["agent"]}
+_PASSABLE = {_EMPTY, _FLOOR}  # a wall behind these is still "seen" along a line
 
 #: Colours and object types a BabyAI caption can mention (the env's own vocabulary).
 COLORS: tuple[str, ...] = tuple(COLOR_NAMES)
@@ -54,27 +54,43 @@ def _offset(right: int, forward: int) -> str:
     return " and ".join(parts)
 
 
-def _describe(cell: np.ndarray) -> str:
-    obj, color, state = cell.tolist()
+def _describe(obj: int, color: int, state: int) -> str:
     color_name, obj_name = IDX_TO_COLOR[color], IDX_TO_OBJECT[obj]
     if obj == _DOOR:
-        return f"{_DOOR_STATES.get(state, 'closed')} {color_name} door"
-    if obj_name in ("lava", "goal"):
-        return obj_name
-    return f"{color_name} {obj_name}"
+        return f"a {_DOOR_STATES.get(state, 'closed')} {color_name} door"
+    if obj_name == "lava":
+        return "lava"
+    if obj_name == "goal":
+        return "a goal"
+    return f"a {color_name} {obj_name}"
 
 
-def _nearest_wall(image: np.ndarray, dx: int, dy: int) -> int | None:
-    """Steps to the first wall along (dx, dy) from the agent, None if something else is first."""
-    x, y, n = AGENT_X + dx, AGENT_Y + dy, 1
-    while 0 <= x < VIEW_SIZE and 0 <= y < VIEW_SIZE:
-        kind = image[x, y, 0]
-        if kind == _WALL:
-            return n
-        if kind not in (_EMPTY, _FLOOR):  # an object, a door or an unseen cell is in the way
-            return None
-        x, y, n = x + dx, y + dy, n + 1
-    return None
+# Captioning runs on every env step, so every phrase is built once here and looked up there.
+#: (x, y) in the view -> "2 steps left and 3 steps forward"
+_OFFSET_AT = {
+    (x, y): _offset(x - AGENT_X, AGENT_Y - y) for x in range(VIEW_SIZE) for y in range(VIEW_SIZE)
+}
+#: Cells of the view nearest first (Manhattan distance, then left to right), agent excluded.
+_SCAN_ORDER = sorted(
+    ((x, y) for x in range(VIEW_SIZE) for y in range(VIEW_SIZE) if (x, y) != (AGENT_X, AGENT_Y)),
+    key=lambda c: (abs(c[0] - AGENT_X) + AGENT_Y - c[1], c[0] - AGENT_X, AGENT_Y - c[1]),
+)
+#: (dx, dy, direction) of the three wall lines, and the cells along each, nearest first.
+_WALL_LINES = [
+    (direction, [(AGENT_X + dx * n, AGENT_Y + dy * n) for n in range(1, VIEW_SIZE)])
+    for direction, (dx, dy) in (("forward", (0, -1)), ("left", (-1, 0)), ("right", (1, 0)))
+]
+_WALL_LINES = [(d, [c for c in cells if 0 <= c[0] < VIEW_SIZE and 0 <= c[1] < VIEW_SIZE])
+               for d, cells in _WALL_LINES]  # fmt: skip
+_NAMES: dict[tuple[int, int, int], str] = {}
+
+
+def _name(obj: int, color: int, state: int) -> str:
+    key = (obj, color, state)
+    name = _NAMES.get(key)
+    if name is None:
+        name = _NAMES[key] = _describe(obj, color, state)
+    return name
 
 
 def caption_babyai(image: np.ndarray, carrying: tuple[str, str] | None = None) -> str:
@@ -87,23 +103,19 @@ def caption_babyai(image: np.ndarray, carrying: tuple[str, str] | None = None) -
     Returns:
         Sentences joined by ``". "``, ending with a full stop.
     """
+    cells = image.tolist()  # nested lists: plain indexing is ~10x cheaper than numpy's
     sentences = []
-    for direction, (dx, dy) in (("forward", (0, -1)), ("left", (-1, 0)), ("right", (1, 0))):
-        n = _nearest_wall(image, dx, dy)
-        if n is not None:
-            sentences.append(f"You see a wall {_steps(n)} {direction}")
-
-    # Only the few object cells are visited in Python; the 49-cell scan is one numpy call.
-    is_object = _IS_OBJECT[image[:, :, 0]]
-    is_object[AGENT_X, AGENT_Y] = False  # the agent's own cell shows what it carries
-    seen = []
-    for x, y in zip(*np.nonzero(is_object)):
-        right, forward = int(x) - AGENT_X, AGENT_Y - int(y)
-        seen.append((abs(right) + forward, right, forward, _describe(image[x, y])))
-    for _, right, forward, name in sorted(seen):
-        article = "" if name in ("lava",) else "a "
-        sentences.append(f"You see {article}{name} {_offset(right, forward)}")
-
+    for direction, line in _WALL_LINES:
+        for n, (x, y) in enumerate(line, start=1):
+            kind = cells[x][y][0]
+            if kind == _WALL:
+                sentences.append(f"You see a wall {_steps(n)} {direction}")
+            if kind not in _PASSABLE:  # an object, a door or an unseen cell ends the line
+                break
+    for x, y in _SCAN_ORDER:
+        obj, color, state = cells[x][y]
+        if obj not in _NOT_LISTED:
+            sentences.append(f"You see {_name(obj, color, state)} {_OFFSET_AT[x, y]}")
     if not sentences:
         sentences.append("You see nothing in front")
     if carrying is not None:

@@ -56,6 +56,36 @@ def condition_names(condition: int) -> list[str]:
     return [name for bit, name in enumerate(CONDITIONS) if condition >> bit & 1]
 
 
+#: Status text without the turn, by the blstats it depends on. The turn changes every step;
+#: the rest rarely does, so formatting it once per change keeps the caption a few µs.
+_STATUS_CACHE: dict[tuple[int, ...], str] = {}
+_STATUS_CACHE_SIZE = 4096
+
+
+def _status_without_turn(b: list[int]) -> str:
+    key = (b[BL_HP], b[BL_HPMAX], b[BL_DEPTH], b[BL_GOLD], b[BL_XP], b[BL_AC], b[BL_HUNGER],
+           b[BL_CAP], b[BL_CONDITION])  # fmt: skip
+    text = _STATUS_CACHE.get(key)
+    if text is None:
+        hunger = b[BL_HUNGER]
+        parts = [
+            f"HP {b[BL_HP]}/{b[BL_HPMAX]}",
+            f"dungeon level {b[BL_DEPTH]}",
+            f"gold {b[BL_GOLD]}",
+            f"XL {b[BL_XP]}",
+            f"AC {b[BL_AC]}",
+            HUNGER_STATES[hunger] if 0 <= hunger < len(HUNGER_STATES) else f"hunger state {hunger}",
+        ]
+        if 0 < b[BL_CAP] < len(ENCUMBRANCE):
+            parts.append(ENCUMBRANCE[b[BL_CAP]])
+        if b[BL_CONDITION]:
+            parts += condition_names(b[BL_CONDITION])
+        if len(_STATUS_CACHE) >= _STATUS_CACHE_SIZE:
+            _STATUS_CACHE.clear()
+        text = _STATUS_CACHE[key] = ", ".join(parts)
+    return text
+
+
 def status_summary(blstats: np.ndarray | Sequence[int]) -> str:
     """One sentence about the hero: HP, depth, gold, experience level, AC, hunger, turn.
 
@@ -65,20 +95,7 @@ def status_summary(blstats: np.ndarray | Sequence[int]) -> str:
     b = blstats.tolist() if isinstance(blstats, np.ndarray) else [int(v) for v in blstats]
     if not any(b):
         return "The game is over."
-    hunger = b[BL_HUNGER]
-    parts = [
-        f"HP {b[BL_HP]}/{b[BL_HPMAX]}",
-        f"dungeon level {b[BL_DEPTH]}",
-        f"gold {b[BL_GOLD]}",
-        f"XL {b[BL_XP]}",
-        f"AC {b[BL_AC]}",
-        HUNGER_STATES[hunger] if 0 <= hunger < len(HUNGER_STATES) else f"hunger state {hunger}",
-    ]
-    if 0 < b[BL_CAP] < len(ENCUMBRANCE):
-        parts.append(ENCUMBRANCE[b[BL_CAP]])
-    parts += condition_names(b[BL_CONDITION])
-    parts.append(f"turn {b[BL_TIME]}")
-    return ", ".join(parts) + "."
+    return f"{_status_without_turn(b)}, turn {b[BL_TIME]}."
 
 
 def caption_nethack(message: str, blstats: np.ndarray | Sequence[int]) -> str:
