@@ -61,19 +61,30 @@ def _seeds(task: TaskConfig, num_samples: int | None) -> list[int]:
     return (list(task.seeds) + extra)[:num_samples]
 
 
-def _wandb_callback(project: str):
+def _require_wandb() -> None:
     try:
         import wandb  # noqa: F401
-        from ray.air.integrations.wandb import WandbLoggerCallback
+        from ray.air.integrations.wandb import WandbLoggerCallback  # noqa: F401
     except ImportError:
         from env_registry.errors import MissingDependencyError
 
         raise MissingDependencyError(
             "--wandb needs the wandb package: pip install 'rl-bk[wandb]' (or drop --wandb)"
         ) from None
-    # Without a key, log offline: `wandb sync` uploads later. The key is never written out.
-    mode = "online" if os.environ.get("WANDB_API_KEY") else "offline"
-    return WandbLoggerCallback(project=project, mode=mode, log_config=True)
+
+
+def _wandb_callback(project: str, run_dir: Path):
+    from ray.air.integrations.wandb import WandbLoggerCallback
+
+    # wandb writes straight into the run folder (Tune's copy of its staging folder can race
+    # wandb's last flush). Without a key, log offline (`wandb sync <run>/wandb/offline-run-*`
+    # uploads later); the key is never written out. Ray's callback checks for a key unless
+    # WANDB_MODE says offline, and passes `mode` on to wandb.init in its logging actor.
+    kwargs = {"project": project, "log_config": True, "dir": str(run_dir)}
+    if not os.environ.get("WANDB_API_KEY"):
+        os.environ.setdefault("WANDB_MODE", "offline")
+        kwargs["mode"] = os.environ["WANDB_MODE"]
+    return WandbLoggerCallback(**kwargs)
 
 
 def _init_ray(address: str | None) -> None:
@@ -103,15 +114,21 @@ def _check_fits(task: TaskConfig, first_trial_config: dict) -> None:
         )
 
 
-def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, options: RunOptions):
+def _callbacks(task: TaskConfig, options: RunOptions, run_dir: Path) -> list:
+    callbacks = list(options.extra_callbacks)
+    if options.wandb:
+        callbacks.append(_wandb_callback(f"rl-bk-{task.name}", run_dir))
+    return callbacks
+
+
+def _tuner_run_config(
+    task: TaskConfig, run_dir: Path, stop_steps: int, callbacks: list
+):
     from ray import tune
 
     stop = {M.ENV_STEPS: stop_steps}
     if task.stop.time_budget_s:
         stop["time_total_s"] = task.stop.time_budget_s
-    callbacks = list(options.extra_callbacks)
-    if options.wandb:
-        callbacks.append(_wandb_callback(project=f"rl-bk-{task.name}"))
     reporter = tune.CLIReporter(
         metric_columns={M.ENV_STEPS: "env steps", M.EPISODE_RETURN_MEAN: "return",
                         M.SUCCESS_RATE: "success", "time_total_s": "s"},
@@ -150,6 +167,8 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
 
     # Build the env once here: a missing optional package fails now, in one line, not in a worker.
     env_registry.make_env(task.env, task.env_config).close()
+    if options.wandb:
+        _require_wandb()
 
     stamp = time.strftime("%Y%m%d-%H%M%S") + ("-smoke" if options.smoke else "")
     run_dir = (options.output_dir / task.name / stamp).resolve()
@@ -159,6 +178,7 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
     resolved.update(methods=methods, seeds=seeds)
     resolved["stop"]["num_env_steps"] = stop_steps
     (run_dir / RESOLVED_TASK_FILE).write_text(yaml.safe_dump(resolved, sort_keys=False))
+    callbacks = _callbacks(task, options, run_dir)
 
     _init_ray(options.address)
     env_registry.register_all()
@@ -169,7 +189,7 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
         tune_config=tune.TuneConfig(
             trial_name_creator=_trial_name, trial_dirname_creator=lambda t: t.trial_id
         ),
-        run_config=_tuner_run_config(task, run_dir, stop_steps, options),
+        run_config=_tuner_run_config(task, run_dir, stop_steps, callbacks),
     )
     _write(task, tuner.fit(), run_dir)
     return run_dir

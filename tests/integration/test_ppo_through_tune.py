@@ -37,3 +37,14 @@ def test_smoke_sweep_writes_table_plot_and_tensorboard(ray_session, tmp_path):
     assert "| ppo | 2 |" in (run_dir / "summary.md").read_text()
     assert list((run_dir / "tune").glob("*/events.out.tfevents.*"))  # TensorBoard
     assert list((run_dir / "tune").glob("*/checkpoint_*"))
+
+
+def test_wandb_logs_offline_into_the_run_folder_without_a_key(ray_session, tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    task = load_task("babyai-gotoredballnodists", smoke=True)
+    options = RunOptions(output_dir=tmp_path, smoke=True, wandb=True, stop_timesteps=1024)
+    run_dir = run_experiment(task, options)
+    (run_file,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
+    assert run_file.stat().st_size > 1000  # the whole run, not a stub

@@ -1,6 +1,7 @@
 """tune_run.py: a user's mistake ends in one line on stderr and exit code 2, before Ray starts."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,17 @@ def test_resume_refuses_settings_it_cannot_change(tmp_path, capsys):
 def test_resume_of_a_folder_that_is_not_a_run(tmp_path, capsys):
     code, err = run(capsys, "--resume", str(tmp_path))
     assert code == 2 and "is not a run folder of tune_run.py" in err
+
+
+def test_missing_optional_dependency_is_one_line_before_ray_starts(tmp_path, capsys):
+    task = tmp_path / "minedojo.yaml"
+    task.write_text("description: x\nenv: MineDojo-Text-LogPlains-v0\n")
+    code, err = run(capsys, "--task", str(task), "--smoke")
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "minedojo" in err.lower() and "java" in err.lower()
+
+
+def test_wandb_flag_without_wandb_says_what_to_install(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # makes `import wandb` fail
+    code, err = run(capsys, "--task", "babyai-gotolocal-redball-s20", "--smoke", "--wandb")
+    assert code == 2 and "pip install 'rl-bk[wandb]'" in err
