@@ -57,8 +57,9 @@ def _seeds(task: TaskConfig, num_samples: int | None) -> list[int]:
         return list(task.seeds)
     if num_samples < 1:
         raise ValueError("--num-samples must be at least 1")
-    extra = [s for s in range(max(task.seeds) + 1, max(task.seeds) + 1 + num_samples)]
-    return (list(task.seeds) + extra)[:num_samples]
+    # The task's seeds first, then new ones after the largest: more samples extend a study.
+    extra = range(max(task.seeds) + 1, max(task.seeds) + 1 + num_samples)
+    return [*task.seeds, *extra][:num_samples]
 
 
 def _require_wandb() -> None:
