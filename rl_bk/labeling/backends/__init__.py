@@ -1,0 +1,1 @@
+"""Labelling backends; see ``base.py`` for the two layers (TextGenerator, Backend)."""

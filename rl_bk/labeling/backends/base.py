@@ -1,0 +1,94 @@
+"""What a labelling backend is.
+
+Two layers, so that the rules of prompting live in one place:
+
+- :class:`TextGenerator` — an LLM engine: completes a prompt (optionally constrained by a
+  GBNF grammar), answers a chat, scores continuations. llama.cpp, OpenAI-compatible servers
+  and vLLM implement it.
+- :class:`Backend` — answers typed labelling requests (``rl_bk.labeling.tasks``) in batches.
+  ``LLMBackend`` does it with any TextGenerator, our prompt templates and parsers; the oracle
+  (environment rules) and the fake (deterministic, for tests) answer without an LLM.
+
+Every backend has a ``name`` and a ``model``: with the task's template version and the
+request, they key the label store, so labels of different models never mix.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class BackendError(RuntimeError):
+    """The backend could not answer: unreachable, timed out, or its output did not parse.
+
+    The message says what happened and what to do; callers fall back and count it.
+    """
+
+
+class UnsupportedError(BackendError):
+    """The backend cannot do this at all (e.g. free text from the oracle, scores from a chat
+    API without log-probs). Maps to HTTP 400, not 503: retrying will not help."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = "stop"  # "stop" or "length"
+
+
+class TextGenerator(ABC):
+    """An LLM engine. Methods are synchronous and may block: call them off the event loop."""
+
+    model: str  # identity of the weights, e.g. "SmolLM2-135M-Instruct.Q4_1.gguf"
+    supports_grammar: bool = False
+
+    @abstractmethod
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int = 128,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+        grammar: str | None = None,
+    ) -> Completion: ...
+
+    @abstractmethod
+    def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int = 128,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+        grammar: str | None = None,
+    ) -> Completion: ...
+
+    def score(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        """Sum of token log-probabilities of each continuation after ``prompt``."""
+        raise UnsupportedError(f"{type(self).__name__} cannot score continuations")
+
+
+class Backend(ABC):
+    """Answers typed labelling requests, a batch at a time."""
+
+    name: str  # "llamacpp", "vllm", "openai", "oracle" or "fake"
+    model: str
+    is_oracle: bool = False  # oracle labels are never presented as an LLM's
+
+    @abstractmethod
+    def label(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:
+        """One label per request, in order; raises BackendError if it cannot answer."""
+
+    def complete(self, prompt: str, **kwargs: Any) -> Completion:
+        raise UnsupportedError(f"the {self.name} backend does not generate free text")
+
+    def chat(self, messages: Sequence[dict[str, str]], **kwargs: Any) -> Completion:
+        raise UnsupportedError(f"the {self.name} backend does not generate free text")

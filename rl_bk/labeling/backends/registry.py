@@ -1,0 +1,46 @@
+"""Builds the backend a labeler config names. Heavy packages are imported only here, on use."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rl_bk.labeling.backends.base import Backend
+
+if TYPE_CHECKING:
+    from serve_deployments.configs import LabelerConfig
+
+
+def make_backend(config: LabelerConfig) -> Backend:
+    name = config.backend
+    if name == "fake":
+        from rl_bk.labeling.backends.fake import FakeBackend
+
+        return FakeBackend(delay_s=config.fake_delay_s)
+    if name == "oracle":
+        from rl_bk.labeling.backends.oracle import OracleBackend
+
+        return OracleBackend()
+    if name == "llamacpp":
+        from rl_bk.labeling.backends.llamacpp import LlamaCppGenerator
+        from rl_bk.labeling.backends.llm import LLMBackend
+
+        generator = LlamaCppGenerator(
+            model_path=config.model_path, packaged=config.packaged,
+            n_ctx=config.n_ctx, n_threads=config.n_threads,
+        )  # fmt: skip
+        return LLMBackend(generator, name="llamacpp")
+    if name == "openai":
+        from rl_bk.labeling.backends.llm import LLMBackend
+        from rl_bk.labeling.backends.openai_compat import OpenAICompatGenerator
+
+        if not config.base_url or not config.model:
+            raise ValueError("the openai backend needs base_url and model (e.g. --base-url "
+                             "http://host:8000/v1 --model my-model)")  # fmt: skip
+        generator = OpenAICompatGenerator(
+            base_url=config.base_url, model=config.model, api_key_env=config.api_key_env,
+            timeout_s=config.request_timeout_s,
+        )  # fmt: skip
+        return LLMBackend(generator, name="openai")
+    raise ValueError(
+        f"the {name} backend is not available yet: use llamacpp, openai, oracle or fake"
+    )

@@ -1,0 +1,111 @@
+"""Labelling with a memory: the label store first, then one backend call for what it lacks.
+
+:class:`LabelService` is what the Serve deployment runs, and what a process without Serve
+can use directly. For a batch of typed requests it
+
+1. de-duplicates them (captions repeat a lot),
+2. reads every distinct request from the label store in one query,
+3. asks the backend once for the misses, and stores its answers with their latency,
+4. returns one label per request, in order, and whether each came from the store.
+
+Stored labels survive restarts and are shared by every process using the same store file.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from rl_bk.labeling.backends.base import Backend
+from rl_bk.labeling.store import LabelStore
+from rl_bk.labeling.tasks import canonical_json, get_task
+
+
+@dataclass
+class LabelResult:
+    labels: list[BaseModel]
+    from_store: list[bool]
+    backend: str
+    model: str
+    is_oracle: bool
+
+
+@dataclass
+class ServiceMetrics:
+    requests: int = 0  # typed requests received (before de-duplication)
+    store_hits: int = 0
+    backend_calls: int = 0  # one per batch of misses
+    backend_labels: int = 0
+    backend_errors: int = 0
+    backend_seconds: float = 0.0
+    by_task: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, float | int | dict[str, int]]:
+        return dict(self.__dict__)
+
+
+class LabelService:
+    def __init__(self, backend: Backend, store: LabelStore):
+        self.backend, self.store = backend, store
+        self.metrics = ServiceMetrics()
+        self._lock = threading.Lock()  # metrics only; backends guard themselves
+
+    def label(self, task: str, requests: Sequence[BaseModel]) -> LabelResult:
+        """One label per request. Raises BackendError if the backend fails on a miss."""
+        spec = get_task(task)
+        requests = [r if isinstance(r, spec.request) else spec.request.model_validate(r)
+                    for r in requests]  # fmt: skip
+        unique: dict[str, BaseModel] = {}
+        for r in requests:
+            unique.setdefault(canonical_json(r), r)
+        keys, distinct = list(unique), list(unique.values())
+
+        b = self.backend
+        stored = self.store.get_many(b.name, b.model, task, distinct)
+        found = {k: lab for k, lab in zip(keys, stored) if lab is not None}
+        misses = [(k, r) for k, r in zip(keys, distinct) if k not in found]
+        if misses:
+            start = time.perf_counter()
+            try:
+                answers = b.label(task, [r for _, r in misses])
+            except Exception:
+                with self._lock:
+                    self.metrics.backend_errors += 1
+                raise
+            seconds = time.perf_counter() - start
+            self.store.put_many(
+                b.name, b.model, task, [r for _, r in misses], answers,
+                latency_s=seconds / len(misses), is_oracle=b.is_oracle,
+            )  # fmt: skip
+            new = {k: lab for (k, _), lab in zip(misses, answers)}
+        else:
+            seconds, new = 0.0, {}
+
+        with self._lock:
+            m = self.metrics
+            m.requests += len(requests)
+            m.store_hits += len(found)
+            m.by_task[task] = m.by_task.get(task, 0) + len(requests)
+            if misses:
+                m.backend_calls += 1
+                m.backend_labels += len(misses)
+                m.backend_seconds += seconds
+        labels, from_store = [], []
+        for r in requests:
+            k = canonical_json(r)
+            labels.append(found[k] if k in found else new[k])
+            from_store.append(k in found)
+        return LabelResult(labels, from_store, b.name, b.model, b.is_oracle)
+
+    def stats(self) -> dict:
+        return {
+            "backend": self.backend.name,
+            "model": self.backend.model,
+            "oracle": self.backend.is_oracle,
+            "service": self.metrics.as_dict(),
+            "store": self.store.stats(),
+        }
