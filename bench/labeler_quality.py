@@ -92,8 +92,9 @@ def evaluate_backend(backend, preference, helpful) -> dict:
     return {
         "preference_accuracy": accuracy(zip(choices, (t for _, t in preference))),
         "preference_answers": {c: choices.count(c) for c in ("A", "B", "tie")},
-        "helpful_accuracy": accuracy(zip((lab.helpful for lab in help_),
-                                         (t for _, t in helpful))),  # fmt: skip
+        "helpful_accuracy": accuracy(
+            zip((lab.helpful for lab in help_), (t for _, t in helpful))
+        ),
         "helpful_yes": sum(lab.helpful for lab in help_),
         "seconds": seconds,
     }
