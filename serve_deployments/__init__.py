@@ -1,5 +1,2 @@
-"""Ray Serve apps: the LLM labeler and the reward-model server.
-
-Not built yet (the LLM-service issue): this package holds their deployments, configs and
-builders once they exist. Nothing in rl-bk imports it today.
-"""
+"""Ray Serve apps: the LLM labeler (``labeler.py``: HTTP API in ``http_api.py``, config in
+``configs.py``) and the reward-model server (``reward_model.py``)."""
