@@ -97,3 +97,14 @@ def test_killing_the_replica_gives_counted_fallbacks_then_recovery(labeler):
     assert labels[0].helpful in (True, False)
     after = LabelerClient(HTTPTransport(url(labeler)))
     assert after.label("helpful", stored) == before and after.metrics["from_store"] == 3
+
+
+def test_every_typed_task_answers_through_the_client(labeler):
+    from rl_bk.labeling.tasks import TASKS
+    from tests.integration.test_cli_serve import REQUESTS
+
+    client = LabelerClient(HandleTransport(app_name=labeler.app_name))
+    for task, request in REQUESTS.items():
+        (label,) = client.label(task, [request])
+        assert isinstance(label, TASKS[task].label)
+    assert client.metrics["fallbacks"] == 0 and client.metrics["calls"] == len(REQUESTS)

@@ -1,0 +1,122 @@
+"""The vllm backend end to end: Ray's LLM serving (vLLM on CPU) as one Serve app, the labeler
+as another, talking to it over the OpenAI API. Opt-in and slow (minutes to start the engine):
+
+    RLBK_VLLM_MODEL_DIR=/tmp/smollm2-hf <venv>/bin/python -m pytest \
+        tests/integration/test_vllm_backend.py -m vllm -q
+
+It runs in the vLLM venv of docs/vllm.md; the folder comes from scripts/convert_gguf_to_hf.py.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from serve_deployments.vllm_app import VLLMConfig, vllm_available
+
+MODEL_DIR = os.environ.get("RLBK_VLLM_MODEL_DIR", "")
+MODEL_ID = "smollm2"
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(
+        not vllm_available(),
+        reason="needs vllm and ray.serve.llm importable (run it in the venv of docs/vllm.md)",
+    ),
+    pytest.mark.skipif(
+        not (MODEL_DIR and (Path(MODEL_DIR) / "config.json").is_file()),
+        reason="set RLBK_VLLM_MODEL_DIR to a Hugging Face folder "
+        "(python scripts/convert_gguf_to_hf.py --out /tmp/smollm2-hf)",
+    ),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _shm_files() -> set[str]:
+    return {p.name for p in Path("/dev/shm").glob("psm_*")}
+
+
+def _remove_orphans(names: set[str]) -> None:
+    """Serve kills the replica before vLLM unlinks its shared-memory queues (~400 MB a run)."""
+    maps = ""
+    for m in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            maps += m.read_text()
+        except OSError:
+            pass
+    for name in names:
+        if name not in maps:
+            Path("/dev/shm", name).unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def apps(tmp_path_factory):
+    import ray
+    from ray import serve
+
+    from serve_deployments.configs import LabelerConfig
+    from serve_deployments.labeler import build_labeler_app
+    from serve_deployments.vllm_app import start_vllm
+
+    shm_before = _shm_files()
+    # Logical CPUs: the vLLM replica's placement group takes 2, the labeler 0.25, the ingress 0.
+    ray.init(num_cpus=3, include_dashboard=False, logging_level="ERROR",
+             configure_logging=False)  # fmt: skip
+    port = free_port()
+    t0 = time.perf_counter()
+    base_url = start_vllm(VLLMConfig(model_id=MODEL_ID, model_source=MODEL_DIR), port=port)
+    startup_s = time.perf_counter() - t0
+    labeler = LabelerConfig(
+        backend="openai", base_url=base_url, model=MODEL_ID, request_timeout_s=120,
+        store_path=str(tmp_path_factory.mktemp("store") / "labels.sqlite3"),
+    )  # fmt: skip
+    serve.run(build_labeler_app(labeler.model_dump()), name="labeler", route_prefix="/labeler")
+    print(f"\nvLLM app ready in {startup_s:.1f} s at {base_url}")
+    yield {"base_url": base_url, "startup_s": startup_s}
+    serve.shutdown()
+    ray.shutdown()
+    _remove_orphans(_shm_files() - shm_before)
+
+
+def test_official_openai_client_gets_a_chat_completion(apps):
+    import openai
+
+    client = openai.OpenAI(base_url=apps["base_url"], api_key="not-needed")
+    assert [m.id for m in client.models.list()] == [MODEL_ID]
+    t0 = time.perf_counter()
+    reply = client.chat.completions.create(
+        model=MODEL_ID, messages=[{"role": "user", "content": "Say hello."}], max_tokens=16,
+        temperature=0.0,
+    )  # fmt: skip
+    print(f"\nchat completion in {time.perf_counter() - t0:.2f} s: "
+          f"{reply.choices[0].message.content!r}")  # fmt: skip
+    assert reply.choices[0].message.role == "assistant"
+    assert reply.choices[0].message.content  # the GGUF's ChatML template made it through
+    assert reply.usage is not None and reply.usage.completion_tokens > 0
+
+
+def test_labeler_returns_a_typed_preference_label_from_vllm(apps):
+    from ray import serve
+
+    from rl_bk.labeling.tasks import PreferenceLabel, PreferenceRequest
+
+    request = PreferenceRequest(
+        segment_a=["You see a wall.", "You turn left.", "You see a wall."],
+        segment_b=["You see a red ball.", "You move forward.", "You pick up the red ball."],
+        criteria="pick up the red ball",
+    )
+    handle = serve.get_deployment_handle("LabelerServer", app_name="labeler")
+    t0 = time.perf_counter()
+    out = handle.label.remote("preference", [request.model_dump()]).result(timeout_s=300)
+    print(f"\npreference label in {time.perf_counter() - t0:.2f} s: {out['labels']}")
+    assert out["backend"] == "openai" and out["model"] == MODEL_ID and out["from_store"] == [False]
+    assert PreferenceLabel.model_validate(out["labels"][0]).choice in ("A", "B", "tie")
