@@ -44,9 +44,11 @@ def _config(args: argparse.Namespace) -> LabelerConfig:
 def serve_main(args: argparse.Namespace) -> int:
     import ray
 
+    from rl_bk.labeling.backends.registry import preflight
     from serve_deployments.labeler import start_labeler
 
     cfg = _config(args)
+    preflight(cfg)
     if args.address:
         ray.init(address=args.address, logging_level="ERROR")
     else:

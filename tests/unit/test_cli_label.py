@@ -43,3 +43,15 @@ def test_user_errors_are_one_line(tmp_path, capsys):
     assert "bad.jsonl:1: not JSON" in capsys.readouterr().err
     assert main(["label", "nope", str(captions), "--backend", "oracle"]) == 2
     assert "unknown labelling task 'nope'" in capsys.readouterr().err
+
+
+def test_serve_refuses_bad_settings_in_one_line_before_ray_starts(capsys, monkeypatch):
+    import ray
+
+    monkeypatch.setattr(ray, "init", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    assert main(["serve", "--backend", "llamacpp", "--model-path", "/no/such.gguf"]) == 2
+    assert "no GGUF model file at /no/such.gguf" in capsys.readouterr().err
+    assert main(["serve", "--backend", "openai"]) == 2
+    assert "needs --base-url and --model" in capsys.readouterr().err
+    assert main(["serve", "--backend", "fake", "--port", "99999"]) == 2
+    assert "port" in capsys.readouterr().err

@@ -10,6 +10,26 @@ if TYPE_CHECKING:
     from serve_deployments.configs import LabelerConfig
 
 
+def preflight(config: LabelerConfig) -> None:
+    """Cheap checks, run where the command was typed, before Serve starts a replica: a missing
+    package, model file or setting fails here in one line instead of in a replica's log."""
+    if config.backend == "llamacpp":
+        from pathlib import Path
+
+        from rl_bk.labeling.backends.llamacpp import _import_llama_cpp, packaged_model_path
+
+        _import_llama_cpp()
+        if config.model_path is not None:
+            if not Path(config.model_path).expanduser().is_file():
+                raise FileNotFoundError(f"no GGUF model file at {config.model_path}")
+        elif config.packaged == "smollm2":
+            packaged_model_path("smollm2")  # gemma's file is assembled in the replica
+    elif config.backend == "openai" and (not config.base_url or not config.model):
+        raise ValueError("the openai backend needs --base-url and --model")
+    elif config.backend == "vllm":
+        make_backend(config)  # raises the "not available yet" message below
+
+
 def make_backend(config: LabelerConfig) -> Backend:
     name = config.backend
     if name == "fake":
