@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from rl_bk.labeling.backends.base import Backend
+from rl_bk.labeling.backends.base import Backend, BackendError, PartialLabelError
 from rl_bk.labeling.store import LabelStore
 from rl_bk.labeling.tasks import canonical_json, get_task
 
@@ -72,6 +72,18 @@ class LabelService:
             start = time.perf_counter()
             try:
                 answers = b.label(task, [r for _, r in misses])
+            except PartialLabelError as err:
+                # Keep what did work: the next call finds those labels in the store.
+                good = [(r, lab) for (_, r), lab in zip(misses, err.labels) if lab is not None]
+                if good:
+                    self.store.put_many(
+                        b.name, b.model, task, [r for r, _ in good], [lab for _, lab in good],
+                        latency_s=(time.perf_counter() - start) / len(misses),
+                        is_oracle=b.is_oracle,
+                    )  # fmt: skip
+                with self._lock:
+                    self.metrics.backend_errors += 1
+                raise BackendError(f"{err} ({len(good)} stored)") from err
             except Exception:
                 with self._lock:
                     self.metrics.backend_errors += 1

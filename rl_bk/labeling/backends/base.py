@@ -30,6 +30,18 @@ class BackendError(RuntimeError):
     """
 
 
+class PartialLabelError(BackendError):
+    """Some requests of a batch got no usable answer (malformed twice); the others did.
+
+    ``labels`` holds one entry per request, None where it failed, so that the good labels
+    are stored and never computed again.
+    """
+
+    def __init__(self, message: str, labels: list[Any]):
+        super().__init__(message)
+        self.labels = labels
+
+
 class UnsupportedError(BackendError):
     """The backend cannot do this at all (e.g. free text from the oracle, scores from a chat
     API without log-probs). Maps to HTTP 400, not 503: retrying will not help."""

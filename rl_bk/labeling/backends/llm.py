@@ -17,7 +17,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rl_bk.labeling.backends.base import Backend, BackendError, Completion, TextGenerator
+from rl_bk.labeling.backends.base import (
+    Backend,
+    BackendError,
+    Completion,
+    PartialLabelError,
+    TextGenerator,
+)
 from rl_bk.labeling.grammars import grammar_for
 from rl_bk.labeling.parsing import ParseError, coerce_requests, parse, truncate
 from rl_bk.labeling.prompts import render, render_scoring
@@ -56,7 +62,23 @@ class LLMBackend(Backend):
         typed = coerce_requests(task, requests)
         if task == "action_scores":
             return [self._scores(r) for r in typed]  # type: ignore[arg-type]
-        return [self._label_one(task, r) for r in typed]
+        # A malformed answer costs only its own request; an engine failure (server down)
+        # ends the batch at once rather than once per request.
+        labels: list[BaseModel | None] = []
+        malformed: list[str] = []
+        for r in typed:
+            try:
+                labels.append(self._label_one(task, r))
+            except _Malformed as err:
+                labels.append(None)
+                malformed.append(str(err))
+        if malformed:
+            raise PartialLabelError(
+                f"{len(malformed)} of {len(typed)} {task} requests got no usable answer; "
+                f"first: {malformed[0]}",
+                labels,
+            )
+        return labels  # type: ignore[return-value]
 
     def _label_one(self, task: str, request: BaseModel) -> BaseModel:
         prompt = render(task, request)
@@ -87,7 +109,7 @@ class LLMBackend(Backend):
                 return parse(task, request, raw)
             except ParseError:
                 continue
-        raise BackendError(
+        raise _Malformed(
             f"{self.name} ({self.model}) gave a malformed {task} answer "
             f"{1 + self.retries} times; last raw output: {truncate(raw)!r}"
         )
@@ -106,3 +128,7 @@ class LLMBackend(Backend):
 
     def chat(self, messages: Sequence[dict[str, str]], **kwargs: Any) -> Completion:
         return self.generator.chat(messages, **kwargs)
+
+
+class _Malformed(BackendError):
+    """One request's answer did not parse, after the retries."""
