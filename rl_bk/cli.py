@@ -26,7 +26,7 @@ from serve_deployments.configs import ConfigError, LabelerConfig, load_labeler_c
 
 def _add_backend_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="a labeler YAML (serve_deployments/configs.py has the fields)")
-    p.add_argument("--backend", choices=["llamacpp", "openai", "oracle", "fake"])
+    p.add_argument("--backend", choices=["llamacpp", "vllm", "openai", "oracle", "fake"])
     p.add_argument("--packaged", choices=["smollm2", "gemma3-270m"], help="embedded model")
     p.add_argument("--model-path", help="a GGUF file (llamacpp)")
     p.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://host:8000/v1")

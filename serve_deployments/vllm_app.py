@@ -5,9 +5,12 @@ Why Ray's own LLM serving rather than a deployment of ours: it already speaks th
 engine on GPUs. The labeler then talks to it like to any OpenAI-compatible server:
 
     start_vllm(VLLMConfig(model_source="/tmp/smollm2-hf"), port=8000)
-    LabelerConfig(backend="openai", base_url="http://127.0.0.1:8000/vllm/v1", model="smollm2")
+    LabelerConfig(backend="vllm", base_url="http://127.0.0.1:8000/vllm/v1", model="smollm2")
 
-so the client code is the same for every backend (``OpenAICompatGenerator`` in an LLMBackend).
+so the client code is the same for every backend (an OpenAI-compatible generator in an
+LLMBackend). The labeler's ``vllm`` backend uses ``rl_bk.labeling.backends.vllm.VLLMGenerator``:
+vLLM 0.32 dropped the flat ``guided_grammar`` field (it answers 200 with unconstrained output),
+so grammars go in ``structured_outputs.grammar``; small models need them.
 
 CPU vs GPU (see docs/vllm.md):
 - ``accelerator="gpu"``: Ray's defaults; install ``pip install "ray[llm]==2.60.0"`` on the node.
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from env_registry.errors import MissingDependencyError
+from rl_bk.labeling.backends.vllm import VLLMGenerator  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from ray.serve import Application

@@ -1,5 +1,6 @@
 """The vllm backend end to end: Ray's LLM serving (vLLM on CPU) as one Serve app, the labeler
-as another, talking to it over the OpenAI API. Opt-in and slow (minutes to start the engine):
+as another, talking to it over the OpenAI API (grammars as vLLM's structured_outputs, which a
+135M model needs to answer "A", "B" or "tie"). Opt-in and slow (minutes to start the engine):
 
     RLBK_VLLM_MODEL_DIR=/tmp/smollm2-hf <venv>/bin/python -m pytest \
         tests/integration/test_vllm_backend.py -m vllm -q
@@ -42,7 +43,8 @@ def free_port() -> int:
 
 
 def _shm_files() -> set[str]:
-    return {p.name for p in Path("/dev/shm").glob("psm_*")}
+    shm = Path("/dev/shm")
+    return {p.name for pattern in ("psm_*", "sem.mp-*") for p in shm.glob(pattern)}
 
 
 def _remove_orphans(names: set[str]) -> None:
@@ -63,8 +65,6 @@ def apps(tmp_path_factory):
     import ray
     from ray import serve
 
-    from serve_deployments.configs import LabelerConfig
-    from serve_deployments.labeler import build_labeler_app
     from serve_deployments.vllm_app import start_vllm
 
     shm_before = _shm_files()
@@ -75,13 +75,8 @@ def apps(tmp_path_factory):
     t0 = time.perf_counter()
     base_url = start_vllm(VLLMConfig(model_id=MODEL_ID, model_source=MODEL_DIR), port=port)
     startup_s = time.perf_counter() - t0
-    labeler = LabelerConfig(
-        backend="openai", base_url=base_url, model=MODEL_ID, request_timeout_s=120,
-        store_path=str(tmp_path_factory.mktemp("store") / "labels.sqlite3"),
-    )  # fmt: skip
-    serve.run(build_labeler_app(labeler.model_dump()), name="labeler", route_prefix="/labeler")
     print(f"\nvLLM app ready in {startup_s:.1f} s at {base_url}")
-    yield {"base_url": base_url, "startup_s": startup_s}
+    yield {"base_url": base_url, "store_dir": tmp_path_factory.mktemp("store")}
     serve.shutdown()
     ray.shutdown()
     _remove_orphans(_shm_files() - shm_before)
@@ -104,19 +99,46 @@ def test_official_openai_client_gets_a_chat_completion(apps):
     assert reply.usage is not None and reply.usage.completion_tokens > 0
 
 
-def test_labeler_returns_a_typed_preference_label_from_vllm(apps):
-    from ray import serve
+def _preference_request():
+    from rl_bk.labeling.tasks import PreferenceRequest
 
-    from rl_bk.labeling.tasks import PreferenceLabel, PreferenceRequest
-
-    request = PreferenceRequest(
+    return PreferenceRequest(
         segment_a=["You see a wall.", "You turn left.", "You see a wall."],
         segment_b=["You see a red ball.", "You move forward.", "You pick up the red ball."],
         criteria="pick up the red ball",
     )
+
+
+def test_llm_backend_gets_a_grammar_constrained_preference_from_vllm(apps):
+    from rl_bk.labeling.backends.llm import LLMBackend
+    from rl_bk.labeling.backends.vllm import VLLMGenerator
+    from rl_bk.labeling.tasks import PreferenceLabel
+
+    backend = LLMBackend(VLLMGenerator(apps["base_url"], MODEL_ID, timeout_s=120), name="vllm")
+    t0 = time.perf_counter()
+    [label] = backend.label("preference", [_preference_request()])
+    print(f"\npreference (direct) in {time.perf_counter() - t0:.2f} s: {label}")
+    assert isinstance(label, PreferenceLabel) and label.choice in ("A", "B", "tie")
+
+
+def test_labeler_app_returns_a_typed_preference_label_from_vllm(apps):
+    from ray import serve
+
+    from rl_bk.labeling.backends.registry import make_backend
+    from rl_bk.labeling.tasks import PreferenceLabel
+    from serve_deployments.configs import LabelerConfig
+    from serve_deployments.labeler import build_labeler_app
+
+    labeler = LabelerConfig(
+        backend="vllm", base_url=apps["base_url"], model=MODEL_ID, request_timeout_s=120,
+        store_path=str(apps["store_dir"] / "labels.sqlite3"),
+    )  # fmt: skip
+    make_backend(labeler)  # the settings are valid before a replica tries them
+    serve.run(build_labeler_app(labeler.model_dump()), name="labeler", route_prefix="/labeler")
     handle = serve.get_deployment_handle("LabelerServer", app_name="labeler")
     t0 = time.perf_counter()
-    out = handle.label.remote("preference", [request.model_dump()]).result(timeout_s=300)
-    print(f"\npreference label in {time.perf_counter() - t0:.2f} s: {out['labels']}")
-    assert out["backend"] == "openai" and out["model"] == MODEL_ID and out["from_store"] == [False]
+    out = handle.label.remote("preference", [_preference_request().model_dump()])
+    out = out.result(timeout_s=300)
+    print(f"\npreference (labeler app) in {time.perf_counter() - t0:.2f} s: {out['labels']}")
+    assert out["backend"] == "vllm" and out["model"] == MODEL_ID and out["from_store"] == [False]
     assert PreferenceLabel.model_validate(out["labels"][0]).choice in ("A", "B", "tie")

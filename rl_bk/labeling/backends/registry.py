@@ -24,10 +24,8 @@ def preflight(config: LabelerConfig) -> None:
                 raise FileNotFoundError(f"no GGUF model file at {config.model_path}")
         elif config.packaged == "smollm2":
             packaged_model_path("smollm2")  # gemma's file is assembled in the replica
-    elif config.backend == "openai" and (not config.base_url or not config.model):
-        raise ValueError("the openai backend needs --base-url and --model")
-    elif config.backend == "vllm":
-        make_backend(config)  # raises the "not available yet" message below
+    elif config.backend in ("openai", "vllm") and (not config.base_url or not config.model):
+        raise ValueError(f"the {config.backend} backend needs --base-url and --model")
 
 
 def make_backend(config: LabelerConfig) -> Backend:
@@ -61,6 +59,17 @@ def make_backend(config: LabelerConfig) -> Backend:
             timeout_s=config.request_timeout_s,
         )  # fmt: skip
         return LLMBackend(generator, name="openai")
-    raise ValueError(
-        f"the {name} backend is not available yet: use llamacpp, openai, oracle or fake"
-    )
+    if name == "vllm":
+        from rl_bk.labeling.backends.llm import LLMBackend
+        from rl_bk.labeling.backends.vllm import VLLMGenerator
+
+        if not config.base_url or not config.model:
+            raise ValueError("the vllm backend needs base_url and model: the vLLM app's URL "
+                             "(e.g. http://127.0.0.1:8000/vllm/v1) and its model_id "
+                             "(docs/vllm.md)")  # fmt: skip
+        generator = VLLMGenerator(
+            config.base_url, config.model, api_key_env=config.api_key_env,
+            timeout_s=config.request_timeout_s,
+        )  # fmt: skip
+        return LLMBackend(generator, name="vllm")
+    raise ValueError(f"unknown backend {name!r}: use llamacpp, vllm, openai, oracle or fake")
