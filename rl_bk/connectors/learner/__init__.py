@@ -1,0 +1,1 @@
+"""Learner-side connector pieces: they work on the train batch, once per update."""
