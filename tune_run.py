@@ -74,17 +74,18 @@ def main(argv: list[str] | None = None) -> int:
         print(_list())
         return 0
     if args.resume:
-        # A resumed run keeps its own task, methods, seeds and stop (Tune restores them).
+        # A resumed run keeps its own task, methods, seeds, stop and loggers (Tune restores them).
         fixed = [f for f, v in (("--task", args.task), ("--methods", args.methods),
                                 ("--num-samples", args.num_samples),
-                                ("--stop-timesteps", args.stop_timesteps), ("--smoke", args.smoke))
+                                ("--stop-timesteps", args.stop_timesteps), ("--smoke", args.smoke),
+                                ("--wandb", args.wandb))
                  if v]  # fmt: skip
         if fixed:
             print(f"tune_run.py: error: --resume continues a run with its own settings; drop "
                   f"{', '.join(fixed)}", file=sys.stderr)  # fmt: skip
             return 2
         try:
-            options = RunOptions(address=args.address, wandb=args.wandb)
+            options = RunOptions(address=args.address)
             run_dir = resume_experiment(args.resume, options)
         except (TaskConfigError, ValueError) as err:
             print(f"tune_run.py: error: {err}", file=sys.stderr)

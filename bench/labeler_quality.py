@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rl_bk.captioning.babyai import offset_phrase  # noqa: E402
 from rl_bk.labeling.tasks import HelpfulRequest, PreferenceRequest  # noqa: E402
 
 COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
@@ -35,13 +36,7 @@ MINILM_HELPFUL_THRESHOLD = 0.5
 
 
 def _offset(rng: random.Random) -> str:
-    fwd, side = rng.randint(1, 5), rng.randint(-3, 3)
-    parts = []
-    if side:
-        parts.append(f"{abs(side)} step{'s' if abs(side) > 1 else ''} "
-                     f"{'right' if side > 0 else 'left'}")  # fmt: skip
-    parts.append(f"{fwd} step{'s' if fwd > 1 else ''} forward")
-    return " and ".join(parts)
+    return offset_phrase(rng.randint(-3, 3), rng.randint(1, 5))  # the captioner's own wording
 
 
 def _caption(rng: random.Random, target: tuple[str, str], show_target: bool) -> str:

@@ -45,7 +45,8 @@ def _steps(n: int) -> str:
     return f"{n} step" if n == 1 else f"{n} steps"
 
 
-def _offset(right: int, forward: int) -> str:
+def offset_phrase(right: int, forward: int) -> str:
+    """``\"2 steps left and 3 steps forward\"`` for an object 2 left, 3 ahead."""
     parts = []
     if right:
         parts.append(f"{_steps(abs(right))} {'right' if right > 0 else 'left'}")
@@ -68,7 +69,9 @@ def _describe(obj: int, color: int, state: int) -> str:
 # Captioning runs on every env step, so every phrase is built once here and looked up there.
 #: (x, y) in the view -> "2 steps left and 3 steps forward"
 _OFFSET_AT = {
-    (x, y): _offset(x - AGENT_X, AGENT_Y - y) for x in range(VIEW_SIZE) for y in range(VIEW_SIZE)
+    (x, y): offset_phrase(x - AGENT_X, AGENT_Y - y)
+    for x in range(VIEW_SIZE)
+    for y in range(VIEW_SIZE)
 }
 #: Cells of the view nearest first (Manhattan distance, then left to right), agent excluded.
 _SCAN_ORDER = sorted(

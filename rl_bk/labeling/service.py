@@ -59,9 +59,10 @@ class LabelService:
         spec = get_task(task)
         requests = [r if isinstance(r, spec.request) else spec.request.model_validate(r)
                     for r in requests]  # fmt: skip
+        request_keys = [canonical_json(r) for r in requests]
         unique: dict[str, BaseModel] = {}
-        for r in requests:
-            unique.setdefault(canonical_json(r), r)
+        for k, r in zip(request_keys, requests):
+            unique.setdefault(k, r)
         keys, distinct = list(unique), list(unique.values())
 
         b = self.backend
@@ -107,8 +108,7 @@ class LabelService:
                 m.backend_labels += len(misses)
                 m.backend_seconds += seconds
         labels, from_store = [], []
-        for r in requests:
-            k = canonical_json(r)
+        for k in request_keys:
             labels.append(found[k] if k in found else new[k])
             from_store.append(k in found)
         return LabelResult(labels, from_store, b.name, b.model, b.is_oracle)

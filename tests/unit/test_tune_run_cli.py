@@ -60,6 +60,8 @@ def test_list_shows_tasks_methods_and_envs(capsys):
 def test_resume_refuses_settings_it_cannot_change(tmp_path, capsys):
     code, err = run(capsys, "--resume", str(tmp_path), "--stop-timesteps", "5")
     assert code == 2 and "drop --stop-timesteps" in err
+    code, err = run(capsys, "--resume", str(tmp_path), "--wandb")
+    assert code == 2 and "drop --wandb" in err
 
 
 def test_resume_of_a_folder_that_is_not_a_run(tmp_path, capsys):
