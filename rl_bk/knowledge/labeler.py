@@ -1,0 +1,51 @@
+"""How the offline BK stages ask for labels: one function, ``labeler(task, requests) ->
+labels``, backed by the label store and a backend (in process) or by a running labeler app.
+
+Every label goes through :class:`~rl_bk.labeling.service.LabelService`, so it is stored
+under its backend, model and template version and never asked for twice: a re-run of a stage
+reads its labels back from the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+Labeler = Callable[[str, Sequence[BaseModel]], list[BaseModel]]
+
+
+@dataclass
+class LocalLabeler:
+    """A LabelService in this process: backend from a LabelerConfig, the shared store file."""
+
+    backend: str = "oracle"
+    store_path: str | None = None
+    packaged: str = "smollm2"
+    model_path: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        from rl_bk.labeling.backends.registry import make_backend, preflight
+        from rl_bk.labeling.service import LabelService
+        from rl_bk.labeling.store import LabelStore
+        from serve_deployments.configs import load_labeler_config
+
+        config = load_labeler_config(
+            backend=self.backend, packaged=self.packaged, model_path=self.model_path,
+            base_url=self.base_url, model=self.model, store_path=self.store_path,
+        )  # fmt: skip
+        preflight(config)
+        self.service = LabelService(make_backend(config), LabelStore(config.store_path))
+        self.is_oracle = self.service.backend.is_oracle
+
+    @property
+    def identity(self) -> str:
+        """backend/model, as results and artifacts name their labels' origin."""
+        b = self.service.backend
+        return f"{b.name}/{b.model}"
+
+    def __call__(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:
+        return list(self.service.label(task, list(requests)).labels)

@@ -1,0 +1,108 @@
+"""Trajectory pieces as every knowledge source sees them: one contract for the dataset
+(offline) and for the learner connector (a train batch's episode chunks).
+
+A :class:`Chunk` is ``n`` consecutive steps of one episode: ``n + 1`` observations and
+captions (the states before and after each step) and ``n`` actions. A potential source maps a
+list of chunks to one potential per state: ``n + 1`` values per chunk.
+
+Windows: BK's potentials read a short history, not just the current state. ``windows(chunk,
+horizon)`` gives, for each state ``t``, the states ``t-horizon+1 .. t`` and the actions taken
+between them, cut at the chunk's start. In training a chunk can start in the middle of an
+episode (RLlib splits episodes across train batches), so the first states of such a chunk see
+a shorter history than BK's rollout buffer would give them; with 64-step chunks and a 5-step
+window this touches about 6% of states, and only their history length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Text for each action id, per env family; BabyAI's follow BK's captions.
+ACTION_NAMES: dict[str, tuple[str, ...]] = {
+    "babyai": ("turn left", "turn right", "go forward", "pick up the front object",
+               "drop the carried object", "toggle the front object", "done"),  # fmt: skip
+    "crafter": ("noop", "move left", "move right", "move up", "move down", "do", "sleep",
+                "place stone", "place table", "place furnace", "place plant",
+                "make wood pickaxe", "make stone pickaxe", "make iron pickaxe",
+                "make wood sword", "make stone sword", "make iron sword"),  # fmt: skip
+}
+
+
+def action_name(family: str | None, action: int) -> str:
+    names = ACTION_NAMES.get(family or "")
+    if names is not None and 0 <= int(action) < len(names):
+        return names[int(action)]
+    return f"action {int(action)}"
+
+
+@dataclass
+class Chunk:
+    """``n`` steps of one episode. ``observations``: (n+1, obs_dim) float32; ``captions``:
+    n+1 strings; ``actions``: (n,) int64; ``rewards``: (n,) extrinsic; ``terminated``: whether
+    the last step ended the episode; ``mission``: the task text, if the env has one."""
+
+    observations: np.ndarray
+    captions: list[str]
+    actions: np.ndarray
+    rewards: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    terminated: bool = False
+    truncated: bool = False
+    mission: str | None = None
+    episode_id: str = ""
+
+    def __post_init__(self) -> None:
+        self.observations = np.asarray(self.observations, dtype=np.float32)
+        self.actions = np.asarray(self.actions, dtype=np.int64).reshape(-1)
+        n = len(self.actions)
+        if len(self.rewards) == 0 and n:
+            self.rewards = np.zeros(n, np.float32)
+        self.rewards = np.asarray(self.rewards, dtype=np.float32).reshape(-1)
+        if len(self.observations) != n + 1 or len(self.captions) != n + 1 or len(self.rewards) != n:
+            raise ValueError(
+                f"a chunk of {n} steps needs {n + 1} observations and captions and {n} rewards; "
+                f"got {len(self.observations)}, {len(self.captions)} and {len(self.rewards)}"
+            )
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+
+@dataclass(frozen=True)
+class Window:
+    """The history a potential of state ``t`` reads: ``captions`` of states t-k+1..t (the
+    last is the current state), ``actions`` taken between them (one fewer), and the matching
+    ``observations`` rows."""
+
+    captions: list[str]
+    actions: list[int]
+    observations: np.ndarray
+
+
+def windows(chunk: Chunk, horizon: int) -> list[Window]:
+    """One window per state of the chunk (``len(chunk) + 1``), each at most ``horizon`` states."""
+    if horizon < 1:
+        raise ValueError(f"horizon must be >= 1, got {horizon}")
+    out = []
+    for t in range(len(chunk) + 1):
+        start = max(0, t - horizon + 1)
+        out.append(Window(list(chunk.captions[start : t + 1]),
+                          [int(a) for a in chunk.actions[start:t]],
+                          chunk.observations[start : t + 1]))  # fmt: skip
+    return out
+
+
+def caption_history(window: Window, family: str | None) -> str:
+    """BK's text of a window: "Step i: <caption> You choose the action: <a>." ... then
+    "Current observation: <caption>"."""
+    lines = [f"Step {i + 1}: {c} You choose the action: {action_name(family, a)}."
+             for i, (c, a) in enumerate(zip(window.captions[:-1], window.actions))]  # fmt: skip
+    lines.append(f"Current observation: {window.captions[-1]}")
+    return "\n".join(lines)
+
+
+def flat(chunks: Sequence[Chunk], horizon: int) -> list[Window]:
+    """All windows of all chunks, in order (for one batched call to a model)."""
+    return [w for c in chunks for w in windows(c, horizon)]
