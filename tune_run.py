@@ -42,6 +42,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--output-dir", type=Path, default=Path("results"), help="default: results/")
     p.add_argument("--address", help="attach to a running Ray cluster, e.g. 'auto'")
     p.add_argument("--wandb", action="store_true", help="also log to Weights & Biases")
+    p.add_argument("--backend", choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
+                   help="labeler of the bk-* methods' knowledge (default: the task's, oracle)")
+    p.add_argument("--knowledge-dir", type=Path,
+                   help="where built knowledge lives (default $RLBK_KNOWLEDGE_DIR or "
+                        "~/.cache/rl-bk/knowledge)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR",
                    help="continue an interrupted run from its trials' checkpoints")
     p.add_argument("--list", action="store_true", help="list tasks, methods and environments")
@@ -65,7 +70,10 @@ def _list() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.knowledge_dir:
+        os.environ["RLBK_KNOWLEDGE_DIR"] = str(args.knowledge_dir.resolve())
     from env_registry.errors import MissingDependencyError, UnknownEnvError
+    from rl_bk.knowledge.pipeline import KnowledgeMissingError
     from rl_bk.experiments.methods import UnknownMethodError, get_method
     from rl_bk.experiments.run import ResourceError, RunOptions, resume_experiment, run_experiment
     from rl_bk.experiments.task_config import TaskConfigError, available_tasks, load_task
@@ -78,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         fixed = [f for f, v in (("--task", args.task), ("--methods", args.methods),
                                 ("--num-samples", args.num_samples),
                                 ("--stop-timesteps", args.stop_timesteps), ("--smoke", args.smoke),
-                                ("--wandb", args.wandb))
+                                ("--wandb", args.wandb), ("--backend", args.backend))
                  if v]  # fmt: skip
         if fixed:
             print(f"tune_run.py: error: --resume continues a run with its own settings; drop "
@@ -98,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         task = load_task(args.task, smoke=args.smoke)
+        if args.backend:
+            knowledge = task.knowledge.model_copy(update={"backend": args.backend})
+            task = task.model_copy(update={"knowledge": knowledge})
         methods = [m.strip() for m in (args.methods or "").split(",") if m.strip()] or None
         for m in methods or task.methods:
             get_method(m)
@@ -107,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         run_dir = run_experiment(task, options)
     except (TaskConfigError, UnknownMethodError, UnknownEnvError, MissingDependencyError,
-            ResourceError, ValueError) as err:  # fmt: skip
+            ResourceError, KnowledgeMissingError, ValueError) as err:  # fmt: skip
         print(f"tune_run.py: error: {err}", file=sys.stderr)
         return 2
     print(f"\nresults: {run_dir}")

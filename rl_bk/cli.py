@@ -9,6 +9,13 @@ requests of the task (``{"caption": ..., "task": ...}`` for helpful; pairs for p
 a ``.txt`` file is one caption per line (with ``--criteria`` as the task or mission). By
 default it labels in this process with the configured backend and the shared label store;
 ``--url`` sends the batches to a running server instead.
+
+    rl-bk knowledge collect --task T               BK stage 1: the trajectory dataset
+    rl-bk knowledge build --task T [--kinds bk-code,bk-pref,bk-goal] [--backend oracle]
+    rl-bk knowledge show --task T                  what is built, where, from whose labels
+
+``knowledge`` runs the BK pipeline's stages alone (``tune_run.py`` runs whatever is missing
+before a sweep); settings come from the task's ``knowledge:`` section.
 """
 
 from __future__ import annotations
@@ -129,6 +136,34 @@ def label_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def knowledge_main(args: argparse.Namespace) -> int:
+    from rl_bk.experiments.task_config import load_task
+    from rl_bk.knowledge import pipeline
+
+    if args.knowledge_dir:
+        import os
+
+        os.environ["RLBK_KNOWLEDGE_DIR"] = str(Path(args.knowledge_dir).resolve())
+    task = load_task(args.task, smoke=args.smoke)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    unknown = sorted(set(kinds) - set(pipeline.KINDS))
+    if unknown:
+        raise ValueError(f"unknown kinds {', '.join(unknown)}; valid: {', '.join(pipeline.KINDS)}")
+    if args.action == "collect":
+        print(f"dataset: {pipeline.collect_dataset(task, force=args.force)}")
+    elif args.action == "build":
+        for kind in kinds:
+            folder = pipeline.build_knowledge(task, kind, args.backend, force=args.force)
+            print(f"{kind}: {folder}")
+    else:
+        folders = [("dataset", pipeline.dataset_dir(task))]
+        folders += [(k, pipeline.artifact_dir(task, k, args.backend)) for k in kinds]
+        for what, folder in folders:
+            state = (folder / pipeline.DONE).read_text() if pipeline.is_built(folder) else "missing"
+            print(f"{what}: {folder}\n  {state.strip()}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rl-bk", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -145,16 +180,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--url", help="a running labeler (default: label in this process)")
     p.add_argument("--batch-size", type=int, default=32)
     _add_backend_flags(p)
+    p = sub.add_parser("knowledge", help="run the BK pipeline's stages (collect, build, show)")
+    p.add_argument("action", choices=["collect", "build", "show"])
+    p.add_argument("--task", required=True, help="a task name or YAML (tune_run.py --list)")
+    p.add_argument("--kinds", default="bk-code,bk-pref,bk-goal", help="comma-separated")
+    p.add_argument("--backend", choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
+                   help="labeler (default: the task's knowledge.backend)")
+    p.add_argument("--force", action="store_true", help="rebuild even if built")
+    p.add_argument("--smoke", action="store_true", help="the task's --smoke settings")
+    p.add_argument("--knowledge-dir", help="default $RLBK_KNOWLEDGE_DIR or ~/.cache/rl-bk/knowledge")
     args = parser.parse_args(argv)
 
     from env_registry.errors import MissingDependencyError
     from rl_bk.labeling.backends.base import BackendError
+    from rl_bk.experiments.task_config import TaskConfigError
+    from rl_bk.knowledge.dataset import DatasetError
     from rl_bk.labeling.tasks import UnknownTaskError
 
+    commands = {"serve": serve_main, "label": label_main, "knowledge": knowledge_main}
     try:
-        return serve_main(args) if args.command == "serve" else label_main(args)
+        return commands[args.command](args)
     except (ConfigError, MissingDependencyError, BackendError, UnknownTaskError, ValueError,
-            OSError) as err:  # fmt: skip
+            OSError, TaskConfigError, DatasetError) as err:  # fmt: skip
         print(f"rl-bk {args.command}: error: {err}", file=sys.stderr)
         return 2
 

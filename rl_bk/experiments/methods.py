@@ -5,6 +5,10 @@
 method's ``training(...)`` parameters for one trial. New methods (RND, BK shaping, ...) add
 an entry to ``METHODS``; they build on :func:`base_ppo_config`, so every method of a task
 shares its env, model, PPO hyper-parameters and runner layout, and comparisons are fair.
+
+The bk-* methods read knowledge built before the sweep (:mod:`rl_bk.knowledge.pipeline`);
+their trial parameters ``backend`` and ``candidate`` pick which artifact, the rest go to
+``ShapedPPOConfig.training``.
 """
 
 from __future__ import annotations
@@ -56,9 +60,50 @@ def _build_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algori
     return base_ppo_config(task, seed, params)
 
 
+def _build_rnd(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+    from rl_bk.algorithms.rnd_ppo import RNDPPOConfig
+
+    return base_ppo_config(task, seed, params, config=RNDPPOConfig())
+
+
+#: Trial parameters of the bk-* methods that choose the knowledge, not PPO's training().
+KNOWLEDGE_PARAMS = ("backend", "candidate")
+
+
+def _shaped(kind: str) -> BuildFn:
+    """A bk-* method: PPO shaped by the potential the task's built ``kind`` artifact gives."""
+
+    def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        from rl_bk.algorithms.shaped_ppo import ShapedPPOConfig
+        from rl_bk.knowledge.pipeline import source_spec
+
+        chosen = {k: params[k] for k in KNOWLEDGE_PARAMS if k in params}
+        training = {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
+        options = {"candidate": chosen["candidate"]} if "candidate" in chosen else {}
+        spec = source_spec(task, kind, chosen.get("backend"), options)
+        knowledge = task.knowledge
+        training = {"shaping_coeff": knowledge.shaping_coeff,
+                    "normalize_potential": knowledge.normalize_potential, **training}  # fmt: skip
+        config = base_ppo_config(task, seed, training, config=ShapedPPOConfig())
+        return config.training(potential=spec)
+
+    return build
+
+
 METHODS: dict[str, Method] = {
     "ppo": Method("ppo", "plain PPO on the symbolic observation: the baseline", _build_ppo),
+    "rnd": Method("rnd", "PPO with random network distillation (two value heads): the "
+                  "exploration baseline", _build_rnd),  # fmt: skip
+    "bk-code": Method("bk-code", "PPO shaped by a potential the LLM wrote as code (BK-Code)",
+                      _shaped("bk-code")),  # fmt: skip
+    "bk-pref": Method("bk-pref", "PPO shaped by a preference-transformer potential trained on "
+                      "LLM preference labels (BK-Pref)", _shaped("bk-pref")),  # fmt: skip
+    "bk-goal": Method("bk-goal", "PPO shaped by similarity to LLM-suggested goals (BK-Goal)",
+                      _shaped("bk-goal")),  # fmt: skip
 }
+
+#: Methods whose trials need knowledge built before the sweep starts.
+KNOWLEDGE_METHODS = ("bk-code", "bk-pref", "bk-goal")
 
 
 def get_method(name: str) -> Method:

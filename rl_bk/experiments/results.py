@@ -3,7 +3,8 @@
 Files written into the run folder:
 
 - ``trials.csv``: one row per trial (method, swept parameters, seed, final metrics, env
-  steps, env steps/s, env steps to the success threshold);
+  steps, env steps/s, env steps to the success threshold, the main metric at the task's
+  ``budgets``);
 - ``summary.csv`` and ``summary.md``: one row per variant (method + parameters), mean and
   standard deviation over seeds;
 - ``learning_curves.png``: episode return and success rate against env steps, the mean over
@@ -72,8 +73,21 @@ def _last(progress: pd.DataFrame, column: str) -> float:
     return float(values.iloc[-1]) if len(values) else math.nan
 
 
-def trial_row(record: TrialRecord, success_threshold: float | None) -> dict[str, object]:
-    """Final metrics of one trial; ``success_threshold`` None leaves out success columns."""
+def value_at(progress: pd.DataFrame, column: str, budget: int) -> float:
+    """``column`` at the last report within ``budget`` env steps; NaN if the trial stopped
+    before the budget (a shorter run says nothing about it) or had no value yet."""
+    if column not in progress or M.ENV_STEPS not in progress:
+        return math.nan
+    if progress[M.ENV_STEPS].max() < budget:
+        return math.nan
+    values = progress[progress[M.ENV_STEPS] <= budget][column].dropna()
+    return float(values.iloc[-1]) if len(values) else math.nan
+
+
+def trial_row(record: TrialRecord, success_threshold: float | None, main_metric: str | None = None,
+              budgets: Iterable[int] = ()) -> dict[str, object]:  # fmt: skip
+    """Final metrics of one trial; ``success_threshold`` None leaves out success columns;
+    ``budgets`` add the main metric at each of those env-step budgets."""
     p = record.progress
     steps, seconds = _last(p, M.ENV_STEPS), _last(p, M.TIME_TOTAL_S)
     row: dict[str, object] = {
@@ -95,6 +109,9 @@ def trial_row(record: TrialRecord, success_threshold: float | None) -> dict[str,
         row["crafter_score"] = crafter_score(_last(p, c) for c in achievement_cols)
     if M.GAME_SCORE_MEAN in p:
         row["game_score_mean"] = _last(p, M.GAME_SCORE_MEAN)
+    for budget in budgets:
+        name = (main_metric or M.SUCCESS_RATE).split("/")[-1]
+        row[f"{name}_at_{budget // 1000}k"] = value_at(p, main_metric or M.SUCCESS_RATE, budget)
     return row
 
 
@@ -209,6 +226,7 @@ def write_results(
     title: str,
     main_metric: str = M.SUCCESS_RATE,
     success_threshold: float | None = 0.9,
+    budgets: Iterable[int] = (),
 ) -> pd.DataFrame:
     """Writes the tables and the plot into ``run_dir``; returns the summary table.
 
@@ -216,7 +234,9 @@ def write_results(
     appear when ``success_threshold`` is given.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    trials = pd.DataFrame([trial_row(r, success_threshold) for r in records])
+    budgets = list(budgets)
+    trials = pd.DataFrame([trial_row(r, success_threshold, main_metric, budgets)
+                           for r in records])  # fmt: skip
     trials.to_csv(run_dir / "trials.csv", index=False)
     summary = summarize(trials)
     summary.to_csv(run_dir / "summary.csv", index=False)

@@ -94,6 +94,10 @@ def _init_ray(address: str | None) -> None:
     if ray.is_initialized():
         return
     common = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": True}
+    # Trials look their knowledge up under the same root as the driver built it.
+    if "RLBK_KNOWLEDGE_DIR" in os.environ:
+        common["runtime_env"] = {"env_vars": {
+            "RLBK_KNOWLEDGE_DIR": os.environ["RLBK_KNOWLEDGE_DIR"]}}  # fmt: skip
     if address:
         ray.init(address=address, **{k: v for k, v in common.items() if k != "include_dashboard"})
     else:
@@ -155,6 +159,27 @@ def _trial_name(trial) -> str:
     return f"{trial_label(trial.config)} seed={trial.config['seed']}".replace(" ", "_")
 
 
+def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
+    """Builds whatever knowledge the bk-* variants need and is missing (the dataset first),
+    and records in ``knowledge.json`` which artifacts the run used and whose labels they hold."""
+    import json
+
+    from rl_bk.experiments.methods import KNOWLEDGE_METHODS
+    from rl_bk.knowledge.pipeline import DONE, build_knowledge
+
+    used = {}
+    for v in variants:
+        if v.method not in KNOWLEDGE_METHODS:
+            continue
+        backend = dict(v.params).get("backend")
+        folder = build_knowledge(task, v.method, backend)
+        used[f"{v.method} backend={backend}"] = {
+            "path": str(folder), **json.loads((folder / DONE).read_text())
+        }
+    if used:
+        (run_dir / "knowledge.json").write_text(json.dumps(used, indent=2, sort_keys=True))
+
+
 def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
     """Runs the sweep and writes the run folder; returns its path."""
     from ray import tune
@@ -183,6 +208,7 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
 
     _init_ray(options.address)
     env_registry.register_all()
+    _prepare_knowledge(task, variants, run_dir)
     _check_fits(task, {"variant": variants[0].as_config(), "seed": seeds[0]})
     tuner = tune.Tuner(
         trainable_for(task),
@@ -232,6 +258,5 @@ def _write(task: TaskConfig, result_grid, run_dir: Path) -> None:
         raise RuntimeError(f"no trial reported any result; see {run_dir / 'tune'}")
     main_metric = M.MAIN_METRICS[task.metric]
     threshold = task.success_threshold if main_metric == M.SUCCESS_RATE else None
-    write_results(
-        records, run_dir, title=task.name, main_metric=main_metric, success_threshold=threshold
-    )
+    write_results(records, run_dir, title=task.name, main_metric=main_metric,
+                  success_threshold=threshold, budgets=task.budgets)  # fmt: skip

@@ -70,6 +70,66 @@ class StopParams(_Strict):
     time_budget_s: float | None = None
 
 
+class DatasetParams(_Strict):
+    """Stage 1 of the BK pipeline: the trajectories knowledge is learned from."""
+
+    env: str | None = None  # None: the task's env (BK collects on a pre-training env)
+    collector: Literal["rnd", "random"] = "rnd"  # RND-PPO's stochastic policy, or uniform
+    rnd_timesteps: int = Field(200_000, gt=0)  # RND training steps while collecting
+    episodes: int = Field(200, gt=0)  # episodes saved in all
+    collections: int = Field(4, gt=0)  # saved in this many rounds, evenly over training
+    seed: int = 0
+
+
+class CodeParams(_Strict):
+    """BK-Code: the LLM writes compute_potential(window) and improves it."""
+
+    rounds: int = Field(3, gt=0)
+    candidates: int = Field(1, gt=0)  # Eureka-style: several codes, compared as trials
+    segments_per_round: int = Field(5, gt=0)
+    horizon: int = Field(5, gt=0)
+
+
+class PreferenceParams(_Strict):
+    """BK-Pref: segment pairs labelled by the LLM train a preference-transformer potential."""
+
+    pairs: int = Field(500, gt=0)
+    horizon: int = Field(5, gt=0)
+    epochs: int = Field(5, gt=0)
+
+
+class GoalParams(_Strict):
+    """BK-Goal: a goal list from captions; Phi = similarity to the retrieved goals."""
+
+    iterations: int = Field(100, gt=0)
+    top_k: int = Field(3, gt=0)
+    threshold: float | None = None  # None: the potential's measured default for MiniLM
+    horizon: int = Field(4, gt=0)
+
+
+class KnowledgeParams(_Strict):
+    """How the bk-* methods get their knowledge: which labeler, which data, which settings.
+
+    ``backend`` is the labeler every bk-* method of the task uses unless a trial's
+    ``backend`` parameter (a sweep grid, or ``tune_run.py --backend``) names another.
+    ``include_mission``: requests carry the task's mission (BK's prompts withheld the goal;
+    our tasks have one fixed mission, and the oracle needs it).
+    """
+
+    backend: Literal["oracle", "llamacpp", "openai", "vllm", "fake"] = "oracle"
+    packaged: Literal["smollm2", "gemma3-270m"] = "smollm2"
+    model_path: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    include_mission: bool = True
+    dataset: DatasetParams = DatasetParams()
+    code: CodeParams = CodeParams()
+    preference: PreferenceParams = PreferenceParams()
+    goals: GoalParams = GoalParams()
+    shaping_coeff: float = 1.0
+    normalize_potential: bool = True
+
+
 class TaskConfig(_Strict):
     name: str
     description: str
@@ -84,6 +144,9 @@ class TaskConfig(_Strict):
     env_runners: EnvRunnerParams = EnvRunnerParams()
     stop: StopParams = StopParams()
     checkpoint_every: int = Field(25, gt=0)  # training iterations between trial checkpoints
+    #: env-step budgets at which the tables also give the main metric (sample efficiency)
+    budgets: list[int] = []
+    knowledge: KnowledgeParams = KnowledgeParams()
     #: method -> {training parameter -> values}; the trials are their cartesian product.
     sweep: dict[str, dict[str, list[Any]]] = {}
 

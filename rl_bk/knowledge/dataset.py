@@ -13,6 +13,7 @@ is one dataset, so collectors on several workers write side by side.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -57,7 +58,8 @@ def write_episodes(folder: str | Path, episodes: Sequence[Chunk], metadata: dict
         "observation": pa.array([o.tolist() for o in rows["observation"]],
                                 type=pa.list_(pa.float32())),
     })  # fmt: skip
-    path = folder / f"part-{part or uuid.uuid4().hex[:12]}.parquet"
+    # Names sort in writing order (read_episodes reads parts sorted by name).
+    path = folder / f"part-{part or f'{time.time_ns()}-{uuid.uuid4().hex[:6]}'}.parquet"
     pq.write_table(table.select(list(COLUMNS)), path)
     if metadata is not None:
         (folder / "metadata.json").write_text(json.dumps(metadata, indent=2, sort_keys=True))

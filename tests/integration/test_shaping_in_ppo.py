@@ -10,9 +10,9 @@ from rl_bk.experiments.task_config import load_task
 pytestmark = pytest.mark.ray
 
 
-def potential_grows_with_caption_length(observations, infos):
+def potential_grows_with_caption_length(chunks):
     # A stand-in source that reads captions, as LLM-derived potentials will.
-    return [np.array([len(i.get("caption", "")) / 100.0 for i in chunk]) for chunk in infos]
+    return [np.array([len(c) / 100.0 for c in chunk.captions]) for chunk in chunks]
 
 
 def test_ppo_trains_with_shaped_rewards_and_logs_the_shaping(ray_session):

@@ -21,8 +21,8 @@ def episode(obs, rewards, terminated):
     ).to_numpy()  # fmt: skip
 
 
-def phi_is_the_observation(observations, infos):
-    return [np.asarray(o, dtype=np.float64) for o in observations]
+def phi_is_the_observation(chunks):
+    return [np.asarray(c.observations[:, 0], dtype=np.float64) for c in chunks]
 
 
 def run(episodes, **kwargs):
@@ -66,10 +66,12 @@ def test_each_chunk_gets_its_own_potentials_and_the_metrics_say_how_much():
 def test_one_potential_call_per_train_batch():
     calls = []
 
-    def counting(observations, infos):
-        calls.append(len(observations))
-        assert infos[0][0]["caption"] == "s0"  # captions reach the potential source
-        return phi_is_the_observation(observations, infos)
+    def counting(chunks):
+        calls.append(len(chunks))
+        # Captions, actions and the real steps only (not PPO's artificial one) reach the source.
+        assert chunks[0].captions == ["s0", "s1"] and list(chunks[1].actions) == [0, 0]
+        assert chunks[0].terminated and not chunks[1].terminated
+        return phi_is_the_observation(chunks)
 
     eps = [episode([0, 1], [0.0], True), episode([2, 3, 4], [0.0, 0.0], False)]
     AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=eps, shared_data={})

@@ -15,6 +15,7 @@ from rl_bk.experiments.results import (
     steps_to_reach,
     summarize,
     trial_row,
+    value_at,
     write_results,
 )
 
@@ -86,3 +87,13 @@ def test_tasks_without_success_plot_their_main_metric_and_drop_success_columns(t
     assert set(pd.read_csv(tmp_path / "curves.csv").metric) == {"episode return", "game score"}
     trials = pd.read_csv(tmp_path / "trials.csv")
     assert "success_rate" not in trials and trials["game_score_mean"].iloc[0] == 30.0
+
+
+def test_metric_at_a_budget_is_the_last_report_within_it_and_unknown_past_the_run():
+    p = progress([1000, 2000, 3000], [0.1, 0.5, 0.9])
+    assert value_at(p, M.SUCCESS_RATE, 2500) == 0.5  # the 2000-step report, not the later one
+    assert value_at(p, M.SUCCESS_RATE, 3000) == 0.9
+    assert math.isnan(value_at(p, M.SUCCESS_RATE, 500))  # no report yet within 500 steps
+    assert math.isnan(value_at(p, M.SUCCESS_RATE, 4000))  # the run stopped before the budget
+    row = trial_row(TrialRecord("ppo", 0, p), 0.9, M.SUCCESS_RATE, budgets=[2000])
+    assert row["success_rate_at_2k"] == 0.5

@@ -22,5 +22,12 @@ def test_grid_is_the_cartesian_product_per_method():
 def test_method_without_grid_is_one_variant_and_unknown_method_fails():
     task = load_task("babyai-gotolocal-redball-s20")
     assert expand_variants(task, ["ppo"]) == [Variant("ppo")]
-    with pytest.raises(UnknownMethodError, match="valid methods: ppo"):
+    with pytest.raises(UnknownMethodError, match="valid methods: bk-code, bk-goal, bk-pref, ppo, rnd"):
         expand_variants(task, ["nope"])
+
+
+def test_bk_variants_always_name_their_labeler():
+    # Results must say whose knowledge a bk-* trial used: the oracle or which LLM.
+    task = load_task("babyai-gotolocal-redball-s20")
+    assert expand_variants(task, ["bk-code"]) == [Variant("bk-code", (("backend", "oracle"),))]
+    assert expand_variants(task, ["bk-code"])[0].label == "bk-code backend=oracle"

@@ -2,7 +2,8 @@
 
 Where it sits: a learner ConnectorV2 piece working on episodes, after PPO's
 ``AddOneTsToEpisodesAndTruncate`` and before the batch is built, so GAE sees the shaped
-rewards. It reads each episode chunk's observations and infos, and rewrites its rewards:
+rewards. It turns each episode chunk into a :class:`~rl_bk.knowledge.trajectory.Chunk`
+(observations, captions and mission from the infos, actions) and rewrites its rewards:
 
     r'_t = r_t + coeff * (gamma * Phi(s_{t+1}) - Phi(s_t))        for every real step t
 
@@ -36,12 +37,15 @@ from typing import Any
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 
-#: Observations and infos of each episode chunk (real steps plus the final observation)
-#: -> one potential per observation, for every chunk of the train batch in one call.
-PotentialFn = Callable[[Sequence[np.ndarray], Sequence[Sequence[dict]]], Sequence[np.ndarray]]
+from rl_bk.knowledge.trajectory import Chunk
+
+#: The train batch's chunks -> one potential per state (``len(chunk) + 1``) for each chunk,
+#: in one call. Any :class:`~rl_bk.knowledge.potential.PotentialSource` is one.
+PotentialFn = Callable[[Sequence[Chunk]], Sequence[np.ndarray]]
 
 SHAPING_REWARD_MEAN = "shaping_reward_mean"  # per real step, logged by the learner
 SHAPING_RETURN_MEAN = "shaping_return_mean"  # sum over a chunk's real steps
+POTENTIAL_MEAN = "potential_mean"  # after normalisation
 
 
 class RunningStd:
@@ -89,6 +93,21 @@ def shaped_rewards(
     return np.asarray(rewards, dtype=np.float64) + coeff * (gamma * next_phi - phi[:-1])
 
 
+def as_chunk(episode, n: int) -> Chunk:
+    """The first ``n`` real steps of an RLlib episode chunk, as knowledge sources read them."""
+    infos = list(episode.get_infos(slice(0, n + 1)))
+    observations = np.asarray(episode.get_observations(slice(0, n + 1)), dtype=np.float32)
+    return Chunk(
+        observations=observations.reshape(n + 1, -1),
+        captions=[str(i.get("caption", "")) for i in infos],
+        actions=np.asarray(episode.get_actions(slice(0, n)), dtype=np.int64).reshape(n),
+        rewards=np.asarray(episode.get_rewards(slice(0, n)), dtype=np.float32).reshape(n),
+        terminated=bool(episode.is_terminated),
+        mission=infos[0].get("mission") if infos else None,
+        episode_id=str(episode.id_),
+    )
+
+
 class PotentialBasedShaping(ConnectorV2):
     """Adds ``coeff * (gamma * Phi(s') - Phi(s))`` to every real step's reward (see module)."""
 
@@ -115,10 +134,7 @@ class PotentialBasedShaping(ConnectorV2):
         # PPO's AddOneTsToEpisodesAndTruncate appended one artificial step to each chunk.
         artificial = 1 if (shared_data or {}).get("_added_loss_mask_for_valid_episode_ts") else 0
         lengths = [len(ep) - artificial for ep in chunks]
-        observations = [np.asarray(ep.get_observations(slice(0, n + 1))) for ep, n in
-                        zip(chunks, lengths)]  # fmt: skip
-        infos = [list(ep.get_infos(slice(0, n + 1))) for ep, n in zip(chunks, lengths)]
-        raw = self.potential_fn(observations, infos)
+        raw = self.potential_fn([as_chunk(ep, n) for ep, n in zip(chunks, lengths)])
         potentials = [np.asarray(p, dtype=np.float64) for p in raw]
         if self.normalizer is not None:
             self.normalizer.update(np.concatenate(potentials))
@@ -138,4 +154,9 @@ class PotentialBasedShaping(ConnectorV2):
         if metrics is not None and steps:
             metrics.log_value(SHAPING_REWARD_MEAN, bonus_total / steps, window=1)
             metrics.log_value(SHAPING_RETURN_MEAN, bonus_total / len(chunks), window=1)
+            all_phi = np.concatenate(potentials)
+            metrics.log_value(POTENTIAL_MEAN, float(all_phi.mean()), window=1)
+            source_metrics = getattr(self.potential_fn, "metrics", None)
+            for key, value in (source_metrics() if callable(source_metrics) else {}).items():
+                metrics.log_value(f"potential/{key}", value, window=1)
         return batch

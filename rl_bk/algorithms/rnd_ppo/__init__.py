@@ -1,0 +1,24 @@
+"""RND-PPO: PPO with Random Network Distillation (Burda et al. 2018), on RLlib's new API stack.
+
+    from rl_bk.algorithms.rnd_ppo import RNDPPOConfig
+    config = (RNDPPOConfig().environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
+              .training(int_coeff=1.0, ext_coeff=2.0)
+              .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[256, 256])))
+
+The names are loaded lazily, so that ``rl_bk.algorithms.rnd_ppo.advantages`` (pure numpy)
+imports without Ray.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["RNDPPO", "RNDPPOConfig"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from rl_bk.algorithms.rnd_ppo import config
+
+        return getattr(config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

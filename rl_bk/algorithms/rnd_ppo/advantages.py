@@ -1,0 +1,162 @@
+"""RND-PPO's numbers, in plain numpy: two-headed GAE and the intrinsic-reward scale.
+
+Everything RND changes about PPO's targets lives here, free of Ray, so it can be checked by
+hand (tests/unit/test_rnd_advantages.py). It follows CleanRL's ``ppo_rnd_envpool.py``:
+
+- Two value heads, two GAEs over the same steps. The extrinsic one is PPO's: a terminated
+  episode has no future (no bootstrap), a truncated one or a chunk cut by the sampler
+  bootstraps with V_ext of its last observation. The intrinsic one is **non-episodic**
+  (CleanRL's ``int_nextnonterminal = 1``): novelty does not stop at a game over, so every
+  chunk bootstraps with V_int of its last observation, terminal or not, with its own
+  discount ``int_gamma``.
+- The policy follows ``ext_coeff * A_ext + int_coeff * A_int``, standardised as PPO does.
+- Intrinsic rewards are divided by the running standard deviation of their discounted sum
+  (``RewardForwardFilter`` + running variance, no mean subtraction), so the bonus keeps one
+  scale while the predictor gets better and raw novelty shrinks.
+
+A chunk here is what RLlib hands the learner: ``n`` steps of one episode, with ``n + 1``
+value predictions (the last one for the observation after the last step: the bootstrap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+#: PPO's floor on the advantage std (RLlib's GeneralAdvantageEstimation uses the same).
+MIN_ADVANTAGE_STD = 1e-4
+#: Keeps the division finite before any intrinsic return has been seen.
+RETURN_VAR_EPSILON = 1e-8
+
+
+class TwoHeadedAdvantages(NamedTuple):
+    ext_advantages: np.ndarray
+    int_advantages: np.ndarray
+    ext_returns: np.ndarray  # the extrinsic value head's targets
+    int_returns: np.ndarray  # the intrinsic value head's targets
+
+
+def gae(
+    rewards: np.ndarray, values: np.ndarray, *, gamma: float, lambda_: float, bootstrap: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """GAE advantages and returns of one chunk.
+
+    Args:
+        rewards: the chunk's ``n`` rewards.
+        values: ``n + 1`` value predictions; ``values[n]`` is the bootstrap value.
+        bootstrap: whether the future after the last step is worth ``values[n]``; False
+            when the episode terminated there.
+
+    Returns:
+        ``(advantages, returns)``, ``n`` each, with ``returns = advantages + values[:n]``.
+    """
+    rewards = np.asarray(rewards, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    n = len(rewards)
+    if len(values) != n + 1:
+        raise ValueError(f"a chunk of {n} rewards needs {n + 1} values, got {len(values)}")
+    next_values = values[1:].copy()
+    if not bootstrap and n:
+        next_values[-1] = 0.0
+    deltas = rewards + gamma * next_values - values[:-1]
+    advantages = np.zeros(n, dtype=np.float64)
+    running = 0.0
+    for t in range(n - 1, -1, -1):
+        running = deltas[t] + gamma * lambda_ * running
+        advantages[t] = running
+    return advantages, advantages + values[:-1]
+
+
+def two_headed_advantages(
+    ext_rewards: np.ndarray,
+    int_rewards: np.ndarray,
+    ext_values: np.ndarray,
+    int_values: np.ndarray,
+    terminated: bool,
+    *,
+    gamma: float,
+    int_gamma: float,
+    lambda_: float,
+) -> TwoHeadedAdvantages:
+    """Both heads' advantages and returns for one chunk (``n`` rewards, ``n + 1`` values).
+
+    The extrinsic head is episodic (no bootstrap when ``terminated``); the intrinsic head
+    always bootstraps, with ``int_gamma``.
+    """
+    ext_adv, ext_ret = gae(ext_rewards, ext_values, gamma=gamma, lambda_=lambda_,
+                           bootstrap=not terminated)  # fmt: skip
+    int_adv, int_ret = gae(int_rewards, int_values, gamma=int_gamma, lambda_=lambda_,
+                           bootstrap=True)  # fmt: skip
+    return TwoHeadedAdvantages(ext_adv, int_adv, ext_ret, int_ret)
+
+
+def combine_advantages(
+    ext_advantages: np.ndarray, int_advantages: np.ndarray, *, ext_coeff: float, int_coeff: float
+) -> np.ndarray:
+    """The advantage the policy follows: ``ext_coeff * A_ext + int_coeff * A_int``."""
+    return ext_coeff * np.asarray(ext_advantages) + int_coeff * np.asarray(int_advantages)
+
+
+def standardize(advantages: np.ndarray) -> np.ndarray:
+    """Zero mean, unit std (std floored as in RLlib's PPO), over the whole train batch."""
+    advantages = np.asarray(advantages, dtype=np.float64)
+    if advantages.size == 0:
+        return advantages
+    return (advantages - advantages.mean()) / max(MIN_ADVANTAGE_STD, float(advantages.std()))
+
+
+def merge_moments(mean, var, count, batch_mean, batch_var, batch_count):
+    """Running mean and (population) variance after adding a batch with the given moments.
+
+    Chan et al.'s parallel update, as in gym's ``RunningMeanStd`` that CleanRL uses. Only
+    arithmetic, so it works on numpy arrays and torch tensors alike.
+    """
+    delta = batch_mean - mean
+    total = count + batch_count
+    new_mean = mean + delta * batch_count / total
+    m2 = var * count + batch_var * batch_count + delta**2 * count * batch_count / total
+    return new_mean, m2 / total, total
+
+
+class RewardForwardFilter:
+    """Discounted running sums of reward streams: ``f_t = gamma * f_{t-1} + r_t``.
+
+    Their variance sets the intrinsic rewards' scale (the std of an intrinsic return, the
+    quantity the intrinsic value head has to fit). A stream is one episode; RLlib cuts
+    episodes into chunks across train batches, so each stream's last sum is kept and the
+    next chunk of the same episode continues from it. Streams absent from a call have
+    ended and are forgotten, which bounds the memory.
+
+    CleanRL runs one filter per env slot across episodes; RLlib's chunks do not say which
+    env slot they came from, so here a stream restarts at 0 with each episode.
+    """
+
+    def __init__(self, gamma: float):
+        self.gamma = gamma
+        self._last: dict[Hashable, float] = {}
+
+    def update(self, streams: Sequence[tuple[Hashable, np.ndarray]]) -> list[np.ndarray]:
+        """The filtered values of each ``(stream_id, rewards)`` chunk, in the given order
+        (a later chunk of the same stream in the same call continues the earlier one)."""
+        last = dict(self._last)
+        carried: dict[Hashable, float] = {}
+        out = []
+        for stream_id, rewards in streams:
+            f = carried.get(stream_id, last.get(stream_id, 0.0))
+            rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
+            filtered = np.empty_like(rewards)
+            for t, r in enumerate(rewards):
+                f = self.gamma * f + r
+                filtered[t] = f
+            carried[stream_id] = f
+            out.append(filtered)
+        self._last = carried
+        return out
+
+
+def scale_by_return_std(rewards: np.ndarray, return_var: float) -> np.ndarray:
+    """Intrinsic rewards divided by the running std of intrinsic returns (no mean removed:
+    novelty is a bonus, and its sign must not flip)."""
+    return np.asarray(rewards, dtype=np.float64) / np.sqrt(float(return_var) + RETURN_VAR_EPSILON)

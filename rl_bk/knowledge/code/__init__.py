@@ -1,0 +1,6 @@
+"""BK-Code: an LLM writes a potential function in Python; we run it in a sandbox.
+
+- :mod:`.sandbox` runs untrusted code in a locked-down worker process;
+- :mod:`.writer` asks the labeler for the code and improves it over a few rounds;
+- :mod:`.potential` turns the final code into a :class:`~rl_bk.knowledge.potential.PotentialSource`.
+"""

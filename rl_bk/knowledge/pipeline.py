@@ -1,0 +1,261 @@
+"""The BK pipeline, stage by stage: collect a dataset, label it, build a potential.
+
+    collect  -> <root>/datasets/<env>-<hash>/            (Parquet, rl_bk.knowledge.dataset)
+    bk-code  -> <root>/<task>/bk-code/<backend>-<hash>/  (code-final.py, history.json)
+    bk-pref  -> <root>/<task>/bk-pref/<backend>-<hash>/  (model.pt, report.json)
+    bk-goal  -> <root>/<task>/bk-goal/<backend>-<hash>/  (goals.json)
+
+Each folder's name carries a hash of every setting that shaped it (the task's ``knowledge``
+section, the backend, the dataset's own hash), so a changed setting builds a new artifact and
+an unchanged one is reused. A folder counts as built once ``DONE.json`` is in it: an
+interrupted build is redone, never half-used. The root is ``$RLBK_KNOWLEDGE_DIR`` or
+``~/.cache/rl-bk/knowledge`` (on a cluster, point it at storage every node sees).
+
+Labels go through the label store (:mod:`rl_bk.knowledge.labeler`), so rebuilding an
+artifact with the same backend re-reads its labels instead of asking again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rl_bk.experiments.task_config import TaskConfig
+
+logger = logging.getLogger(__name__)
+
+KINDS = ("bk-code", "bk-pref", "bk-goal")
+DONE = "DONE.json"
+
+
+class KnowledgeMissingError(RuntimeError):
+    """A bk-* trial found no built artifact for its task and backend."""
+
+
+def knowledge_root() -> Path:
+    return Path(os.environ.get("RLBK_KNOWLEDGE_DIR", "~/.cache/rl-bk/knowledge")).expanduser()
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def family_of(env: str) -> str:
+    import env_registry
+
+    return env_registry.get_spec(env).family
+
+
+def dataset_env(task: TaskConfig) -> str:
+    return task.knowledge.dataset.env or task.env
+
+
+def dataset_dir(task: TaskConfig, root: Path | None = None) -> Path:
+    # Keyed by its settings alone: tasks sharing a pre-training env share one dataset (BK
+    # collects once on Pretraining-S20 for all its GoToLocal tasks).
+    d = task.knowledge.dataset
+    settings = {"env": dataset_env(task), "env_config": dict(task.env_config) if d.env is None
+                else {}, "ppo": task.ppo.model_dump(mode="json"), **d.model_dump(mode="json")}
+    return (root or knowledge_root()) / "datasets" / f"{dataset_env(task)}-{_digest(settings)}"
+
+
+def artifact_dir(task: TaskConfig, kind: str, backend: str | None = None,
+                 root: Path | None = None) -> Path:  # fmt: skip
+    if kind not in KINDS:
+        raise ValueError(f"unknown knowledge kind {kind!r}; valid: {', '.join(KINDS)}")
+    k = task.knowledge
+    backend = backend or k.backend
+    section = {"bk-code": k.code, "bk-pref": k.preference, "bk-goal": k.goals}[kind]
+    settings = {
+        "backend": backend, "packaged": k.packaged, "model_path": k.model_path,
+        "base_url": k.base_url, "model": k.model, "include_mission": k.include_mission,
+        "section": section.model_dump(mode="json"), "dataset": dataset_dir(task, root).name,
+    }  # fmt: skip
+    return (root or knowledge_root()) / task.name / kind / f"{backend}-{_digest(settings)}"
+
+
+def is_built(folder: Path) -> bool:
+    return (folder / DONE).is_file()
+
+
+def _finish(folder: Path, started: float, **facts: Any) -> Path:
+    facts = {"seconds": round(time.time() - started, 1), "finished_at": time.time(), **facts}
+    (folder / DONE).write_text(json.dumps(facts, indent=2, sort_keys=True, default=str))
+    return folder
+
+
+def _fresh(folder: Path) -> None:
+    if folder.exists():
+        shutil.rmtree(folder)  # an interrupted earlier build: start over
+    folder.mkdir(parents=True)
+
+
+def task_mission(task: TaskConfig) -> str | None:
+    """The task env's mission text (after one reset), if it has one and the task says to use it."""
+    if not task.knowledge.include_mission:
+        return None
+    import env_registry
+
+    env = env_registry.make_env(task.env, task.env_config)
+    try:
+        _, info = env.reset(seed=0)
+    finally:
+        env.close()
+    mission = info.get("mission")
+    return str(mission) if mission else None
+
+
+# ------------------------------------------------------------------------------ stage 1
+def collect_dataset(task: TaskConfig, *, force: bool = False, root: Path | None = None) -> Path:
+    """Stage 1: trajectories from RND-PPO's stochastic policy (BK) or a uniform policy."""
+    folder = dataset_dir(task, root)
+    if is_built(folder) and not force:
+        return folder
+    _fresh(folder)
+    started, d = time.time(), task.knowledge.dataset
+    env = dataset_env(task)
+    per_round = max(1, d.episodes // d.collections)
+    if d.collector == "random":
+        from rl_bk.knowledge.collect import collect_episodes
+        from rl_bk.knowledge.dataset import write_episodes
+
+        meta = {"env": env, "collector": "random", "task": task.name}
+        for i in range(d.collections):
+            episodes = collect_episodes(None, env, dict(task.env_config), per_round,
+                                        seed=d.seed * 1000 + i)  # fmt: skip
+            write_episodes(folder, episodes, meta, part=f"{i:03d}")
+    else:
+        _collect_with_rnd(task, folder, env, per_round)
+    from rl_bk.knowledge.dataset import read_episodes
+
+    n = len(read_episodes(folder))
+    logger.info("dataset for %s: %d episodes in %s", task.name, n, folder)
+    return _finish(folder, started, episodes=n, env=env, collector=d.collector)
+
+
+def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) -> None:
+    import ray
+
+    import env_registry
+    from rl_bk.algorithms.rnd_ppo import RNDPPOConfig
+    from rl_bk.experiments.methods import base_ppo_config
+
+    d = task.knowledge.dataset
+    collect_task = task.model_copy(update={"env": env})
+    every = max(1, d.rnd_timesteps // d.collections)
+    config = base_ppo_config(collect_task, d.seed, {}, config=RNDPPOConfig()).training(
+        precollect_dir=str(folder), precollect_every_timesteps=every,
+        precollect_episodes=per_round,
+    )  # fmt: skip
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False, logging_level="ERROR")
+    env_registry.register_all()
+    algo = config.build_algo()
+    try:
+        from tqdm import tqdm
+
+        with tqdm(total=d.rnd_timesteps, desc="RND collection", unit="step") as bar:
+            steps = 0
+            while steps < d.rnd_timesteps:
+                result = algo.train()
+                now = int(result.get("num_env_steps_sampled_lifetime", 0) or
+                          result["env_runners"]["num_env_steps_sampled_lifetime"])  # fmt: skip
+                bar.update(now - steps)
+                steps = now
+    finally:
+        algo.stop()
+
+
+# ------------------------------------------------------------------------------ stage 2+3
+def make_labeler(task: TaskConfig, backend: str | None = None):
+    from rl_bk.knowledge.labeler import LocalLabeler
+
+    k = task.knowledge
+    return LocalLabeler(backend=backend or k.backend, store_path=os.environ.get("RLBK_LABEL_STORE"),
+                        packaged=k.packaged, model_path=k.model_path, base_url=k.base_url,
+                        model=k.model)  # fmt: skip
+
+
+def _build_code(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    from rl_bk.knowledge.code.writer import write_potential_code
+
+    c, family, mission = task.knowledge.code, family_of(task.env), task_mission(task)
+    result = write_potential_code(
+        labeler, episodes, folder, family=family, mission=mission, rounds=c.rounds,
+        segments_per_round=c.segments_per_round, horizon=c.horizon, candidates=c.candidates,
+        seed=task.knowledge.dataset.seed,
+    )  # fmt: skip
+    return {"result": repr(result)}
+
+
+def _build_pref(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    from rl_bk.knowledge.preference.training import train_preference_potential
+
+    p = task.knowledge.preference
+    report = train_preference_potential(
+        labeler, episodes, folder, family=family_of(task.env), mission=task_mission(task),
+        pairs=p.pairs, horizon=p.horizon, epochs=p.epochs, seed=task.knowledge.dataset.seed,
+    )  # fmt: skip
+    return {"report": repr(report)}
+
+
+def _build_goals(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    from rl_bk.knowledge.goals.builder import build_goal_list
+
+    g = task.knowledge.goals
+    goals = build_goal_list(
+        labeler, episodes, folder, family=family_of(task.env), mission=task_mission(task),
+        iterations=g.iterations, seed=task.knowledge.dataset.seed,
+    )  # fmt: skip
+    return {"goals": repr(goals)[:2000]}
+
+
+BUILDERS: dict[str, Callable[..., dict]] = {
+    "bk-code": _build_code, "bk-pref": _build_pref, "bk-goal": _build_goals,
+}  # fmt: skip
+
+
+def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
+                    force: bool = False, root: Path | None = None) -> Path:  # fmt: skip
+    """Stages 2 and 3 for one kind: label the dataset and build the potential (dataset first
+    if it is missing). Returns the artifact folder."""
+    folder = artifact_dir(task, kind, backend, root)
+    if is_built(folder) and not force:
+        return folder
+    from rl_bk.knowledge.dataset import read_episodes
+
+    episodes = read_episodes(collect_dataset(task, root=root))
+    labeler = make_labeler(task, backend)
+    _fresh(folder)
+    started = time.time()
+    facts = BUILDERS[kind](task, labeler, episodes, folder)
+    return _finish(folder, started, kind=kind, labels=labeler.identity,
+                   is_oracle=labeler.is_oracle, **facts)  # fmt: skip
+
+
+def source_spec(task: TaskConfig, kind: str, backend: str | None = None,
+                options: dict[str, Any] | None = None, root: Path | None = None):  # fmt: skip
+    """The built artifact of ``kind`` as a potential source spec, or a clear error."""
+    from rl_bk.knowledge.sources import SourceSpec
+
+    folder = artifact_dir(task, kind, backend, root)
+    if not is_built(folder):
+        b = backend or task.knowledge.backend
+        raise KnowledgeMissingError(
+            f"{kind} has no knowledge built for task {task.name} with backend {b} (looked in "
+            f"{folder}); build it with `rl-bk knowledge build --task {task.name} --kinds "
+            f"{kind} --backend {b}`, or let tune_run.py build it"
+        )
+    if kind == "bk-goal":
+        g = task.knowledge.goals
+        options = {"top_k": g.top_k, "horizon": g.horizon,
+                   **({"threshold": g.threshold} if g.threshold is not None else {}),
+                   **(options or {})}  # fmt: skip
+    return SourceSpec(kind, str(folder), dict(options or {}))

@@ -1,0 +1,211 @@
+"""The BK-Pref potential: a Preference Transformer whose per-step reward is Phi.
+
+BK (``models/preference_transformer.py``) learns a reward model from segment preferences: a
+causal transformer reads a segment, a ``PreferenceAttention`` head turns each step into a
+scalar reward (its value projection) and weighs them into one segment logit; at RL time the
+reward of the window's last step is the potential. This module keeps that design, on the
+project's flat observation vectors instead of BK's image conv net:
+
+- one token per state: MLP(observation) + embedding(action taken there) + embedding(slot).
+  BK interleaved state and action tokens and scored the token of the last *action*, i.e.
+  ``(s_{t-1}, a_{t-1})``: its Phi never saw the current state. Here the current state has a
+  token of its own, with the extra action id ``n_actions`` ("no action yet"), and Phi is its
+  reward. A window of ``horizon`` states is therefore ``horizon`` tokens, as many as BK's five;
+- windows are right-aligned in ``horizon`` slots (the current state is always the last slot)
+  and shorter ones (the first states of a chunk) are left-padded. Padded slots are masked out
+  of every attention, so they cannot change any valid token's output;
+- one causal layer (``n_embed`` 128, one head), as BK's config.
+
+:class:`FlatPotential` wraps the model for TorchScript: one flat float row per window, so the
+reward-model app (``serve_deployments/reward_model.py``) can serve it as a ``vector`` model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rl_bk.knowledge.trajectory import Window
+
+#: Weight of BK's smoothing term: mean(-log_softmax) over both segments of every pair.
+SMOOTHING_WEIGHT = 0.3
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything needed to rebuild the network from its state dict (saved in model.pt)."""
+
+    obs_dim: int
+    n_actions: int
+    horizon: int = 5  # states per window (tokens), the current one included
+    n_embed: int = 128
+    n_layers: int = 1
+    n_heads: int = 1
+    ff_dim: int = 512
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @property
+    def input_dim(self) -> int:
+        """Width of one flat row: per slot, the observation, the action id and a valid flag."""
+        return self.horizon * (self.obs_dim + 2)
+
+
+def _attention_mask(valid: torch.Tensor) -> torch.Tensor:
+    """(B, T, T) bool, True where query i may NOT attend to key j: the future, and padding.
+
+    A padded slot still attends to itself, so no softmax row is empty (an empty row gives NaN,
+    and NaN times a zero weight is still NaN in the next product)."""
+    t = valid.shape[1]
+    future = torch.triu(torch.ones(t, t, dtype=torch.bool, device=valid.device), diagonal=1)
+    padded_key = ~valid.unsqueeze(1)  # (B, 1, T)
+    eye = torch.eye(t, dtype=torch.bool, device=valid.device)
+    return (future.unsqueeze(0) | padded_key) & ~eye.unsqueeze(0)
+
+
+class PreferenceAttention(nn.Module):
+    """BK's head: value = per-step reward; the segment logit is its causal attention sum.
+
+    BK scales the scores by sqrt(value width) = 1, i.e. not at all; 1/sqrt(n_embed) keeps the
+    softmax soft at initialisation, as in any attention layer."""
+
+    def __init__(self, n_embed: int):
+        super().__init__()
+        self.query = nn.Linear(n_embed, n_embed)
+        self.key = nn.Linear(n_embed, n_embed)
+        self.value = nn.Linear(n_embed, 1)
+        self.scale = 1.0 / math.sqrt(n_embed)
+
+    def forward(
+        self, x: torch.Tensor, blocked: torch.Tensor, valid: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(logit (B,), rewards (B, T)); padded slots add nothing to the logit."""
+        rewards = self.value(x).squeeze(-1)
+        scores = torch.bmm(self.query(x), self.key(x).transpose(1, 2)) * self.scale
+        weights = torch.softmax(scores.masked_fill(blocked, float("-inf")), dim=-1)
+        weighted = torch.bmm(weights, rewards.unsqueeze(-1)).squeeze(-1)
+        logit = (weighted * valid.to(weighted.dtype)).sum(dim=1)
+        return logit, rewards
+
+
+class PreferenceTransformer(nn.Module):
+    """Windows of ``horizon`` states -> per-state rewards and a segment logit."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        c = config
+        self.horizon = c.horizon
+        self.n_actions = c.n_actions
+        self.n_heads = c.n_heads
+        self.state_encoder = nn.Sequential(
+            nn.Linear(c.obs_dim, c.n_embed), nn.ReLU(), nn.Linear(c.n_embed, c.n_embed)
+        )
+        self.action_embedding = nn.Embedding(c.n_actions + 1, c.n_embed)  # + "no action yet"
+        self.slot_embedding = nn.Embedding(c.horizon, c.n_embed)
+        self.layers = nn.ModuleList([
+            nn.TransformerEncoderLayer(c.n_embed, c.n_heads, dim_feedforward=c.ff_dim,
+                                       dropout=0.0, batch_first=True)
+            for _ in range(c.n_layers)
+        ])  # fmt: skip
+        self.head = PreferenceAttention(c.n_embed)
+
+    def forward(
+        self, obs: torch.Tensor, actions: torch.Tensor, valid: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """obs (B, T, obs_dim) float, actions (B, T) long, valid (B, T) bool, T <= horizon ->
+        (segment logit (B,), per-state reward (B, T))."""
+        t = obs.shape[1]
+        slots = torch.arange(self.horizon - t, self.horizon, device=obs.device)
+        x = self.state_encoder(obs) + self.action_embedding(actions) + self.slot_embedding(slots)
+        blocked = _attention_mask(valid)
+        # nn.MultiheadAttention wants one (T, T) mask per batch row and head.
+        mask = blocked.repeat_interleave(self.n_heads, dim=0)
+        for layer in self.layers:
+            x = layer(x, src_mask=mask)
+        return self.head(x, blocked, valid)
+
+    def potential(
+        self, obs: torch.Tensor, actions: torch.Tensor, valid: torch.Tensor
+    ) -> torch.Tensor:
+        """Phi of each window: the reward of its last (current) state, (B,)."""
+        return self.forward(obs, actions, valid)[1][:, -1]
+
+
+class FlatPotential(nn.Module):
+    """The TorchScript face of the model: (B, horizon * (obs_dim + 2)) -> (B,) potentials.
+
+    Each slot of a row is the observation, then the action id (``n_actions`` for "none"),
+    then 1.0 if the slot holds a state (0.0: padding); see :func:`flat_inputs`."""
+
+    def __init__(self, model: PreferenceTransformer, obs_dim: int):
+        super().__init__()
+        self.model = model
+        self.obs_dim = obs_dim
+        self.horizon = model.horizon
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(x.shape[0], self.horizon, self.obs_dim + 2)
+        obs = rows[:, :, : self.obs_dim]
+        actions = rows[:, :, self.obs_dim].round().long()
+        valid = rows[:, :, self.obs_dim + 1] > 0.5
+        return self.model.potential(obs, actions, valid)
+
+
+def preference_loss(
+    logits_a: torch.Tensor, logits_b: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
+    """BK's loss. ``targets``: 0 = A preferred, 1 = B, 0.5 = tie.
+
+    Cross-entropy over (A, B) on the decided pairs, plus 0.3 * mean(-log_softmax) over both
+    entries of every pair: for a tie that pulls the two logits together, for a decided pair it
+    keeps the model from growing over-confident."""
+    logits = torch.stack([logits_a, logits_b], dim=-1)
+    decided = targets != 0.5
+    if bool(decided.any()):
+        ce = F.cross_entropy(logits[decided], targets[decided].long())
+    else:
+        ce = logits.sum() * 0.0
+    smooth = (-torch.log_softmax(logits, dim=-1)).mean()
+    return ce + SMOOTHING_WEIGHT * smooth
+
+
+# ------------------------------------------------------------------------ windows to tensors
+def encode_windows(
+    windows: Sequence[Window], horizon: int, obs_dim: int, n_actions: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Right-aligned, left-padded arrays: obs (N, horizon, obs_dim) float32, actions
+    (N, horizon) int64 (``n_actions`` on the current state and on padding), valid (N, horizon)
+    bool. A window longer than ``horizon`` keeps its last ``horizon`` states."""
+    n = len(windows)
+    obs = np.zeros((n, horizon, obs_dim), np.float32)
+    actions = np.full((n, horizon), n_actions, np.int64)
+    valid = np.zeros((n, horizon), bool)
+    for i, w in enumerate(windows):
+        o = np.asarray(w.observations, np.float32)[-horizon:]
+        if o.shape[1] != obs_dim:
+            raise ValueError(f"the model reads {obs_dim} observation values per state, "
+                             f"the window has {o.shape[1]}")  # fmt: skip
+        k = len(o)
+        obs[i, horizon - k :] = o
+        valid[i, horizon - k :] = True
+        acts = list(w.actions)[-(k - 1) :] if k > 1 else []
+        actions[i, horizon - k : horizon - 1] = acts
+    return obs, actions, valid
+
+
+def flat_inputs(obs: np.ndarray, actions: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """The :class:`FlatPotential` rows for encoded windows: (N, horizon * (obs_dim + 2))."""
+    parts = [obs, actions[..., None].astype(np.float32), valid[..., None].astype(np.float32)]
+    return np.concatenate(parts, axis=-1).reshape(len(obs), -1)
+
+
+def script(model: PreferenceTransformer, obs_dim: int) -> torch.jit.ScriptModule:
+    """The TorchScript module that :func:`save_reward_model` stores and the app serves."""
+    return torch.jit.script(FlatPotential(model, obs_dim).eval())

@@ -1,0 +1,96 @@
+"""Where the BK pipeline keeps its artifacts, and when it rebuilds them (no Ray, no LLM)."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from rl_bk.experiments.task_config import load_task
+from rl_bk.knowledge import pipeline
+from rl_bk.knowledge.sources import LazySource, SourceSpec, UnknownSourceError
+from rl_bk.knowledge.trajectory import Chunk
+
+
+@pytest.fixture
+def task():
+    return load_task("babyai-gotolocal-redball-s20")
+
+
+def with_knowledge(task, **updates):
+    return task.model_copy(update={"knowledge": task.knowledge.model_copy(update=updates)})
+
+
+def test_artifacts_are_keyed_by_backend_and_settings(task, tmp_path):
+    a = pipeline.artifact_dir(task, "bk-pref", "oracle", tmp_path)
+    assert a == pipeline.artifact_dir(task, "bk-pref", "oracle", tmp_path)  # reused
+    assert a != pipeline.artifact_dir(task, "bk-pref", "llamacpp", tmp_path)
+    more_pairs = with_knowledge(task, preference=task.knowledge.preference.model_copy(
+        update={"pairs": 10}))  # fmt: skip
+    assert a != pipeline.artifact_dir(more_pairs, "bk-pref", "oracle", tmp_path)
+    # A setting of another kind does not touch this kind's artifact.
+    other = with_knowledge(task, code=task.knowledge.code.model_copy(update={"rounds": 9}))
+    assert a == pipeline.artifact_dir(other, "bk-pref", "oracle", tmp_path)
+
+
+def test_tasks_with_the_same_pretraining_env_share_one_dataset(task, tmp_path):
+    purple = load_task("babyai-gotolocal-purpleball-s20")
+    assert pipeline.dataset_dir(task, tmp_path) == pipeline.dataset_dir(purple, tmp_path)
+    assert "Pretraining" in pipeline.dataset_dir(task, tmp_path).name
+    random = with_knowledge(task, dataset=task.knowledge.dataset.model_copy(
+        update={"collector": "random"}))  # fmt: skip
+    assert pipeline.dataset_dir(random, tmp_path) != pipeline.dataset_dir(task, tmp_path)
+
+
+def test_a_missing_artifact_says_how_to_build_it(task, tmp_path, monkeypatch):
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
+    with pytest.raises(pipeline.KnowledgeMissingError, match="rl-bk knowledge build --task "
+                       "babyai-gotolocal-redball-s20 --kinds bk-code --backend llamacpp"):
+        pipeline.source_spec(task, "bk-code", "llamacpp")
+
+
+def test_only_a_finished_build_counts(task, tmp_path, monkeypatch):
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
+    folder = pipeline.artifact_dir(task, "bk-goal")
+    folder.mkdir(parents=True)
+    (folder / "goals.json").write_text("{}")  # an interrupted build left a file
+    assert not pipeline.is_built(folder)
+    (folder / pipeline.DONE).write_text("{}")
+    spec = pipeline.source_spec(task, "bk-goal")
+    assert spec.kind == "bk-goal" and spec.path == str(folder)
+    assert spec.options["top_k"] == 3 and spec.options["horizon"] == 4
+
+
+def test_unknown_source_kind_is_refused_with_the_valid_ones():
+    with pytest.raises(UnknownSourceError, match="valid: bk-code, bk-goal, bk-pref"):
+        SourceSpec("bk-magic", "/nowhere")
+
+
+class CountingSource:
+    name = "counting"
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, chunks):
+        self.calls += 1
+        return [np.zeros(len(c) + 1) for c in chunks]
+
+    def metrics(self):
+        return {"calls": self.calls}
+
+
+def test_lazy_source_builds_once_on_first_batch_and_pickles_without_it(monkeypatch):
+    built = []
+
+    def build(self):
+        built.append(self)
+        return CountingSource()
+
+    monkeypatch.setattr(SourceSpec, "build", build)
+    lazy = LazySource(SourceSpec("bk-code", "/x"))
+    assert lazy.metrics() == {} and not built  # nothing built before it is needed
+    chunk = Chunk(np.zeros((3, 2)), ["a", "b", "c"], [0, 1])
+    lazy([chunk]), lazy([chunk])
+    assert len(built) == 1 and lazy.metrics() == {"calls": 2}
+    copy = pickle.loads(pickle.dumps(lazy))  # what a learner receives: the spec only
+    assert copy._source is None and copy.spec == lazy.spec
