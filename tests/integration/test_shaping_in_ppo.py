@@ -1,32 +1,57 @@
-"""The shaping piece inside a real PPO learner, through RLlib's own learner-connector hook."""
+"""ShapedPPOConfig inside a real PPO learner: the shaping piece sits between PPO's
+artificial-step piece and GAE, builds its source lazily and reports beside the env return."""
 
 import numpy as np
 import pytest
 
-from rl_bk.connectors.learner.potential_shaping import SHAPING_REWARD_MEAN, PotentialBasedShaping
-from rl_bk.experiments.methods import get_method
+from rl_bk.algorithms.shaped_ppo import ShapedPPOConfig
+from rl_bk.connectors.learner.potential_shaping import SHAPING_REWARD_MEAN
+from rl_bk.experiments.methods import base_ppo_config
 from rl_bk.experiments.task_config import load_task
+from rl_bk.knowledge import sources
 
 pytestmark = pytest.mark.ray
 
 
-def potential_grows_with_caption_length(chunks):
-    # A stand-in source that reads captions, as LLM-derived potentials will.
-    return [np.array([len(c) / 100.0 for c in chunk.captions]) for chunk in chunks]
+class CaptionLength:
+    """A stand-in source that reads captions, as LLM-derived potentials do."""
+
+    name = "caption-length"
+
+    def __init__(self, path, scale=100.0):
+        self.scale, self.calls = scale, 0
+
+    def __call__(self, chunks):
+        self.calls += 1
+        return [np.array([len(c) / self.scale for c in chunk.captions]) for chunk in chunks]
+
+    def metrics(self):
+        return {"calls": self.calls}
 
 
-def test_ppo_trains_with_shaped_rewards_and_logs_the_shaping(ray_session):
+def test_shaped_ppo_trains_and_logs_the_shaping_beside_the_env_return(ray_session, monkeypatch):
+    # The learner is local (num_learners=0), so a loader registered here is found.
+    monkeypatch.setitem(sources.LOADERS, "caption-length", f"{__name__}:CaptionLength")
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
-    config = get_method("ppo").build(task, 0, {}).env_runners(num_env_runners=0)
-    config.learners(learner_connector=lambda obs_space, act_space: PotentialBasedShaping(
-        potential_fn=potential_grows_with_caption_length, gamma=config.gamma, coeff=1.0))
+    config = base_ppo_config(task, 0, {}, config=ShapedPPOConfig()).env_runners(num_env_runners=0)
+    config.training(potential=sources.SourceSpec("caption-length", "unused"), shaping_coeff=1.0)
     algo = config.build_algo()
     try:
         result = algo.train()
+        pipeline = algo.learner_group._learner._learner_connector
+        names = [type(c).__name__ for c in pipeline.connectors]
     finally:
         algo.stop()
+    # Shaping right after PPO's artificial step and before GAE reads the rewards.
+    assert names[0] == "AddOneTsToEpisodesAndTruncate" and names[1] == "PotentialBasedShaping"
+    assert names[-1] == "GeneralAdvantageEstimation"
     learners = result["learners"]
-    assert "potential_based_shaping" in learners["__all_modules__"]["learner_connector"]["timers"][
-        "connectors"]  # it ran inside PPO's learner pipeline  # fmt: skip
     shaping = learners[SHAPING_REWARD_MEAN]
     assert np.isfinite(shaping) and shaping != 0.0  # captions change, so potentials do
+    assert learners["potential/calls"] == 1  # one source call per train batch
+
+
+def test_shaped_ppo_without_a_potential_is_a_clear_config_error():
+    config = ShapedPPOConfig().environment("CartPole-v1")
+    with pytest.raises(ValueError, match="needs training\\(potential=SourceSpec"):
+        config.validate()

@@ -76,8 +76,10 @@ class ComputeIntrinsicRewards(ConnectorV2):
         chunks = list(self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False))
         lengths = [len(ep) for ep in chunks]
         if sum(lengths) != obs.shape[0]:
-            raise ValueError(f"the batch has {obs.shape[0]} rows but its chunks {sum(lengths)}: "
-                             "RND-PPO does not support recurrent (zero-padded) modules")  # fmt: skip
+            raise ValueError(
+                f"the batch has {obs.shape[0]} rows but its chunks {sum(lengths)}: RND-PPO "
+                "does not support recurrent (zero-padded) modules"
+            )
 
         rnd.update_observation_stats(obs[real])
         novelty = rnd.novelty(obs).cpu().numpy().astype(np.float64)

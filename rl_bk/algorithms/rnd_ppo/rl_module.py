@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +43,7 @@ RND_TARGET = "rnd_target"
 RND_PREDICTOR_LOSS_KEY = "rnd_predictor_loss"
 #: CleanRL clips normalised observations to this range before the RND nets.
 OBS_CLIP = 5.0
+OBS_VAR_EPSILON = 1e-8
 
 
 class TwoHeadedPPOTorchRLModule(DefaultPPOTorchRLModule):
@@ -108,7 +110,7 @@ def _linear(n_in: int, n_out: int) -> nn.Linear:
 
 def _mlp(sizes: list[int], activation: type[nn.Module]) -> list[nn.Module]:
     layers: list[nn.Module] = []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+    for n_in, n_out in itertools.pairwise(sizes):
         layers += [_linear(n_in, n_out), activation()]
     return layers
 
@@ -145,8 +147,10 @@ class RandomNetworkDistillation(TorchRLModule, SelfSupervisedLossAPI):
         self.int_return_rms = RunningMeanStd(())
 
     def normalize_observations(self, obs):
+        """``(obs - mean) / std`` clipped to [-5, 5] (the epsilon keeps features that never
+        vary finite)."""
         mean = self.obs_rms.mean.to(obs.dtype)
-        std = torch.sqrt(self.obs_rms.var).to(obs.dtype)
+        std = torch.sqrt(self.obs_rms.var + OBS_VAR_EPSILON).to(obs.dtype)
         return ((obs - mean) / std).clamp(-OBS_CLIP, OBS_CLIP).float()
 
     def update_observation_stats(self, obs) -> None:

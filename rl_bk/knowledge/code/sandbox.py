@@ -42,12 +42,14 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import select
 import struct
 import sys
 import threading
 import time
+import types
 
 #: Modules the code may import. All are imported before the lock.
 ALLOWED_MODULES: tuple[str, ...] = (
@@ -149,8 +151,8 @@ class Sandbox:
             (Python and numpy, about 150 MB).
         start_timeout_s: how long a new worker may take to start (it imports numpy).
 
-    The worker starts on first use, in the process that uses the sandbox. Not thread-safe
-    across processes; calls from threads of one process are serialised.
+    The worker starts on first use, in the process that uses the sandbox (do not share one
+    across a fork); calls from several threads are serialised.
     """
 
     def __init__(self, time_limit_s: float = 5.0, memory_mb: int = 512,
@@ -196,11 +198,15 @@ class Sandbox:
                 self._round_trip({"op": "load", "code": code, "function": function})
                 self._worker_has_code = True
             values = self._round_trip({"op": "call", "args": [list(a) for a in args_list]})
-        if not isinstance(values, list) or len(values) != len(args_list) or not all(
-            type(v) is float and math.isfinite(v) for v in values
-        ):
-            self._kill()
-            raise SandboxCrash("the sandbox worker sent back malformed values; it was restarted")
+            if (
+                not isinstance(values, list)
+                or len(values) != len(args_list)
+                or not all(type(v) is float and math.isfinite(v) for v in values)
+            ):
+                self._kill()
+                raise SandboxCrash(
+                    "the sandbox worker sent back malformed values; it was restarted"
+                )
         return values
 
     def call(self, *args) -> float:
@@ -306,7 +312,9 @@ class Sandbox:
             ok = reply["ok"]
         except (ValueError, KeyError, TypeError):
             self._kill()
-            raise SandboxCrash("the sandbox worker sent an unreadable reply; it was restarted") from None
+            raise SandboxCrash(
+                "the sandbox worker sent an unreadable reply; it was restarted"
+            ) from None
         if ok:
             return reply.get("value")
         kind = reply.get("error")
@@ -317,12 +325,19 @@ class Sandbox:
             raise SandboxCrash(f"the sandbox worker could not start: {message}")
         error = _ERRORS.get(kind, SandboxCrash)
         if issubclass(error, CodeError):
-            raise error(message, str(reply.get("traceback") or ""), reply.get("index"))
+            index = reply.get("index")
+            raise error(message, str(reply.get("traceback") or ""),
+                        index if type(index) is int else None)  # fmt: skip
         raise error(message)
 
     def _died(self):
         proc = self._proc
-        code = proc.wait() if proc is not None else None
+        code = None
+        if proc is not None:
+            for _ in range(50):  # it closed its pipe: give it a moment to exit, then kill it
+                if (code := proc.poll()) is not None:
+                    break
+                time.sleep(0.01)
         self._kill()
         raise SandboxCrash(
             f"the sandbox worker died (exit code {code}) while running the code; it may have "
@@ -335,10 +350,11 @@ def _no_constants(name: str) -> float:
 
 
 # ------------------------------------------------------------------------------ worker side
-#: The audit hook, as source: compiled in a namespace of its own with empty builtins, so its
-#: tables are constants of its code object and no monkey-patched function can change what it
-#: decides. Any exception it raises aborts the audited operation.
-_HOOK_SOURCE = '''
+#: The audit hook, as source: compiled in a namespace of its own with empty builtins (only
+#: ``str`` and ``int``, for type checks), so its tables are constants of its code object and no
+#: monkey-patched function can change what it decides. Any exception it raises (even a
+#: NameError) aborts the audited operation: it fails closed.
+_HOOK_SOURCE = """
 def audit(event, args):
     why = None
     if event == "open":
@@ -384,7 +400,7 @@ def audit(event, args):
     if why is not None:
         note(why)
         raise Refused(why)
-'''
+"""
 
 
 class _Refused(BaseException):
@@ -394,7 +410,7 @@ class _Refused(BaseException):
 
 def _install_audit_hook(note) -> None:
     allowed = ", ".join(m for m in ALLOWED_MODULES if m != "__future__")
-    namespace = {"__builtins__": {}, "note": note, "Refused": _Refused}
+    namespace = {"__builtins__": {}, "note": note, "Refused": _Refused, "str": str, "int": int}
     exec(compile(_HOOK_SOURCE.replace("ALLOWED_LIST", allowed), "<sandbox audit>", "exec"),
          namespace)  # fmt: skip
     sys.addaudithook(namespace.pop("audit"))
@@ -429,8 +445,9 @@ def _safe_builtins(modules: dict) -> dict:
 
     def restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
         if level != 0 or name not in allowed:
-            why = (f"the code tried to import {name!r}; potential code may only import "
-                   f"{allowed_list}")
+            why = (
+                f"the code tried to import {name!r}; potential code may only import {allowed_list}"
+            )
             _refusals.append(why)
             raise _Refused(why)
         return modules["__import__"](name, globals, locals, fromlist, level)
@@ -447,26 +464,37 @@ _refusals: list[str] = []
 
 
 def _code_traceback(exc: BaseException, lines: list[str]) -> str:
-    """The exception with the code's own frames only: what a LLM needs to fix it."""
-    import traceback
+    """The exception with the code's own frames only: what a LLM needs to fix it.
 
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if code.co_filename == CODE_FILENAME:
-            frames.append((tb.tb_lineno, code.co_name))
-        tb = tb.tb_next
-    out = ["Traceback (most recent call last):"] if frames else []
-    for lineno, name in frames[-6:]:
-        out.append(f'  File "{CODE_FILENAME}", line {lineno}, in {name}')
-        if 0 < lineno <= len(lines):
-            out.append("    " + lines[lineno - 1].strip())
-    try:
-        out.extend(traceback.format_exception_only(type(exc), exc))
-    except Exception:
-        out.append(type(exc).__name__)
-    text = "\n".join(line.rstrip("\n") for line in out)
+    Built by hand, not with ``traceback``: that module reads other frames' source files,
+    and after the lock every file open is refused.
+    """
+    out = []
+    if isinstance(exc, SyntaxError):
+        out.append(f'  File "{CODE_FILENAME}", line {exc.lineno}')
+        if exc.text:
+            text = exc.text.rstrip("\n")
+            out.append("    " + text.strip())
+            if exc.offset:
+                indent = len(text) - len(text.lstrip())
+                out.append("    " + " " * max(0, exc.offset - 1 - indent) + "^")
+        out.append(f"{type(exc).__name__}: {exc.msg}")
+    else:
+        frames = []
+        tb = exc.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_filename == CODE_FILENAME:
+                frames.append((tb.tb_lineno, code.co_name))
+            tb = tb.tb_next
+        if frames:
+            out.append("Traceback (most recent call last):")
+        for lineno, name in frames[-6:]:
+            out.append(f'  File "{CODE_FILENAME}", line {lineno}, in {name}')
+            if 0 < lineno <= len(lines):
+                out.append("    " + lines[lineno - 1].strip())
+        out.append(_exception_line(exc))
+    text = "\n".join(out)
     if len(text) > _TRACEBACK_CHARS:
         text = text[: _TRACEBACK_CHARS // 3] + "\n...\n" + text[-2 * _TRACEBACK_CHARS // 3 :]
     return text
@@ -485,8 +513,6 @@ def _exception_line(exc: BaseException) -> str:
 
 def _as_value(value) -> float | str:
     """A finite float, or why the value is not one."""
-    import numbers
-
     if isinstance(value, numbers.Real):
         try:
             number = float(value)
@@ -494,21 +520,17 @@ def _as_value(value) -> float | str:
             return f"a {type(value).__name__} that does not convert to float"
         return number if math.isfinite(number) else f"{number}"
     kind = type(value).__name__
-    if isinstance(value, tuple):
-        return "a tuple (return one float, not a tuple)"
     return f"a {kind}"
 
 
-def _worker(read_fd: int, write_fd: int, memory_mb: int) -> None:  # noqa: C901
+def _worker(read_fd: int, write_fd: int, memory_mb: int) -> None:
     sys.dont_write_bytecode = True
     sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != os.path.dirname(
         os.path.abspath(__file__))]  # fmt: skip
-    incoming = os.fdopen(read_fd, "rb", buffering=0)
     outgoing = os.fdopen(write_fd, "wb")
     try:
         import builtins
         import importlib
-        import traceback  # noqa: F401  (loaded before the lock, used for error lines)
 
         modules = {name: importlib.import_module(name) for name in ALLOWED_MODULES}
         modules["__import__"] = builtins.__import__
@@ -543,13 +565,20 @@ def _worker(read_fd: int, write_fd: int, memory_mb: int) -> None:  # noqa: C901
                     compiled = compile(request["code"], CODE_FILENAME, "exec")
                 except (SyntaxError, ValueError) as e:
                     raise _DefinitionError(
-                        f"the code does not compile: {_exception_line(e)}", _code_traceback(e, lines)
+                        f"the code does not compile: {_exception_line(e)}",
+                        _code_traceback(e, lines),
                     ) from None
-                namespace = {"__builtins__": safe_builtins, "__name__": "potential_code"}
+                # A real module in sys.modules: dataclasses and typing look the code's module up.
+                module = types.ModuleType("potential_code")
+                sys.modules["potential_code"] = module
+                namespace = module.__dict__
+                namespace["__builtins__"] = safe_builtins
                 namespace.update({k: modules[v] for k, v in PRELOADED_NAMES.items()})
                 try:
                     exec(compiled, namespace)
-                except Exception as e:
+                except (_Refused, MemoryError):
+                    raise
+                except BaseException as e:
                     raise _DefinitionError(
                         f"the code raised while being defined: {_exception_line(e)}",
                         _code_traceback(e, lines),
@@ -561,7 +590,8 @@ def _worker(read_fd: int, write_fd: int, memory_mb: int) -> None:  # noqa: C901
                                      and k not in PRELOADED_NAMES)  # fmt: skip
                     raise _DefinitionError(
                         f"the code defines no function named {name!r}"
-                        + (f" (it defines: {', '.join(defined)})" if defined else ""), ""
+                        + (f" (it defines: {', '.join(defined)})" if defined else ""),
+                        "",
                     )
                 function = candidate
                 result = None
@@ -577,7 +607,8 @@ def _worker(read_fd: int, write_fd: int, memory_mb: int) -> None:  # noqa: C901
                     except BaseException as e:
                         raise _CallError(
                             f"{name} raised {_exception_line(e)} on item {index}",
-                            _code_traceback(e, lines), index,
+                            _code_traceback(e, lines),
+                            index,
                         ) from None
                     if value.__class__ is not float:
                         raise _CallError(

@@ -1,0 +1,140 @@
+"""Whole episodes from a policy in a local env, as :class:`Chunk` s for the trajectory dataset.
+
+BK's stage 1 collects its dataset with RND-PPO's *stochastic* policy at intervals during
+training; baselines collect with a plain PPO policy or uniformly random actions. One loop
+serves all of them: :func:`collect_episodes` takes an RLModule, an Algorithm (its current
+policy module), or ``None`` for uniform random actions.
+
+The env is built locally with ``gymnasium.make`` (after ``env_registry.register_all()``),
+not on RLlib's env runners: collection must not disturb training's episodes or metrics.
+The module is called on the raw observation, which is right for rl-bk's envs (flat float32
+Box observations, RLlib's default env-to-module pipeline); a policy trained with custom
+observation connectors would need them here too.
+
+Captions come from ``info["caption"]`` and the mission from ``info["mission"]`` (the env
+contract in ``env_registry/spec.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rl_bk.knowledge.trajectory import Chunk
+
+
+def _policy_module(module_or_algo: Any) -> Any:
+    """The RLModule to act with: the given one, or an Algorithm's current default module."""
+    if module_or_algo is None or hasattr(module_or_algo, "forward_exploration"):
+        return module_or_algo
+    if hasattr(module_or_algo, "get_module"):
+        module = module_or_algo.get_module()
+        if module is None:
+            raise ValueError("the algorithm has no default policy module to collect with")
+        return module
+    raise TypeError(f"expected an RLModule, an Algorithm or None, got {type(module_or_algo)}")
+
+
+class _ModulePolicy:
+    """Actions from an RLModule: sampled (``explore``) or its distribution's mode."""
+
+    def __init__(self, module: Any, explore: bool):
+        import torch
+        from ray.rllib.core.columns import Columns
+
+        self.torch, self.columns, self.module, self.explore = torch, Columns, module, explore
+        params = list(module.parameters()) if hasattr(module, "parameters") else []
+        self.device = params[0].device if params else torch.device("cpu")
+        self.dist_cls = (module.get_exploration_action_dist_cls() if explore
+                         else module.get_inference_action_dist_cls())  # fmt: skip
+
+    def __call__(self, obs: np.ndarray) -> int:
+        torch, columns = self.torch, self.columns
+        batch = {columns.OBS: torch.as_tensor(obs[None], device=self.device)}
+        with torch.no_grad():
+            out = (self.module.forward_exploration(batch) if self.explore
+                   else self.module.forward_inference(batch))  # fmt: skip
+            dist = self.dist_cls.from_logits(out[columns.ACTION_DIST_INPUTS])
+            if not self.explore:
+                dist = dist.to_deterministic()
+            return int(dist.sample().reshape(-1)[0])
+
+
+def collect_episodes(
+    module_or_algo: Any,
+    env_name: str,
+    env_config: Mapping[str, Any] | None,
+    num_episodes: int,
+    seed: int,
+    explore: bool = True,
+) -> list[Chunk]:
+    """Runs ``num_episodes`` whole episodes and returns them as chunks.
+
+    Args:
+        module_or_algo: an RLModule, an RLlib Algorithm (its current default module), or
+            None for uniform random actions.
+        env_name: a gymnasium id; rl-bk's envs are registered first.
+        env_config: keyword arguments for ``gymnasium.make`` (rl-bk's env_config).
+        seed: seeds the first reset (later resets continue the env's RNG) and the action
+            sampling, so a collection is reproducible without touching the global RNGs.
+        explore: sample actions from the policy (True, BK's collection) or take the mode.
+    """
+    import env_registry
+
+    if num_episodes < 0:
+        raise ValueError(f"num_episodes must be >= 0, got {num_episodes}")
+    env_registry.register_all()
+    env = gym.make(env_name, **dict(env_config or {}))
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        env.close()
+        raise ValueError(f"the trajectory dataset stores discrete actions; {env_name} has "
+                         f"{env.action_space}")  # fmt: skip
+    module = _policy_module(module_or_algo)
+    rng = np.random.default_rng(seed)
+    act = ((lambda obs: int(rng.integers(env.action_space.n))) if module is None
+           else _ModulePolicy(module, explore))  # fmt: skip
+    try:
+        with contextlib.nullcontext() if module is None else _seeded_torch(seed):
+            return [_run_episode(env, act, seed if i == 0 else None) for i in range(num_episodes)]
+    finally:
+        env.close()
+
+
+@contextlib.contextmanager
+def _seeded_torch(seed: int) -> Iterator[None]:
+    """Seeds torch's sampling for the collection, leaving the caller's RNG state as it was."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+def _flat(obs: Any) -> np.ndarray:
+    return np.asarray(obs, dtype=np.float32).reshape(-1)
+
+
+def _run_episode(env: gym.Env, act: Any, seed: int | None) -> Chunk:
+    obs, info = env.reset(seed=seed)
+    observations, captions = [_flat(obs)], [str(info.get("caption", ""))]
+    mission = info.get("mission")
+    actions, rewards = [], []
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action = act(observations[-1])
+        obs, reward, terminated, truncated, info = env.step(action)
+        actions.append(action)
+        rewards.append(float(reward))
+        observations.append(_flat(obs))
+        captions.append(str(info.get("caption", "")))
+    return Chunk(
+        observations=np.stack(observations), captions=captions, actions=np.asarray(actions),
+        rewards=np.asarray(rewards, np.float32), terminated=bool(terminated),
+        truncated=bool(truncated), mission=str(mission) if mission is not None else None,
+        episode_id=uuid.uuid4().hex,
+    )  # fmt: skip
