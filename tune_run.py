@@ -42,13 +42,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--output-dir", type=Path, default=Path("results"), help="default: results/")
     p.add_argument("--address", help="attach to a running Ray cluster, e.g. 'auto'")
     p.add_argument("--wandb", action="store_true", help="also log to Weights & Biases")
-    p.add_argument("--backend", choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
-                   help="labeler of the bk-* methods' knowledge (default: the task's, oracle)")
-    p.add_argument("--knowledge-dir", type=Path,
-                   help="where built knowledge lives (default $RLBK_KNOWLEDGE_DIR or "
-                        "~/.cache/rl-bk/knowledge)")
-    p.add_argument("--resume", type=Path, metavar="RUN_DIR",
-                   help="continue an interrupted run from its trials' checkpoints")
+    p.add_argument(
+        "--backend",
+        choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
+        help="labeler of the bk-* methods' knowledge (default: the task's, oracle)",
+    )
+    p.add_argument(
+        "--knowledge-dir",
+        type=Path,
+        help="where built knowledge lives (default $RLBK_KNOWLEDGE_DIR or "
+        "~/.cache/rl-bk/knowledge)",
+    )
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="continue an interrupted run from its trials' checkpoints",
+    )
     p.add_argument("--list", action="store_true", help="list tasks, methods and environments")
     return p.parse_args(argv)
 
@@ -73,10 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.knowledge_dir:
         os.environ["RLBK_KNOWLEDGE_DIR"] = str(args.knowledge_dir.resolve())
     from env_registry.errors import MissingDependencyError, UnknownEnvError
-    from rl_bk.knowledge.pipeline import KnowledgeMissingError
     from rl_bk.experiments.methods import UnknownMethodError, get_method
     from rl_bk.experiments.run import ResourceError, RunOptions, resume_experiment, run_experiment
     from rl_bk.experiments.task_config import TaskConfigError, available_tasks, load_task
+    from rl_bk.knowledge.pipeline import KnowledgeMissingError
 
     if args.list:
         print(_list())

@@ -83,9 +83,7 @@ def raw_throughput(name: str, steps: int, pairs: int) -> dict[str, float]:
     }
 
 
-def ppo_throughput(
-    iterations: int, layouts: list[tuple[int, int] | None]
-) -> dict[str, dict]:
+def ppo_throughput(iterations: int, layouts: list[tuple[int, int] | None]) -> dict[str, dict]:
     """PPO env steps/s for each (env runners, envs per runner) layout (None: the task's own)."""
     import ray
 

@@ -103,8 +103,10 @@ def main() -> int:
         "raw_labels_per_s": raw_rate,
         "cold_labels_per_s": cold_rate,
         "cold_over_raw": cold_rate / raw_rate,
-        "cached_handle_ms": {"p50": statistics.median(handle_ms),
-                             "p99": percentile(handle_ms, 0.99)},
+        "cached_handle_ms": {
+            "p50": statistics.median(handle_ms),
+            "p99": percentile(handle_ms, 0.99),
+        },
         "cached_http_ms": {"p50": statistics.median(http_ms), "p99": percentile(http_ms, 0.99)},
         "client_cache_us": client_us,
     }

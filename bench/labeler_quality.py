@@ -87,9 +87,7 @@ def evaluate_backend(backend, preference, helpful) -> dict:
     return {
         "preference_accuracy": accuracy(zip(choices, (t for _, t in preference))),
         "preference_answers": {c: choices.count(c) for c in ("A", "B", "tie")},
-        "helpful_accuracy": accuracy(
-            zip((lab.helpful for lab in help_), (t for _, t in helpful))
-        ),
+        "helpful_accuracy": accuracy(zip((lab.helpful for lab in help_), (t for _, t in helpful))),
         "helpful_yes": sum(lab.helpful for lab in help_),
         "seconds": seconds,
     }
@@ -152,8 +150,10 @@ def main() -> int:
             lines.append(f"| {name} | not run: {r['skipped']} | | | | |")
             continue
         a = r["preference_answers"]
-        lines.append(f"| {name} | {r['preference_accuracy']:.2f} | {a['A']}/{a['B']}/{a['tie']} | "
-                     f"{r['helpful_accuracy']:.2f} | {r['helpful_yes']} | {r['seconds']:.1f} |")
+        lines.append(
+            f"| {name} | {r['preference_accuracy']:.2f} | {a['A']}/{a['B']}/{a['tie']} | "
+            f"{r['helpful_accuracy']:.2f} | {r['helpful_yes']} | {r['seconds']:.1f} |"
+        )
         print(f"{name:55s} preference {r['preference_accuracy']:.2f}  helpful "
               f"{r['helpful_accuracy']:.2f}")  # fmt: skip
     out = ROOT / "bench" / "results"

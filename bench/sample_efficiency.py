@@ -34,7 +34,6 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rl_bk import metrics as M  # noqa: E402
 from rl_bk.experiments.results import _markdown  # noqa: E402
 from rl_bk.experiments.run import RunOptions, run_experiment  # noqa: E402
 from rl_bk.experiments.task_config import load_task  # noqa: E402
@@ -120,7 +119,8 @@ def main() -> int:
         "first report at or above 0.9. `backend=oracle` rows use rule-based labels that read "
         "the mission (an upper bound, not an LLM); `backend=llamacpp` rows use the embedded "
         "SmolLM2-135M, whose labels are near chance (plumbing, not knowledge).\n\n"
-        + out["markdown"] + f"\nKnowledge used:\n{origin}\n\n![curves](sample_efficiency.png)\n"
+        + out["markdown"]
+        + f"\nKnowledge used:\n{origin}\n\n![curves](sample_efficiency.png)\n"
     )
     png = run_dir / "learning_curves.png"
     if png.exists():

@@ -76,13 +76,21 @@ def main() -> int:
                      "median ratio to plain PPO (same round)": statistics.median(ratios),
                      "min ratio": min(ratios), "max ratio": max(ratios)})  # fmt: skip
     command = "python bench/shaping_overhead.py " + " ".join(sys.argv[1:])
-    facts = {"command": command.strip(), "machine": f"{platform.node()} {os.cpu_count()} CPUs",
-             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-             "rounds": args.rounds, "warmup": args.warmup, "rows": rows, "rates": rates}  # fmt: skip
+    facts = {
+        "command": command.strip(),
+        "machine": f"{platform.node()} {os.cpu_count()} CPUs",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "rounds": args.rounds,
+        "warmup": args.warmup,
+        "rows": rows,
+        "rates": rates,
+    }
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "shaping_overhead.json").write_text(json.dumps(facts, indent=2))
-    lines = ["| method | median env steps/s | ratio to plain PPO (median, same round) | min | max |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| method | median env steps/s | ratio to plain PPO (median, same round) | min | max |",
+        "|---|---|---|---|---|",
+    ]
     for row in rows:
         lines.append(f"| {row['method']} | {row['median env steps/s']:.0f} | "
                      f"{row['median ratio to plain PPO (same round)']:.2f} | "

@@ -34,9 +34,7 @@ __all__ = [
 ]
 
 ENV_SPECS: dict[str, EnvSpec] = {
-    spec.name: spec
-    for family in (babyai, crafter, nethack, minedojo)
-    for spec in family.SPECS
+    spec.name: spec for family in (babyai, crafter, nethack, minedojo) for spec in family.SPECS
 }
 
 

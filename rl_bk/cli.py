@@ -165,6 +165,10 @@ def knowledge_main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import os
+
+    # One torch thread per process: the learner shares few cores with its env runners.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     parser = argparse.ArgumentParser(prog="rl-bk", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="start the labeler app on Ray Serve")
@@ -184,17 +188,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("action", choices=["collect", "build", "show"])
     p.add_argument("--task", required=True, help="a task name or YAML (tune_run.py --list)")
     p.add_argument("--kinds", default="bk-code,bk-pref,bk-goal", help="comma-separated")
-    p.add_argument("--backend", choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
-                   help="labeler (default: the task's knowledge.backend)")
+    p.add_argument(
+        "--backend",
+        choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
+        help="labeler (default: the task's knowledge.backend)",
+    )
     p.add_argument("--force", action="store_true", help="rebuild even if built")
     p.add_argument("--smoke", action="store_true", help="the task's --smoke settings")
-    p.add_argument("--knowledge-dir", help="default $RLBK_KNOWLEDGE_DIR or ~/.cache/rl-bk/knowledge")
+    p.add_argument(
+        "--knowledge-dir", help="default $RLBK_KNOWLEDGE_DIR or ~/.cache/rl-bk/knowledge"
+    )
     args = parser.parse_args(argv)
 
     from env_registry.errors import MissingDependencyError
-    from rl_bk.labeling.backends.base import BackendError
     from rl_bk.experiments.task_config import TaskConfigError
     from rl_bk.knowledge.dataset import DatasetError
+    from rl_bk.labeling.backends.base import BackendError
     from rl_bk.labeling.tasks import UnknownTaskError
 
     commands = {"serve": serve_main, "label": label_main, "knowledge": knowledge_main}

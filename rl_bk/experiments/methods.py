@@ -92,14 +92,23 @@ def _shaped(kind: str) -> BuildFn:
 
 METHODS: dict[str, Method] = {
     "ppo": Method("ppo", "plain PPO on the symbolic observation: the baseline", _build_ppo),
-    "rnd": Method("rnd", "PPO with random network distillation (two value heads): the "
-                  "exploration baseline", _build_rnd),  # fmt: skip
-    "bk-code": Method("bk-code", "PPO shaped by a potential the LLM wrote as code (BK-Code)",
-                      _shaped("bk-code")),  # fmt: skip
-    "bk-pref": Method("bk-pref", "PPO shaped by a preference-transformer potential trained on "
-                      "LLM preference labels (BK-Pref)", _shaped("bk-pref")),  # fmt: skip
-    "bk-goal": Method("bk-goal", "PPO shaped by similarity to LLM-suggested goals (BK-Goal)",
-                      _shaped("bk-goal")),  # fmt: skip
+    "rnd": Method(
+        "rnd",
+        "PPO with random network distillation (two value heads): the exploration baseline",
+        _build_rnd,
+    ),
+    "bk-code": Method(
+        "bk-code", "PPO shaped by a potential the LLM wrote as code (BK-Code)", _shaped("bk-code")
+    ),
+    "bk-pref": Method(
+        "bk-pref",
+        "PPO shaped by a preference-transformer potential trained on "
+        "LLM preference labels (BK-Pref)",
+        _shaped("bk-pref"),
+    ),
+    "bk-goal": Method(
+        "bk-goal", "PPO shaped by similarity to LLM-suggested goals (BK-Goal)", _shaped("bk-goal")
+    ),
 }
 
 #: Methods whose trials need knowledge built before the sweep starts.

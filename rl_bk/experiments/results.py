@@ -177,9 +177,7 @@ def learning_curves(
         runs = [r.progress for r in records if r.label == label]
         for name, column in metrics.items():
             series = [
-                p[[M.ENV_STEPS, column]].dropna()
-                for p in runs
-                if column in p and M.ENV_STEPS in p
+                p[[M.ENV_STEPS, column]].dropna() for p in runs if column in p and M.ENV_STEPS in p
             ]
             series = [s for s in series if len(s)]
             if not series:

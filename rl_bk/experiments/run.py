@@ -126,9 +126,7 @@ def _callbacks(task: TaskConfig, options: RunOptions, run_dir: Path) -> list:
     return callbacks
 
 
-def _tuner_run_config(
-    task: TaskConfig, run_dir: Path, stop_steps: int, callbacks: list
-):
+def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callbacks: list):
     from ray import tune
 
     stop = {M.ENV_STEPS: stop_steps}
@@ -174,7 +172,8 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
         backend = dict(v.params).get("backend")
         folder = build_knowledge(task, v.method, backend)
         used[f"{v.method} backend={backend}"] = {
-            "path": str(folder), **json.loads((folder / DONE).read_text())
+            "path": str(folder),
+            **json.loads((folder / DONE).read_text()),
         }
     if used:
         (run_dir / "knowledge.json").write_text(json.dumps(used, indent=2, sort_keys=True))

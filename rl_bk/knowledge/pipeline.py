@@ -61,8 +61,12 @@ def dataset_dir(task: TaskConfig, root: Path | None = None) -> Path:
     # Keyed by its settings alone: tasks sharing a pre-training env share one dataset (BK
     # collects once on Pretraining-S20 for all its GoToLocal tasks).
     d = task.knowledge.dataset
-    settings = {"env": dataset_env(task), "env_config": dict(task.env_config) if d.env is None
-                else {}, "ppo": task.ppo.model_dump(mode="json"), **d.model_dump(mode="json")}
+    settings = {
+        "env": dataset_env(task),
+        "env_config": dict(task.env_config) if d.env is None else {},
+        "ppo": task.ppo.model_dump(mode="json"),
+        **d.model_dump(mode="json"),
+    }
     return (root or knowledge_root()) / "datasets" / f"{dataset_env(task)}-{_digest(settings)}"
 
 

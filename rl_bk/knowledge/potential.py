@@ -35,4 +35,6 @@ def split_by_chunk(values: np.ndarray, chunks: Sequence[Chunk]) -> list[np.ndarr
     sizes = [len(c) + 1 for c in chunks]
     if len(values) != sum(sizes):
         raise ValueError(f"{len(values)} values for {sum(sizes)} states")
-    return [np.asarray(v, dtype=np.float64) for v in np.split(np.asarray(values), np.cumsum(sizes)[:-1])]
+    return [
+        np.asarray(v, dtype=np.float64) for v in np.split(np.asarray(values), np.cumsum(sizes)[:-1])
+    ]

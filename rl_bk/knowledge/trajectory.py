@@ -22,12 +22,34 @@ import numpy as np
 
 #: Text for each action id, per env family; BabyAI's follow BK's captions.
 ACTION_NAMES: dict[str, tuple[str, ...]] = {
-    "babyai": ("turn left", "turn right", "go forward", "pick up the front object",
-               "drop the carried object", "toggle the front object", "done"),  # fmt: skip
-    "crafter": ("noop", "move left", "move right", "move up", "move down", "do", "sleep",
-                "place stone", "place table", "place furnace", "place plant",
-                "make wood pickaxe", "make stone pickaxe", "make iron pickaxe",
-                "make wood sword", "make stone sword", "make iron sword"),  # fmt: skip
+    "babyai": (
+        "turn left",
+        "turn right",
+        "go forward",
+        "pick up the front object",
+        "drop the carried object",
+        "toggle the front object",
+        "done",
+    ),
+    "crafter": (
+        "noop",
+        "move left",
+        "move right",
+        "move up",
+        "move down",
+        "do",
+        "sleep",
+        "place stone",
+        "place table",
+        "place furnace",
+        "place plant",
+        "make wood pickaxe",
+        "make stone pickaxe",
+        "make iron pickaxe",
+        "make wood sword",
+        "make stone sword",
+        "make iron sword",
+    ),
 }
 
 

@@ -1,6 +1,5 @@
 """The reward-model app on Serve: concurrent callers merged into one forward pass per model."""
 
-
 import pytest
 import torch
 

@@ -51,8 +51,10 @@ def test_every_task_answers(http, task, request_body):
 
 
 def test_openai_chat_and_completion_formats(http):
-    chat = http.post("/v1/chat/completions", json={
-        "model": "x", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8})
+    chat = http.post(
+        "/v1/chat/completions",
+        json={"model": "x", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8},
+    )
     assert chat.status_code == 200
     body = chat.json()
     assert body["object"] == "chat.completion"

@@ -43,8 +43,11 @@ def test_tasks_with_the_same_pretraining_env_share_one_dataset(task, tmp_path):
 
 def test_a_missing_artifact_says_how_to_build_it(task, tmp_path, monkeypatch):
     monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
-    with pytest.raises(pipeline.KnowledgeMissingError, match="rl-bk knowledge build --task "
-                       "babyai-gotolocal-redball-s20 --kinds bk-code --backend llamacpp"):
+    with pytest.raises(
+        pipeline.KnowledgeMissingError,
+        match="rl-bk knowledge build --task "
+        "babyai-gotolocal-redball-s20 --kinds bk-code --backend llamacpp",
+    ):
         pipeline.source_spec(task, "bk-code", "llamacpp")
 
 

@@ -31,7 +31,8 @@ def run(episodes, **kwargs):
     AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=episodes,
                                     shared_data=shared)  # fmt: skip
     PotentialBasedShaping(potential_fn=phi_is_the_observation, **kwargs)(
-        rl_module=None, batch={}, episodes=episodes, shared_data=shared, metrics=logger)
+        rl_module=None, batch={}, episodes=episodes, shared_data=shared, metrics=logger
+    )
     return logger
 
 

@@ -3,14 +3,22 @@
 BK (``models/preference_transformer.py``) learns a reward model from segment preferences: a
 causal transformer reads a segment, a ``PreferenceAttention`` head turns each step into a
 scalar reward (its value projection) and weighs them into one segment logit; at RL time the
-reward of the window's last step is the potential. This module keeps that design, on the
-project's flat observation vectors instead of BK's image conv net:
+reward of the window's last step is the potential. This module keeps that design on the
+project's flat observation vectors:
 
-- one token per state: MLP(observation) + embedding(action taken there) + embedding(slot).
+- one token per state: encoder(observation) + embedding(action taken there) + embedding(slot).
   BK interleaved state and action tokens and scored the token of the last *action*, i.e.
   ``(s_{t-1}, a_{t-1})``: its Phi never saw the current state. Here the current state has a
   token of its own, with the extra action id ``n_actions`` ("no action yet"), and Phi is its
   reward. A window of ``horizon`` states is therefore ``horizon`` tokens, as many as BK's five;
+- the encoder is an MLP on the flat vector or, for families whose observation starts with a
+  symbolic egocentric grid (:data:`GRID_LAYOUTS`; BabyAI: 7x7x3), BK's conv net on the grid
+  plus the rest of the vector. The conv net generalises across the grid's cells, which
+  matters on the few decided pairs an oracle or LLM yields: trained on 3000 oracle-labelled
+  pairs of 40 random-policy BabyAI episodes, it ordered 79% of the decided pairs of 40 other
+  episodes as the oracle did (91% in the slow test's episodes), the MLP 66% (62% by the last
+  state's Phi alone). It costs more: 0.41-0.47 s per 2080-state batch on one thread against
+  the MLP's 0.15 s, each state encoded once (``PreferenceTransformer.potential_of_states``);
 - windows are right-aligned in ``horizon`` slots (the current state is always the last slot)
   and shorter ones (the first states of a chunk) are left-padded. Padded slots are masked out
   of every attention, so they cannot change any valid token's output;
@@ -31,10 +39,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_bk.knowledge.trajectory import Window
+from rl_bk.knowledge.trajectory import Chunk, Window
 
 #: Weight of BK's smoothing term: mean(-log_softmax) over both segments of every pair.
 SMOOTHING_WEIGHT = 0.3
+
+#: Families whose flat observation starts with a symbolic grid, as (width, height, channels)
+#: in the order the env flattens it (``env_registry/families/babyai.py``: minigrid's image).
+GRID_LAYOUTS: dict[str, tuple[int, int, int]] = {"babyai": (7, 7, 3)}
 
 
 @dataclass(frozen=True)
@@ -48,9 +60,19 @@ class ModelConfig:
     n_layers: int = 1
     n_heads: int = 1
     ff_dim: int = 512
+    grid: tuple[int, int, int] | None = None  # None: an MLP reads the whole vector
 
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+    def __post_init__(self) -> None:
+        if self.grid is not None:  # JSON and torch.load give lists
+            object.__setattr__(self, "grid", tuple(int(v) for v in self.grid))
+            if math.prod(self.grid) > self.obs_dim:
+                raise ValueError(f"a {self.grid} grid does not fit in {self.obs_dim} values")
+
+    def as_dict(self) -> dict:
+        """Plain JSON values (the grid as a list), as report.json and model.pt hold them."""
+        out = asdict(self)
+        out["grid"] = list(self.grid) if self.grid is not None else None
+        return out
 
     @property
     def input_dim(self) -> int:
@@ -68,6 +90,32 @@ def _attention_mask(valid: torch.Tensor) -> torch.Tensor:
     padded_key = ~valid.unsqueeze(1)  # (B, 1, T)
     eye = torch.eye(t, dtype=torch.bool, device=valid.device)
     return (future.unsqueeze(0) | padded_key) & ~eye.unsqueeze(0)
+
+
+class GridEncoder(nn.Module):
+    """BK's StateProcessor (three 3x3 convs, 32-64-64 channels, then two linear layers) on
+    the observation's leading grid; the values after the grid (BabyAI: the mission code) join
+    before the linear layers."""
+
+    def __init__(self, grid: tuple[int, int, int], obs_dim: int, n_embed: int, hidden: int = 256):
+        super().__init__()
+        self.width, self.height, self.channels = grid
+        self.grid_values = self.width * self.height * self.channels
+        self.conv = nn.Sequential(
+            nn.Conv2d(self.channels, 32, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
+        )  # fmt: skip
+        features = 64 * self.width * self.height + obs_dim - self.grid_values
+        self.out = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, n_embed))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, T, obs_dim) -> (B, T, n_embed)."""
+        b, t = obs.shape[0], obs.shape[1]
+        x = obs.reshape(b * t, obs.shape[2])
+        g = x[:, : self.grid_values].reshape(b * t, self.width, self.height, self.channels)
+        h = self.conv(g.permute(0, 3, 1, 2)).flatten(1)
+        return self.out(torch.cat([h, x[:, self.grid_values :]], dim=1)).reshape(b, t, -1)
 
 
 class PreferenceAttention(nn.Module):
@@ -104,9 +152,12 @@ class PreferenceTransformer(nn.Module):
         self.horizon = c.horizon
         self.n_actions = c.n_actions
         self.n_heads = c.n_heads
-        self.state_encoder = nn.Sequential(
-            nn.Linear(c.obs_dim, c.n_embed), nn.ReLU(), nn.Linear(c.n_embed, c.n_embed)
-        )
+        if c.grid is not None:
+            self.state_encoder: nn.Module = GridEncoder(c.grid, c.obs_dim, c.n_embed)
+        else:
+            self.state_encoder = nn.Sequential(
+                nn.Linear(c.obs_dim, c.n_embed), nn.ReLU(), nn.Linear(c.n_embed, c.n_embed)
+            )
         self.action_embedding = nn.Embedding(c.n_actions + 1, c.n_embed)  # + "no action yet"
         self.slot_embedding = nn.Embedding(c.horizon, c.n_embed)
         self.layers = nn.ModuleList([
@@ -121,9 +172,15 @@ class PreferenceTransformer(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """obs (B, T, obs_dim) float, actions (B, T) long, valid (B, T) bool, T <= horizon ->
         (segment logit (B,), per-state reward (B, T))."""
-        t = obs.shape[1]
-        slots = torch.arange(self.horizon - t, self.horizon, device=obs.device)
-        x = self.state_encoder(obs) + self.action_embedding(actions) + self.slot_embedding(slots)
+        return self.forward_encoded(self.state_encoder(obs), actions, valid)
+
+    def forward_encoded(
+        self, states: torch.Tensor, actions: torch.Tensor, valid: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`forward` from encoded states (B, T, n_embed)."""
+        t = states.shape[1]
+        slots = torch.arange(self.horizon - t, self.horizon, device=states.device)
+        x = states + self.action_embedding(actions) + self.slot_embedding(slots)
         blocked = _attention_mask(valid)
         # nn.MultiheadAttention wants one (T, T) mask per batch row and head.
         mask = blocked.repeat_interleave(self.n_heads, dim=0)
@@ -136,6 +193,17 @@ class PreferenceTransformer(nn.Module):
     ) -> torch.Tensor:
         """Phi of each window: the reward of its last (current) state, (B,)."""
         return self.forward(obs, actions, valid)[1][:, -1]
+
+    def potential_of_states(
+        self, obs: torch.Tensor, index: torch.Tensor, actions: torch.Tensor, valid: torch.Tensor
+    ) -> torch.Tensor:
+        """:meth:`potential` of windows given as rows of ``index`` (N, T) into ``obs`` (S,
+        obs_dim), -1 for padding: each state is encoded once, not once per window holding it
+        (a 5-state horizon would encode every state 5 times; the conv encoder dominates)."""
+        encoded = self.state_encoder(obs.unsqueeze(0))[0]
+        encoded = torch.cat([encoded, encoded.new_zeros(1, encoded.shape[1])])  # padding row
+        rows = torch.where(index >= 0, index, torch.full_like(index, obs.shape[0]))
+        return self.forward_encoded(encoded[rows], actions, valid)[1][:, -1]
 
 
 class FlatPotential(nn.Module):
@@ -198,6 +266,32 @@ def encode_windows(
         acts = list(w.actions)[-(k - 1) :] if k > 1 else []
         actions[i, horizon - k : horizon - 1] = acts
     return obs, actions, valid
+
+
+def chunk_windows(
+    chunks: Sequence[Chunk], horizon: int, n_actions: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every window of every chunk (``len(chunk) + 1`` each, in order), without copying states:
+    observations (S, obs_dim) of all chunks, stacked; index (N, horizon) into them, -1 on
+    padding; actions and valid as :func:`encode_windows` gives them."""
+    obs, index, actions, valid = [], [], [], []
+    offset = 0
+    slot = np.arange(horizon)[None, :]
+    for c in chunks:
+        n = len(c) + 1
+        state = np.arange(n)[:, None] - (horizon - 1) + slot  # (n, horizon), negative: padding
+        ok = state >= 0
+        taken = np.append(c.actions, n_actions)[np.clip(state, 0, None)]
+        actions.append(np.where(ok & (slot < horizon - 1), taken, n_actions))
+        index.append(np.where(ok, state + offset, -1))
+        valid.append(ok)
+        obs.append(np.asarray(c.observations, np.float32))
+        offset += n
+    if not obs:
+        return (np.zeros((0, 0), np.float32), np.zeros((0, horizon), np.int64),
+                np.zeros((0, horizon), np.int64), np.zeros((0, horizon), bool))  # fmt: skip
+    return (np.concatenate(obs), np.concatenate(index).astype(np.int64),
+            np.concatenate(actions).astype(np.int64), np.concatenate(valid))  # fmt: skip
 
 
 def flat_inputs(obs: np.ndarray, actions: np.ndarray, valid: np.ndarray) -> np.ndarray:

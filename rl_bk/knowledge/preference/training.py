@@ -28,6 +28,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -36,6 +37,7 @@ from tqdm import tqdm
 from rl_bk.knowledge.dataset import sample_segments
 from rl_bk.knowledge.labeler import Labeler
 from rl_bk.knowledge.preference.model import (
+    GRID_LAYOUTS,
     ModelConfig,
     PreferenceTransformer,
     encode_windows,
@@ -99,9 +101,7 @@ class PreferenceReport:
         return asdict(self)
 
 
-def _label_pairs(
-    labeler: Labeler, requests: Sequence[PreferenceRequest]
-) -> list[str | None]:
+def _label_pairs(labeler: Labeler, requests: Sequence[PreferenceRequest]) -> list[str | None]:
     """One choice per request; None where the labeler failed on it (those pairs are dropped).
 
     A failing batch is retried one request at a time, so one malformed answer costs one pair.
@@ -153,12 +153,17 @@ def train_preference_potential(
     seed: int = 0,
     register_as: str | None = None,
     reward_models_root: str | Path | None = None,
+    state_encoder: Literal["auto", "mlp", "grid"] = "auto",
 ) -> PreferenceReport:
     """Labels ``pairs`` segment pairs, trains the potential, writes out_dir/{model.pt,
     report.json}. ``horizon``: states per segment and per potential window (current
-    included). ``register_as``: "name" or "name/version" in the reward-model registry."""
+    included). ``register_as``: "name" or "name/version" in the reward-model registry.
+    ``state_encoder``: "auto" reads the family's grid with a conv net where it has one
+    (:data:`GRID_LAYOUTS`), else an MLP."""
     if horizon < 2:
-        raise ValueError(f"horizon must be >= 2 (one step and the state it leads to), got {horizon}")
+        raise ValueError(
+            f"horizon must be >= 2 (one step and the state it leads to), got {horizon}"
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -178,8 +183,13 @@ def train_preference_potential(
     kept = [i for i, c in enumerate(choices) if c is not None]
     obs_dim = int(episodes[0].observations.shape[1])
     names = ACTION_NAMES.get(family or "")
-    n_actions = len(names) if names else int(max(int(e.actions.max(initial=0)) for e in episodes)) + 1
-    config = ModelConfig(obs_dim=obs_dim, n_actions=n_actions, horizon=horizon)
+    n_actions = (
+        len(names) if names else int(max(int(e.actions.max(initial=0)) for e in episodes)) + 1
+    )
+    grid = GRID_LAYOUTS.get(family or "") if state_encoder != "mlp" else None
+    if state_encoder == "grid" and grid is None:
+        raise ValueError(f"no grid layout is known for family {family!r}: use 'mlp'")
+    config = ModelConfig(obs_dim=obs_dim, n_actions=n_actions, horizon=horizon, grid=grid)
 
     def tensors(idx: Sequence[int]) -> dict[str, torch.Tensor]:
         data: dict[str, torch.Tensor] = {}
@@ -193,7 +203,7 @@ def train_preference_potential(
         return data
 
     order = rng.permutation(kept).tolist()
-    n_eval = int(round(eval_fraction * len(order))) if len(order) > 1 else 0
+    n_eval = round(eval_fraction * len(order)) if len(order) > 1 else 0
     train_idx, eval_idx = order[n_eval:], order[:n_eval]
     if not train_idx:
         raise ValueError("no labelled pair left to train on (every labeller call failed?)")

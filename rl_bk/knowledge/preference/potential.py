@@ -1,0 +1,167 @@
+"""BK-Pref at RL time: Phi(s_t) = the trained model's reward of the current state of the window
+of the last ``horizon`` states (BK's ``PreferenceModel.compute_reward``).
+
+One call scores every window of every chunk of a train batch in one batched forward pass
+(CPU, ``torch.no_grad``; it does not touch torch's thread count, so a learner that set one
+thread keeps it). With ``served=(name, version)`` the same rows go to the reward-model app
+instead (one call per 4096 windows): in process through
+:class:`serve_deployments.reward_model.RewardModels`, through a Serve deployment handle, or
+over HTTP. The model and any client are built on first use and dropped when pickled, so the
+source travels to learners as a path and a few settings.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rl_bk.knowledge.potential import split_by_chunk
+from rl_bk.knowledge.trajectory import Chunk
+
+#: The reward-model app takes at most this many inputs per request (its MAX_ITEMS).
+SERVED_BATCH = 4096
+LOCAL_BATCH = 8192  # windows per forward pass
+
+
+class PreferencePotential:
+    """PotentialSource "bk-pref". ``horizon``: states per window, at most the trained one
+    (a shorter window is left-padded, as the first states of a chunk are)."""
+
+    name = "bk-pref"
+
+    def __init__(
+        self,
+        model_dir: str | Path,
+        horizon: int | None = None,
+        *,
+        served: tuple[str, str] | None = None,
+        endpoint: Any = None,
+        reward_models_root: str | Path | None = None,
+    ):
+        """``served``: score through the registered TorchScript model ``(name, version)``
+        rather than the local one. ``endpoint``: None (in-process ``RewardModels`` on
+        ``reward_models_root``), an ``http://`` base URL of the app, or a deployment handle."""
+        self.model_dir = Path(model_dir)
+        self.horizon = horizon
+        self.served = tuple(served) if served else None
+        self.endpoint = endpoint
+        self.reward_models_root = reward_models_root
+        self._model: Any = None
+        self._config: Any = None
+        self._scorer: Any = None
+        self._calls = 0
+        self._states = 0
+        self._seconds = 0.0
+
+    @classmethod
+    def from_dir(cls, out_dir: str | Path, horizon: int | None = None, **options: Any):
+        return cls(out_dir, horizon, **options)
+
+    # ------------------------------------------------------------------------ lazy state
+    def _load(self) -> None:
+        if self._config is not None:
+            return
+        from rl_bk.knowledge.preference.model import ModelConfig
+        from rl_bk.knowledge.preference.training import load_model
+
+        if self.served:
+            saved = json.loads((self.model_dir / "report.json").read_text())["config"]
+            self._config = ModelConfig(**saved)
+        else:
+            self._model, self._config = load_model(self.model_dir)
+        trained = self._config.horizon
+        if self.horizon is None:
+            self.horizon = trained
+        if not 1 <= self.horizon <= trained:
+            raise ValueError(f"bk-pref was trained on windows of {trained} states; "
+                             f"horizon {self.horizon} is out of 1..{trained}")  # fmt: skip
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_model"] = state["_config"] = state["_scorer"] = None
+        return state
+
+    # --------------------------------------------------------------------------- scoring
+    def __call__(self, chunks: Sequence[Chunk]) -> list[np.ndarray]:
+        from rl_bk.knowledge.preference.model import chunk_windows
+
+        if not chunks:
+            return []
+        self._load()
+        c = self._config
+        started = time.perf_counter()
+        obs, index, actions, valid = chunk_windows(chunks, c.horizon, c.n_actions)
+        if len(obs) and obs.shape[1] != c.obs_dim:
+            raise ValueError(f"bk-pref reads {c.obs_dim} observation values per state; "
+                             f"the chunks have {obs.shape[1]}")  # fmt: skip
+        # The model has ``c.horizon`` slots; a shorter horizon pads more of them.
+        cut = c.horizon - self.horizon  # type: ignore[operator]
+        index[:, :cut], actions[:, :cut], valid[:, :cut] = -1, c.n_actions, False
+        if self.served:
+            values = self._served(obs, index, actions, valid)
+        else:
+            values = self._local(obs, index, actions, valid)
+        self._calls += 1
+        self._states += len(index)
+        self._seconds += time.perf_counter() - started
+        return split_by_chunk(values, chunks)
+
+    def _local(self, obs, index, actions, valid) -> np.ndarray:
+        import torch
+
+        out = []
+        with torch.no_grad():
+            # Bounds memory on whole-dataset calls; chunks' states are encoded once each.
+            for s in range(0, len(index), LOCAL_BATCH):
+                rows = index[s : s + LOCAL_BATCH]
+                used = np.unique(rows[rows >= 0])
+                local_rows = np.where(rows >= 0, np.searchsorted(used, rows), -1)
+                phi = self._model.potential_of_states(
+                    torch.from_numpy(obs[used]), torch.from_numpy(local_rows),
+                    torch.from_numpy(actions[s : s + LOCAL_BATCH]),
+                    torch.from_numpy(valid[s : s + LOCAL_BATCH]),
+                )  # fmt: skip
+                out.append(phi.numpy())
+        return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
+
+    def _served(self, obs, index, actions, valid) -> np.ndarray:
+        from rl_bk.knowledge.preference.model import flat_inputs
+
+        windows_obs = np.where(valid[..., None], obs[np.clip(index, 0, None)], 0.0)
+        rows = flat_inputs(windows_obs.astype(np.float32), actions, valid)
+        out: list[float] = []
+        for start in range(0, len(rows), SERVED_BATCH):
+            out += self._score(rows[start : start + SERVED_BATCH].tolist())
+        return np.asarray(out, np.float64)
+
+    def _score(self, inputs: list[list[float]]) -> list[float]:
+        name, version = self.served  # type: ignore[misc]
+        if isinstance(self.endpoint, str):
+            url = f"{self.endpoint.rstrip('/')}/v1/reward_models/{name}/{version}/score"
+            body = json.dumps({"inputs": inputs}).encode()
+            request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return json.loads(response.read())["rewards"]
+        if self.endpoint is not None:  # a Serve deployment handle
+            return self.endpoint.score.remote(name, version, inputs).result()
+        if self._scorer is None:
+            from serve_deployments.reward_model import RewardModels
+
+            root = self.reward_models_root
+            self._scorer = RewardModels(str(root) if root else None)
+        return self._scorer.score(name, version, inputs)
+
+    def metrics(self) -> dict[str, float]:
+        per_call = self._seconds / self._calls if self._calls else 0.0
+        return {"calls": float(self._calls), "states": float(self._states),
+                "seconds_per_call": per_call}  # fmt: skip
+
+    def __repr__(self) -> str:
+        how = f", served={self.served}" if self.served else ""
+        return f"PreferencePotential({str(self.model_dir)!r}, horizon={self.horizon}{how})"

@@ -1,0 +1,157 @@
+"""BK-Goal: the goal list builder and the retrieval potential, checked by hand with a stub
+embedder (a fixed table of unit vectors) and a scripted labeler."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from rl_bk.knowledge.goals.builder import GoalList, build_goal_list, normalize_goal
+from rl_bk.knowledge.goals.potential import GoalPotential, sentences, transition_text
+from rl_bk.knowledge.trajectory import Chunk, caption_history, windows
+from rl_bk.labeling.tasks import GoalsLabel
+
+E = np.eye(4, dtype=np.float32)
+CHUNK = Chunk(np.zeros((2, 3)), ["c0", "c1"], [0])
+W0, W1 = windows(CHUNK, 4)
+H0 = caption_history(W0, None)  # state 0's query: "Current observation: c0"
+H1 = caption_history(W1, None)  # state 1's query: "Step 1: c0 You choose ...\nCurrent ..."
+T1 = transition_text(W1, None)  # "c0 You choose the action: action 0. Current observation: c1"
+
+
+class TableEmbedder:
+    """Known texts only; records every encode call, to check batching and de-duplication."""
+
+    def __init__(self, table):
+        self.table = {k: np.asarray(v, np.float32) / np.linalg.norm(v) for k, v in table.items()}
+        self.calls = []
+
+    def encode(self, texts):
+        self.calls.append(list(texts))
+        return np.stack([self.table[t] for t in texts])
+
+
+def stub(**extra):
+    """Whole texts (embedding="texts"): every text the potential may ask for, by hand."""
+    return TableEmbedder({
+        "keyA": E[0], "keyB": E[1],  # the keys (history texts)
+        "go to a": E[0], "go to b": E[3],  # the goals
+        H0: E[0], "c0": E[0],  # state 0: query; transition (a first state: its caption)
+        H1: [0.6, 0.8, 0.0, 0.0],  # state 1's query: nearer keyB (0.8) than keyA (0.6)
+        T1: [0.6, 0.0, 0.8, 0.0],  # state 1's transition: 0.6 to "go to a", 0 to "go to b"
+        **extra,
+    })  # fmt: skip
+
+
+def goal_list():
+    return GoalList(goals=["go to a", "go to b"], keys=["keyA", "keyB"], key_goals=[[0], [1]])
+
+
+@pytest.mark.parametrize(
+    ("top_k", "threshold", "expected"),
+    [
+        (1, 0.5, [1.0, 0.0]),  # state 1 retrieves only kB, whose goal is orthogonal to T1
+        (2, 0.5, [1.0, 0.6]),  # with kA's goal too, T1 matches "go to a" at 0.6
+        (2, 0.7, [1.0, 0.0]),  # 0.6 is below the threshold: Phi = 0, not 0.6
+    ],
+)
+def test_top_k_retrieval_and_threshold_by_hand(top_k, threshold, expected):
+    embedder = stub()
+    pot = GoalPotential(goal_list(), top_k=top_k, threshold=threshold, horizon=4,
+                        embedding="texts", embedder=embedder)  # fmt: skip
+    (phi,) = pot([CHUNK])
+    np.testing.assert_allclose(phi, expected, atol=1e-6)
+    # Index once (keys and goals), then one call per batch over its distinct texts.
+    assert embedder.calls[0] == ["keyA", "keyB", "go to a", "go to b"]
+    assert embedder.calls[1] == [H0, H1, "c0", T1]
+    pot([CHUNK, CHUNK])
+    assert len(embedder.calls) == 3 and embedder.calls[2] == [H0, H1, "c0", T1]
+
+
+def test_sentence_mode_averages_sentence_vectors():
+    act = "You choose the action: action 0"
+    assert sentences(H1) == sentences(T1) == ["c0", act, "c1"]
+    assert sentences("You see a wall. You see a key You choose the action: turn left.") == [
+        "You see a wall", "You see a key", "You choose the action: turn left"]  # fmt: skip
+    embedder = TableEmbedder({"keyA": E[0], "keyB": E[1], "go to a": E[0], "go to b": E[3],
+                              "c0": E[0], act: E[3], "c1": E[2]})  # fmt: skip
+    pot = GoalPotential(goal_list(), top_k=2, threshold=0.5, embedder=embedder)
+    # State 0: "c0" = "go to a": 1. State 1: transition = (E0 + E3 + E2) / sqrt(3): 0.577 to
+    # either goal, above 0.5.
+    np.testing.assert_allclose(pot([CHUNK])[0], [1.0, 3**-0.5], atol=1e-6)
+    assert sorted(embedder.calls[1]) == sorted(["c0", act, "c1"])  # each sentence once
+    np.testing.assert_allclose(pot.vectors([T1])[0], np.array([1, 0, 1, 1]) / 3**0.5, atol=1e-6)
+    pot.threshold = 0.6
+    np.testing.assert_allclose(pot([CHUNK])[0], [1.0, 0.0], atol=1e-6)
+
+
+def test_empty_goal_list_gives_zero_and_metrics_count():
+    pot = GoalPotential(GoalList(goals=[], keys=[], key_goals=[]), embedder=stub())
+    np.testing.assert_array_equal(pot([CHUNK])[0], [0.0, 0.0])
+    assert pot.metrics()["states"] == 2.0
+
+
+def test_pickles_without_its_index():
+    pot = GoalPotential(goal_list(), top_k=2, threshold=0.5, embedding="texts", embedder=stub())
+    pot([CHUNK])
+    clone = pickle.loads(pickle.dumps(pot))
+    assert clone._index is None
+    np.testing.assert_allclose(clone([CHUNK])[0], [1.0, 0.6], atol=1e-6)
+
+
+def test_from_dir_reads_goals_json(tmp_path):
+    goal_list().save(tmp_path)
+    pot = GoalPotential.from_dir(tmp_path, top_k=1, threshold=0.5, embedding="texts",
+                                 embedder=stub())  # fmt: skip
+    np.testing.assert_allclose(pot([CHUNK])[0], [1.0, 0.0], atol=1e-6)
+
+
+# ------------------------------------------------------------------------------- builder
+def test_normalize_goal():
+    assert normalize_goal("  Go to the  RED ball.  ") == "go to the red ball"
+    assert normalize_goal("open the door!?") == "open the door"
+
+
+def scripted_labeler(answers, fail_batches=()):
+    """Answers goals requests from a script, in order; records what it was asked."""
+    state = {"i": 0, "batches": 0, "requests": []}
+
+    def labeler(task, requests):
+        assert task == "goals"
+        state["batches"] += 1
+        if state["batches"] in fail_batches:
+            raise RuntimeError("backend down")
+        state["requests"] += requests
+        out = []
+        for _ in requests:
+            out.append(GoalsLabel(goals=answers[state["i"] % len(answers)]))
+            state["i"] += 1
+        return out
+
+    return labeler, state
+
+
+def test_builder_deduplicates_goals_and_saves(tmp_path):
+    episodes = [Chunk(np.zeros((9, 2)), [f"s{i}" for i in range(9)], [0, 1] * 4, mission="m")]
+    answers = [["Go to the red ball.", "open the door"], ["go to the red ball", "OPEN the door!"],
+               []]  # fmt: skip
+    labeler, state = scripted_labeler(answers)
+    goals = build_goal_list(labeler, episodes, tmp_path, family="babyai",
+                            mission="go to the red ball", iterations=6, seed=1)  # fmt: skip
+    assert goals.goals == ["go to the red ball", "open the door"]
+    assert goals.counts["empty"] == 2 and goals.counts["answers"] == 8
+    assert all(ids == [0, 1] for ids in goals.key_goals)
+    assert 1 <= len(goals.keys) <= 4 and len(goals.key_goals) == len(goals.keys)
+    # Keys are BK's history texts of the 3-step segments (4 states).
+    assert all(k.startswith("Step 1: s") and k.count("\n") == 3 for k in goals.keys)
+    req = state["requests"][0]
+    assert req.mission == "go to the red ball" and req.env == "babyai" and len(req.history) == 3
+    assert req.history[0].endswith("You choose the action: turn left.")
+    assert GoalList.load(tmp_path) == goals
+
+
+def test_builder_skips_a_failed_batch(tmp_path):
+    episodes = [Chunk(np.zeros((9, 2)), [f"s{i}" for i in range(9)], [0] * 8)]
+    labeler, _ = scripted_labeler([["explore"]], fail_batches=(1,))
+    goals = build_goal_list(labeler, episodes, tmp_path, family=None, iterations=20)
+    assert goals.counts["failed"] == 16 and goals.goals == ["explore"]  # batches of 16
