@@ -11,6 +11,10 @@ ACHIEVEMENTS_PER_EPISODE = "env_runners/achievements_per_episode"  # Crafter
 ACHIEVEMENT_PREFIX = "env_runners/achievement/"  # + name: fraction of episodes unlocking it
 GAME_SCORE_MEAN = "env_runners/game_score_mean"  # NetHack: in-game score at episode end
 TIME_TOTAL_S = "time_total_s"
+EPISODES_LIFETIME = "env_runners/num_episodes_lifetime"
+#: Episodes behind a smoothed metric (reporting(metrics_num_episodes_for_smoothing=100)): a
+#: threshold counts as reached only once the window is full, not on a lucky first episode.
+SMOOTHING_EPISODES = 100
 
 #: Metrics a task config may name as its main metric (``metric:`` in tune_configs/*.yaml).
 MAIN_METRICS = {

@@ -50,11 +50,16 @@ class TrialRecord:
     progress: pd.DataFrame  # one row per training iteration, flattened result keys
 
 
-def steps_to_reach(progress: pd.DataFrame, column: str, threshold: float) -> float:
-    """Env steps at the first report where ``column`` ≥ threshold; NaN if never."""
+def steps_to_reach(progress: pd.DataFrame, column: str, threshold: float,
+                   min_episodes: int = M.SMOOTHING_EPISODES) -> float:  # fmt: skip
+    """Env steps at the first report where ``column`` ≥ threshold, counted only once
+    ``min_episodes`` episodes have ended (a full smoothing window); NaN if never."""
     if column not in progress or M.ENV_STEPS not in progress:
         return math.nan
-    reached = progress[progress[column] >= threshold]
+    ok = progress[column] >= threshold
+    if M.EPISODES_LIFETIME in progress:
+        ok &= progress[M.EPISODES_LIFETIME].fillna(0) >= min_episodes
+    reached = progress[ok]
     return float(reached[M.ENV_STEPS].iloc[0]) if len(reached) else math.nan
 
 

@@ -97,3 +97,10 @@ def test_metric_at_a_budget_is_the_last_report_within_it_and_unknown_past_the_ru
     assert math.isnan(value_at(p, M.SUCCESS_RATE, 4000))  # the run stopped before the budget
     row = trial_row(TrialRecord("ppo", 0, p), 0.9, M.SUCCESS_RATE, budgets=[2000])
     assert row["success_rate_at_2k"] == 0.5
+
+
+def test_a_threshold_counts_only_once_the_smoothing_window_is_full():
+    # One lucky early episode gives success 1.0 over a window of one: not "reached".
+    p = progress([1000, 2000, 3000], [1.0, 0.5, 0.95])
+    p[M.EPISODES_LIFETIME] = [1, 60, 130]
+    assert steps_to_reach(p, M.SUCCESS_RATE, 0.9) == 3000

@@ -1,0 +1,69 @@
+"""The whole BK pipeline, offline: RND collects a dataset, the labeler turns it into code,
+a preference potential and a goal list, and each bk-* method trains PPO shaped by its own."""
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from rl_bk.connectors.learner.potential_shaping import SHAPING_REWARD_MEAN
+from rl_bk.experiments.methods import get_method
+from rl_bk.experiments.task_config import load_task
+from rl_bk.knowledge import pipeline
+from rl_bk.knowledge.dataset import read_episodes
+
+pytestmark = pytest.mark.ray
+
+
+def tiny_task(backend, **knowledge):
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    k = task.knowledge.model_copy(update={"backend": backend, **knowledge})
+    runners = task.env_runners.model_copy(update={"num_env_runners": 0})
+    return task.model_copy(update={"knowledge": k, "env_runners": runners})
+
+
+def run_pipeline(task, tmp_path, monkeypatch):
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path / "knowledge"))
+    monkeypatch.setenv("RLBK_LABEL_STORE", str(tmp_path / "labels.sqlite3"))
+    dataset = pipeline.collect_dataset(task)
+    episodes = read_episodes(dataset)
+    assert len(episodes) >= task.knowledge.dataset.episodes
+    assert all(ep.mission and ep.captions[0] for ep in episodes)  # captions and mission kept
+    results = {}
+    for kind in pipeline.KINDS:
+        folder = pipeline.build_knowledge(task, kind)
+        done = json.loads((folder / pipeline.DONE).read_text())
+        algo = get_method(kind).build(task, 0, {"backend": task.knowledge.backend}).build_algo()
+        try:
+            results[kind] = (done, algo.train()["learners"])
+        finally:
+            algo.stop()
+    return results
+
+
+def test_bk_pipeline_end_to_end_with_the_oracle(ray_session, tmp_path, monkeypatch):
+    results = run_pipeline(tiny_task("oracle"), tmp_path, monkeypatch)
+    for kind, (done, learners) in results.items():
+        assert done["is_oracle"] and done["labels"] == "oracle/rules-v1", kind
+        assert np.isfinite(learners[SHAPING_REWARD_MEAN]), kind
+    # The oracle's code runs: no batch fell back to zero potentials.
+    assert results["bk-code"][1]["potential/code_errors"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None,
+    reason="the embedded LLM is not installed (scripts/setup.sh --with-llm)",
+)
+def test_bk_pipeline_end_to_end_with_the_embedded_model(ray_session, tmp_path, monkeypatch):
+    task = tiny_task("llamacpp")
+    k = task.knowledge
+    task = task.model_copy(update={"knowledge": k.model_copy(update={
+        "preference": k.preference.model_copy(update={"pairs": 8}),
+        "goals": k.goals.model_copy(update={"iterations": 3}),
+    })})  # fmt: skip
+    results = run_pipeline(task, tmp_path, monkeypatch)
+    for kind, (done, learners) in results.items():
+        assert not done["is_oracle"] and done["labels"].startswith("llamacpp/"), kind
+        assert np.isfinite(learners[SHAPING_REWARD_MEAN]), kind
