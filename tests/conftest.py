@@ -1,9 +1,13 @@
 import os
+import tempfile
 
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+# Knowledge a test builds goes to a scratch folder, never the user's cache (Ray workers
+# started by the session fixture inherit this).
+os.environ.setdefault("RLBK_KNOWLEDGE_DIR", tempfile.mkdtemp(prefix="rlbk-test-knowledge-"))
 
 
 @pytest.fixture(scope="session")

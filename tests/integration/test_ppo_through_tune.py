@@ -30,7 +30,8 @@ def test_ppo_from_a_task_trains_and_reports_task_metrics(ray_session):
 
 def test_smoke_sweep_writes_table_plot_and_tensorboard(ray_session, tmp_path):
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
-    run_dir = run_experiment(task, RunOptions(output_dir=tmp_path, smoke=True, num_samples=2))
+    options = RunOptions(methods=["ppo"], output_dir=tmp_path, smoke=True, num_samples=2)
+    run_dir = run_experiment(task, options)
     trials = pd.read_csv(run_dir / "trials.csv")
     assert sorted(trials["seed"]) == [0, 1] and (trials["env_steps"] >= 4096).all()
     assert (run_dir / "learning_curves.png").stat().st_size > 10_000
@@ -44,7 +45,9 @@ def test_wandb_logs_offline_into_the_run_folder_without_a_key(ray_session, tmp_p
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.delenv("WANDB_MODE", raising=False)
     task = load_task("babyai-gotoredballnodists", smoke=True)
-    options = RunOptions(output_dir=tmp_path, smoke=True, wandb=True, stop_timesteps=1024)
+    options = RunOptions(
+        methods=["ppo"], output_dir=tmp_path, smoke=True, wandb=True, stop_timesteps=1024
+    )
     run_dir = run_experiment(task, options)
     (run_file,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
     assert run_file.stat().st_size > 1000  # the whole run, not a stub
