@@ -48,6 +48,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="labeler of the bk-* methods' knowledge (default: the task's, oracle)",
     )
     p.add_argument(
+        "--precollect",
+        type=Path,
+        metavar="DIR",
+        help="rnd trials also save stochastic-policy episodes to this Parquet dataset (BK "
+        "stage 1; `rl-bk knowledge collect` does it for a task's BK pipeline)",
+    )
+    p.add_argument(
         "--knowledge-dir",
         type=Path,
         help="where built knowledge lives (default $RLBK_KNOWLEDGE_DIR or "
@@ -125,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         options = RunOptions(
             methods=methods, num_samples=args.num_samples, stop_timesteps=args.stop_timesteps,
             output_dir=args.output_dir, address=args.address, wandb=args.wandb, smoke=args.smoke,
+            precollect=args.precollect,
         )  # fmt: skip
         run_dir = run_experiment(task, options)
     except (TaskConfigError, UnknownMethodError, UnknownEnvError, MissingDependencyError,

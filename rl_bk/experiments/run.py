@@ -49,6 +49,7 @@ class RunOptions:
     address: str | None = None  # a running Ray cluster ("auto"); None: start a local one
     wandb: bool = False
     smoke: bool = False
+    precollect: Path | None = None  # rnd trials also save episodes here (Parquet)
     extra_callbacks: list = field(default_factory=list)
 
 
@@ -211,7 +212,9 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
     _check_fits(task, {"variant": variants[0].as_config(), "seed": seeds[0]})
     tuner = tune.Tuner(
         trainable_for(task),
-        param_space=param_space(variants, seeds),
+        param_space=param_space(
+            variants, seeds, str(options.precollect.resolve()) if options.precollect else None
+        ),
         tune_config=tune.TuneConfig(
             trial_name_creator=_trial_name, trial_dirname_creator=lambda t: t.trial_id
         ),

@@ -56,7 +56,11 @@ def expand_variants(task: TaskConfig, methods: list[str]) -> list[Variant]:
 def build_algorithm_config(task: TaskConfig, trial_config: Mapping[str, Any]) -> AlgorithmConfig:
     variant = trial_config["variant"]
     method = get_method(variant["method"])
-    return method.build(task, int(trial_config["seed"]), variant["params"])
+    params = dict(variant["params"])
+    if trial_config.get("precollect_dir") and variant["method"] == "rnd":
+        # BK's stage 1: RND trials also save stochastic-policy episodes (not in the label).
+        params["precollect_dir"] = trial_config["precollect_dir"]
+    return method.build(task, int(trial_config["seed"]), params)
 
 
 class MethodTrial(tune.Trainable):
@@ -97,11 +101,15 @@ def trainable_for(task: TaskConfig) -> Any:
     return tune.with_resources(tune.with_parameters(MethodTrial, task=task), resources_for(task))
 
 
-def param_space(variants: list[Variant], seeds: list[int]) -> dict[str, Any]:
-    return {
+def param_space(variants: list[Variant], seeds: list[int],
+                precollect_dir: str | None = None) -> dict[str, Any]:  # fmt: skip
+    space = {
         "variant": tune.grid_search([v.as_config() for v in variants]),
         "seed": tune.grid_search(list(seeds)),
     }
+    if precollect_dir:
+        space["precollect_dir"] = precollect_dir
+    return space
 
 
 def trial_label(trial_config: Mapping[str, Any]) -> str:

@@ -33,3 +33,16 @@ def test_bk_variants_always_name_their_labeler():
     task = load_task("babyai-gotolocal-redball-s20")
     assert expand_variants(task, ["bk-code"]) == [Variant("bk-code", (("backend", "oracle"),))]
     assert expand_variants(task, ["bk-code"])[0].label == "bk-code backend=oracle"
+
+
+def test_precollect_reaches_rnd_trials_only_and_stays_out_of_the_label():
+    from rl_bk.experiments.sweep import build_algorithm_config, param_space, trial_label
+
+    task = load_task("babyai-gotolocal-redball-s20")
+    space = param_space(expand_variants(task, ["ppo", "rnd"]), [0], "/data/bk")
+    assert space["precollect_dir"] == "/data/bk"
+    rnd = {"variant": {"method": "rnd", "params": {}}, "seed": 0, "precollect_dir": "/data/bk"}
+    ppo = {"variant": {"method": "ppo", "params": {}}, "seed": 0, "precollect_dir": "/data/bk"}
+    assert build_algorithm_config(task, rnd).precollect_dir == "/data/bk"
+    assert not hasattr(build_algorithm_config(task, ppo), "precollect_dir")
+    assert trial_label(rnd) == "rnd"
