@@ -97,3 +97,17 @@ def test_lazy_source_builds_once_on_first_batch_and_pickles_without_it(monkeypat
     assert len(built) == 1 and lazy.metrics() == {"calls": 2}
     copy = pickle.loads(pickle.dumps(lazy))  # what a learner receives: the spec only
     assert copy._source is None and copy.spec == lazy.spec
+
+
+def test_bk_trial_parameters_pick_the_artifact_the_rest_reach_training(task, tmp_path, monkeypatch):
+    from rl_bk.experiments.methods import get_method
+
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
+    folder = pipeline.artifact_dir(task, "bk-code", "llamacpp")
+    folder.mkdir(parents=True)
+    (folder / pipeline.DONE).write_text("{}")
+    params = {"backend": "llamacpp", "candidate": 2, "shaping_coeff": 0.5}
+    config = get_method("bk-code").build(task, 0, params)
+    # Eureka-style: a sweep over `candidate` compares the writer's candidate codes as trials.
+    assert config.potential == SourceSpec("bk-code", str(folder), {"candidate": 2})
+    assert config.shaping_coeff == 0.5 and config.normalize_potential is True
