@@ -91,6 +91,12 @@ def test_invalid_rnd_settings_are_reported(setting, message):
         config.training(**setting).validate()
 
 
+def test_several_learners_are_refused():
+    config = RNDPPOConfig().environment(observation_space=OBS_SPACE, action_space=ACT_SPACE)
+    with pytest.raises(ValueError, match="one learner"):
+        config.learners(num_learners=2).validate()
+
+
 def test_recurrent_policies_are_refused():
     config = RNDPPOConfig().rl_module(model_config=DefaultModelConfig(use_lstm=True))
     with pytest.raises(ValueError, match="recurrent"):

@@ -132,6 +132,10 @@ class RNDPPOConfig(PPOConfig):
                 "RND-PPO computes intrinsic rewards in the learner's own connector pipeline: "
                 "set num_aggregator_actors_per_learner=0"
             )
+        if self.num_learners > 1:
+            # Each learner would keep its own obs and intrinsic-return statistics.
+            self._value_error("RND-PPO supports one learner (num_learners 0 or 1): its running "
+                              "statistics are not synchronised across learners")  # fmt: skip
         model = self.model_config
         if model.get("use_lstm") or model.get("use_attention"):
             self._value_error("RND-PPO does not support recurrent policies (use_lstm / "
