@@ -83,7 +83,8 @@ def _shaped(kind: str) -> BuildFn:
         spec = source_spec(task, kind, chosen.get("backend"), options)
         knowledge = task.knowledge
         training = {"shaping_coeff": knowledge.shaping_coeff,
-                    "normalize_potential": knowledge.normalize_potential, **training}  # fmt: skip
+                    "normalize_potential": knowledge.normalize_potential,
+            "extrinsic_coeff": knowledge.extrinsic_coeff, **training}  # fmt: skip
         config = base_ppo_config(task, seed, training, config=ShapedPPOConfig())
         return config.training(potential=spec)
 

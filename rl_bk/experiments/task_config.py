@@ -127,6 +127,8 @@ class KnowledgeParams(_Strict):
     preference: PreferenceParams = PreferenceParams()
     goals: GoalParams = GoalParams()
     shaping_coeff: float = 1.0
+    #: weight of the env reward in what bk-* trials train on (BK: 10, see potential_shaping)
+    extrinsic_coeff: float = Field(10.0, gt=0)
     normalize_potential: bool = True
 
 

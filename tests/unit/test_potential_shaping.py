@@ -95,3 +95,11 @@ def test_running_std_matches_numpy_over_batches():
         rs.update(chunk)
     assert rs.std == pytest.approx(data.std(), rel=1e-9)
     assert rs.mean == pytest.approx(data.mean(), rel=1e-9)
+
+
+def test_extrinsic_coefficient_scales_only_the_env_reward():
+    # BK trains on 10 * r_env + shaping; the logged shaping excludes the scaled env reward.
+    ep = episode([0, 1, 2, 3], [0.0, 0.0, 1.0], terminated=True)
+    logger = run([ep], gamma=0.5, extrinsic_coeff=10.0)
+    np.testing.assert_allclose(ep.get_rewards(), [0.5, 0.0, 10.0 - 2.0, 0.0])
+    assert logger.peek("shaping_return_mean") == pytest.approx(0.5 + 0.0 - 2.0)

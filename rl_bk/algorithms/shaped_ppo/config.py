@@ -30,6 +30,7 @@ class ShapedPPOConfig(PPOConfig):
         super().__init__(algo_class=algo_class)
         self.potential: SourceSpec | None = None
         self.shaping_coeff: float = 1.0
+        self.extrinsic_coeff: float = 1.0
         self.normalize_potential: bool = True
 
     @override(PPOConfig)
@@ -38,6 +39,7 @@ class ShapedPPOConfig(PPOConfig):
         *,
         potential: SourceSpec | None = NotProvided,
         shaping_coeff: float = NotProvided,
+        extrinsic_coeff: float = NotProvided,
         normalize_potential: bool = NotProvided,
         **kwargs: Any,
     ) -> ShapedPPOConfig:
@@ -46,6 +48,8 @@ class ShapedPPOConfig(PPOConfig):
             potential: where Phi comes from: a source kind ("bk-code", "bk-pref",
                 "bk-goal") and its artifact folder.
             shaping_coeff: the shaping term's weight, ``coeff * (gamma Phi(s') - Phi(s))``.
+            extrinsic_coeff: the environment reward's weight in the reward PPO trains on
+                (BK: 10; see rl_bk/connectors/learner/potential_shaping.py for why).
             normalize_potential: divide Phi by the running std of the potentials seen, so
                 one coefficient fits sources of different scales.
         """
@@ -54,6 +58,8 @@ class ShapedPPOConfig(PPOConfig):
             self.potential = potential
         if shaping_coeff is not NotProvided:
             self.shaping_coeff = shaping_coeff
+        if extrinsic_coeff is not NotProvided:
+            self.extrinsic_coeff = extrinsic_coeff
         if normalize_potential is not NotProvided:
             self.normalize_potential = normalize_potential
         return self
@@ -68,6 +74,8 @@ class ShapedPPOConfig(PPOConfig):
             )
         if self.shaping_coeff < 0:
             self._value_error(f"shaping_coeff must be >= 0, got {self.shaping_coeff}")
+        if self.extrinsic_coeff <= 0:
+            self._value_error(f"extrinsic_coeff must be > 0, got {self.extrinsic_coeff}")
 
     @override(PPOConfig)
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
@@ -80,7 +88,8 @@ class ShapedPPOConfig(PPOConfig):
         pipeline.prepend(
             PotentialBasedShaping(
                 potential_fn=LazySource(self.potential), gamma=self.gamma,
-                coeff=self.shaping_coeff, normalize=self.normalize_potential,
+                coeff=self.shaping_coeff,
+                extrinsic_coeff=self.extrinsic_coeff, normalize=self.normalize_potential,
             ),
         )  # fmt: skip
         return pipeline
