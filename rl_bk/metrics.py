@@ -12,6 +12,7 @@ ACHIEVEMENT_PREFIX = "env_runners/achievement/"  # + name: fraction of episodes 
 GAME_SCORE_MEAN = "env_runners/game_score_mean"  # NetHack: in-game score at episode end
 TIME_TOTAL_S = "time_total_s"
 EPISODES_LIFETIME = "env_runners/num_episodes_lifetime"
+EPISODES_THIS_ITER = "env_runners/num_episodes"  # episodes that ended in this iteration
 #: Episodes behind a smoothed metric (reporting(metrics_num_episodes_for_smoothing=100)): a
 #: threshold counts as reached only once the window is full, not on a lucky first episode.
 SMOOTHING_EPISODES = 100

@@ -4,7 +4,9 @@ RLlib reports returns and lengths by itself; what a comparison of methods also n
 whether the task was solved, which this callback reads from the env's final ``info``
 (the contract in ``env_registry/spec.py``):
 
-- ``success_rate``: mean of ``info["success"]`` over the last 100 episodes;
+- ``success_rate``: mean of ``info["success"]`` over the episodes of the report (RLlib 2.60
+  clears env-runner metrics at each report, so the window below rarely fills; the results
+  tables re-smooth over the last 100 episodes: rl_bk/experiments/results.py);
 - Crafter: ``achievements_per_episode`` and, for each of the 22 achievements,
   ``achievement/<name>``: the fraction of episodes that unlocked it (the input of the
   Crafter score, which the results table computes);

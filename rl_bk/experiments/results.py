@@ -43,11 +43,68 @@ def curve_metrics(main_metric: str) -> dict[str, str]:
     return {CURVE_NAMES.get(k, k): k for k in keys}
 
 
+#: Per-episode means that :func:`smooth_over_episodes` turns into last-100-episode means.
+SMOOTHED = (M.SUCCESS_RATE, M.EPISODE_RETURN_MEAN, M.EPISODE_LEN_MEAN,
+            M.ACHIEVEMENTS_PER_EPISODE, M.GAME_SCORE_MEAN)  # fmt: skip
+
+
 @dataclass
 class TrialRecord:
     label: str  # the variant: method and swept parameters
     seed: int
     progress: pd.DataFrame  # one row per training iteration, flattened result keys
+
+
+def smooth_over_episodes(
+    progress: pd.DataFrame, window: int = M.SMOOTHING_EPISODES
+) -> pd.DataFrame:
+    """Per-episode metrics as means over (at least) the last ``window`` episodes.
+
+    RLlib 2.60's env runners clear their episode metrics at every report, so a reported
+    ``success_rate`` or ``episode_return_mean`` is the mean over the episodes that ended in
+    that iteration only (6-12 on BabyAI S20), whatever ``metrics_num_episodes_for_smoothing``
+    says. Each report is replaced by the episode-weighted mean of the latest reports that
+    together hold ``window`` episodes (whole iterations, so slightly more), as
+    ``env_runners/num_episodes`` counts them.
+    """
+    if M.EPISODES_THIS_ITER not in progress:
+        return progress
+    columns = [c for c in progress.columns if c in SMOOTHED or c.startswith(M.ACHIEVEMENT_PREFIX)]
+    counts = progress[M.EPISODES_THIS_ITER].fillna(0).to_numpy(dtype=float)
+    out = progress.copy()
+    for col in columns:
+        values = progress[col].to_numpy(dtype=float)
+        smoothed = np.full(len(values), np.nan)
+        for i in range(len(values)):
+            total = weight = 0.0
+            for j in range(i, -1, -1):
+                if counts[j] > 0 and not np.isnan(values[j]):
+                    total += values[j] * counts[j]
+                    weight += counts[j]
+                if weight >= window:
+                    break
+            smoothed[i] = total / weight if weight else np.nan
+        out[col] = smoothed
+    return out
+
+
+def records_from_tune_dir(tune_dir: Path) -> list[TrialRecord]:
+    """The trials of a Tune experiment folder, read from each trial's ``params.json`` and
+    ``result.json`` (all its reports): tables for a run that was stopped before Tune could
+    return, e.g. to keep its finished trials."""
+    import json
+
+    from rl_bk.experiments.sweep import trial_label
+
+    records = []
+    for trial in sorted(p for p in Path(tune_dir).iterdir() if (p / "result.json").is_file()):
+        config = json.loads((trial / "params.json").read_text())
+        lines = (trial / "result.json").read_text().splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+        if rows:
+            progress = pd.json_normalize(rows, sep="/")
+            records.append(TrialRecord(trial_label(config), int(config["seed"]), progress))
+    return records
 
 
 def steps_to_reach(progress: pd.DataFrame, column: str, threshold: float,
@@ -238,6 +295,7 @@ def write_results(
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     budgets = list(budgets)
+    records = [TrialRecord(r.label, r.seed, smooth_over_episodes(r.progress)) for r in records]
     trials = pd.DataFrame([trial_row(r, success_threshold, main_metric, budgets)
                            for r in records])  # fmt: skip
     trials.to_csv(run_dir / "trials.csv", index=False)

@@ -15,6 +15,7 @@ from rl_bk.experiments.results import (
     steps_to_reach,
     summarize,
     trial_row,
+    smooth_over_episodes,
     value_at,
     write_results,
 )
@@ -104,3 +105,14 @@ def test_a_threshold_counts_only_once_the_smoothing_window_is_full():
     p = progress([1000, 2000, 3000], [1.0, 0.5, 0.95])
     p[M.EPISODES_LIFETIME] = [1, 60, 130]
     assert steps_to_reach(p, M.SUCCESS_RATE, 0.9) == 3000
+
+
+def test_success_is_smoothed_over_the_last_100_episodes_weighted_by_episode_counts():
+    # RLlib reports the mean over the episodes that ended in each iteration only.
+    p = progress([1000, 2000, 3000, 4000], [1.0, 0.0, 0.5, 1.0])
+    p[M.EPISODES_THIS_ITER] = [10, 60, 0, 50]
+    s = smooth_over_episodes(p)[M.SUCCESS_RATE].tolist()
+    assert s[0] == 1.0  # 10 episodes, all successes
+    assert s[1] == pytest.approx(10 / 70)  # (10*1 + 60*0) / 70
+    assert s[2] == pytest.approx(10 / 70)  # no episode ended: the window is unchanged
+    assert s[3] == pytest.approx(50 / 110)  # 50 + 60 >= 100: the oldest 10 drop out
