@@ -200,15 +200,23 @@ class GoalPotential:
             self._index = self._build_index()
         index = self._index
         family = self.family
-        queries = [caption_history(w, family) for w in ws]
-        transitions = [transition_text(w, family) for w in ws]
+        # Identical windows (an agent turning in place) are scored once: about a third of a
+        # BabyAI batch is distinct.
+        distinct: dict[tuple[str, str], int] = {}
+        inverse = np.array([
+            distinct.setdefault((caption_history(w, family), transition_text(w, family)),
+                                len(distinct))
+            for w in ws
+        ])  # fmt: skip
+        queries = [query for query, _ in distinct]
+        transitions = [transition for _, transition in distinct]
         vecs = self.vectors(queries + transitions)
-        q, t = vecs[: len(ws)], vecs[len(ws) :]
+        q, t = vecs[: len(queries)], vecs[len(queries) :]
         k = min(self.top_k, len(gl.keys))
         nearest = np.argpartition(-(q @ index["keys"].T), k - 1, axis=1)[:, :k]
         allowed = index["membership"][nearest].any(axis=1)  # (N, goals): union over top-k keys
         best = np.where(allowed, t @ index["goals"].T, -np.inf).max(axis=1)
-        return np.where(best > self.threshold, best, 0.0).astype(np.float64)
+        return np.where(best > self.threshold, best, 0.0).astype(np.float64)[inverse]
 
     def metrics(self) -> dict[str, float]:
         s = self._stats
