@@ -12,10 +12,10 @@ from rl_bk.experiments.results import (
     crafter_score,
     curve_metrics,
     learning_curves,
+    smooth_over_episodes,
     steps_to_reach,
     summarize,
     trial_row,
-    smooth_over_episodes,
     value_at,
     write_results,
 )
