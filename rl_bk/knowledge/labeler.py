@@ -8,12 +8,43 @@ reads its labels back from the store.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 
 Labeler = Callable[[str, Sequence[BaseModel]], list[BaseModel]]
+
+logger = logging.getLogger(__name__)
+
+
+def label_in_batches(labeler: Labeler, task: str, requests: Sequence[BaseModel], *,
+                     batch_size: int, desc: str, unit: str = "request"
+                     ) -> list[BaseModel | None]:  # fmt: skip
+    """One label per request, asked ``batch_size`` at a time under a progress bar.
+
+    A batch the labeler fails on is retried one request at a time, so one malformed answer
+    costs one request; a request that fails alone gets None (the caller drops it).
+    """
+    from tqdm import tqdm
+
+    labels: list[BaseModel | None] = []
+    with tqdm(total=len(requests), desc=desc, unit=unit, leave=False) as bar:
+        for start in range(0, len(requests), batch_size):
+            batch = list(requests[start : start + batch_size])
+            try:
+                labels += labeler(task, batch)
+            except Exception as err:  # the labeler's errors are backend-specific
+                logger.warning("a %s batch failed (%s); retrying one by one", task, err)
+                for request in batch:
+                    try:
+                        labels.append(labeler(task, [request])[0])
+                    except Exception as one:
+                        logger.warning("dropped a %s request: %s", task, one)
+                        labels.append(None)
+            bar.update(len(batch))
+    return labels
 
 
 @dataclass

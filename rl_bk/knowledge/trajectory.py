@@ -116,10 +116,15 @@ def windows(chunk: Chunk, horizon: int) -> list[Window]:
     return out
 
 
+def step_text(caption: str, action: int, family: str | None) -> str:
+    """BK's text of one step: "<caption> You choose the action: <name>."."""
+    return f"{caption.strip()} You choose the action: {action_name(family, action)}."
+
+
 def caption_history(window: Window, family: str | None) -> str:
     """BK's text of a window: "Step i: <caption> You choose the action: <a>." ... then
     "Current observation: <caption>"."""
-    lines = [f"Step {i + 1}: {c} You choose the action: {action_name(family, a)}."
+    lines = [f"Step {i + 1}: {step_text(c, a, family)}"
              for i, (c, a) in enumerate(zip(window.captions[:-1], window.actions))]  # fmt: skip
     lines.append(f"Current observation: {window.captions[-1]}")
     return "\n".join(lines)

@@ -150,8 +150,11 @@ def test_builder_deduplicates_goals_and_saves(tmp_path):
     assert GoalList.load(tmp_path) == goals
 
 
-def test_builder_skips_a_failed_batch(tmp_path):
+def test_builder_retries_a_failed_batch_one_by_one_and_skips_what_fails_alone(tmp_path):
     episodes = [Chunk(np.zeros((9, 2)), [f"s{i}" for i in range(9)], [0] * 8)]
-    labeler, _ = scripted_labeler([["explore"]], fail_batches=(1,))
+    # Call 1 (a batch of 16) fails; its 16 requests are retried alone, and call 2 (the first
+    # of them) fails too: only that segment is lost. Then the last batch of 4.
+    labeler, state = scripted_labeler([["explore"]], fail_batches=(1, 2))
     goals = build_goal_list(labeler, episodes, tmp_path, family=None, iterations=20)
-    assert goals.counts["failed"] == 16 and goals.goals == ["explore"]  # batches of 16
+    assert goals.counts["failed"] == 1 and goals.goals == ["explore"]
+    assert state["batches"] == 1 + 16 + 1 and len(state["requests"]) == 19

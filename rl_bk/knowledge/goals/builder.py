@@ -25,21 +25,17 @@ Saved as ``out_dir/goals.json``: goals, keys with their goal ids, the label orig
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.knowledge.labeler import Labeler
-from rl_bk.knowledge.trajectory import Chunk, action_name, caption_history, windows
+from rl_bk.knowledge.labeler import Labeler, label_in_batches
+from rl_bk.knowledge.trajectory import Chunk, caption_history, step_text, windows
 from rl_bk.labeling.tasks import GoalsRequest
-
-logger = logging.getLogger(__name__)
 
 LABEL_BATCH = 16  # requests per labeler call
 GOALS_FILE = "goals.json"
@@ -83,8 +79,7 @@ class GoalList:
 
 def goals_request(segment: Chunk, family: str | None, mission: str | None,
                   max_goals: int) -> GoalsRequest:  # fmt: skip
-    history = [f"{c.strip()} You choose the action: {action_name(family, a)}."
-               for c, a in zip(segment.captions[:-1], segment.actions)]  # fmt: skip
+    history = [step_text(c, a, family) for c, a in zip(segment.captions[:-1], segment.actions)]
     return GoalsRequest(caption=segment.captions[-1], history=history, env=family,  # type: ignore[arg-type]
                         mission=mission, max_goals=max_goals)  # fmt: skip
 
@@ -102,38 +97,32 @@ def build_goal_list(
     seed: int = 0,
 ) -> GoalList:
     """Labels ``iterations`` random segments of ``segment_length`` steps, builds the goal list
-    and writes out_dir/goals.json. A batch the labeler fails on is logged and skipped."""
+    and writes out_dir/goals.json. A failed batch is retried one by one;
+    a segment the labeler fails on alone is counted in ``counts["failed"]`` and skipped."""
     rng = np.random.default_rng(seed)
     segments = sample_segments(episodes, segment_length, iterations, rng)
     goal_ids: dict[str, int] = {}
     key_goals: dict[str, list[int]] = {}
     counts = {"iterations": iterations, "failed": 0, "empty": 0, "answers": 0}
-    bar = tqdm(total=len(segments), desc="bk-goal labels", unit="segment", leave=False)
-    for start in range(0, len(segments), LABEL_BATCH):
-        batch = segments[start : start + LABEL_BATCH]
-        requests = [goals_request(s, family, mission, max_goals) for s in batch]
-        try:
-            labels = labeler("goals", requests)
-        except Exception as err:  # the labeler's errors are backend-specific
-            logger.warning("a goals batch failed and is skipped: %s", err)
-            counts["failed"] += len(batch)
-            bar.update(len(batch))
+    requests = [goals_request(s, family, mission, max_goals) for s in segments]
+    labels = label_in_batches(labeler, "goals", requests, batch_size=LABEL_BATCH,
+                              desc="bk-goal labels", unit="segment")  # fmt: skip
+    for segment, label in zip(segments, labels):
+        if label is None:
+            counts["failed"] += 1
             continue
-        for segment, label in zip(batch, labels):
-            ids = []
-            for goal in label.goals:  # type: ignore[attr-defined]
-                text = normalize_goal(goal)
-                counts["answers"] += 1
-                if text:
-                    ids.append(goal_ids.setdefault(text, len(goal_ids)))
-            if not ids:
-                counts["empty"] += 1
-                continue
-            key = caption_history(windows(segment, segment_length + 1)[-1], family)
-            known = key_goals.setdefault(key, [])
-            known += [i for i in dict.fromkeys(ids) if i not in known]
-        bar.update(len(batch))
-    bar.close()
+        ids = []
+        for goal in label.goals:  # type: ignore[attr-defined]
+            text = normalize_goal(goal)
+            counts["answers"] += 1
+            if text:
+                ids.append(goal_ids.setdefault(text, len(goal_ids)))
+        if not ids:
+            counts["empty"] += 1
+            continue
+        key = caption_history(windows(segment, segment_length + 1)[-1], family)
+        known = key_goals.setdefault(key, [])
+        known += [i for i in dict.fromkeys(ids) if i not in known]
     counts["goals"], counts["keys"] = len(goal_ids), len(key_goals)
     result = GoalList(
         goals=list(goal_ids), keys=list(key_goals), key_goals=list(key_goals.values()),

@@ -67,7 +67,7 @@ import numpy as np
 
 from rl_bk.knowledge.goals.builder import GoalList
 from rl_bk.knowledge.potential import split_by_chunk
-from rl_bk.knowledge.trajectory import Chunk, Window, action_name, caption_history, flat
+from rl_bk.knowledge.trajectory import Chunk, Window, caption_history, flat, step_text
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -87,8 +87,7 @@ def transition_text(window: Window, family: str | None) -> str:
     c = window.captions
     if len(c) == 1:
         return c[0].strip()
-    return (f"{c[-2].strip()} You choose the action: {action_name(family, window.actions[-1])}. "
-            f"Current observation: {c[-1].strip()}")  # fmt: skip
+    return f"{step_text(c[-2], window.actions[-1], family)} Current observation: {c[-1].strip()}"
 
 
 def sentences(text: str) -> list[str]:

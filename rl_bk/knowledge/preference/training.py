@@ -32,10 +32,9 @@ from typing import Literal
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.knowledge.labeler import Labeler
+from rl_bk.knowledge.labeler import Labeler, label_in_batches
 from rl_bk.knowledge.preference.model import (
     GRID_LAYOUTS,
     ModelConfig,
@@ -44,7 +43,7 @@ from rl_bk.knowledge.preference.model import (
     preference_loss,
     script,
 )
-from rl_bk.knowledge.trajectory import ACTION_NAMES, Chunk, action_name, windows
+from rl_bk.knowledge.trajectory import ACTION_NAMES, Chunk, step_text, windows
 from rl_bk.labeling.tasks import PreferenceRequest
 
 logger = logging.getLogger(__name__)
@@ -70,8 +69,7 @@ def criteria_text(mission: str | None) -> str:
 
 def segment_steps(segment: Chunk, family: str | None) -> list[str]:
     """One text per state: "<caption> You choose the action: <name>.", the last bare."""
-    steps = [f"{c.strip()} You choose the action: {action_name(family, a)}."
-             for c, a in zip(segment.captions[:-1], segment.actions)]  # fmt: skip
+    steps = [step_text(c, a, family) for c, a in zip(segment.captions[:-1], segment.actions)]
     return [*steps, segment.captions[-1].strip()]
 
 
@@ -102,27 +100,10 @@ class PreferenceReport:
 
 
 def _label_pairs(labeler: Labeler, requests: Sequence[PreferenceRequest]) -> list[str | None]:
-    """One choice per request; None where the labeler failed on it (those pairs are dropped).
-
-    A failing batch is retried one request at a time, so one malformed answer costs one pair.
-    """
-    choices: list[str | None] = []
-    bar = tqdm(total=len(requests), desc="bk-pref labels", unit="pair", leave=False)
-    for start in range(0, len(requests), LABEL_BATCH):
-        batch = list(requests[start : start + LABEL_BATCH])
-        try:
-            choices += [lab.choice for lab in labeler("preference", batch)]  # type: ignore[attr-defined]
-        except Exception as err:  # the labeler's errors are backend-specific
-            logger.warning("a preference batch failed (%s); retrying one by one", err)
-            for req in batch:
-                try:
-                    choices.append(labeler("preference", [req])[0].choice)  # type: ignore[attr-defined]
-                except Exception as one:
-                    logger.warning("dropped a pair: %s", one)
-                    choices.append(None)
-        bar.update(len(batch))
-    bar.close()
-    return choices
+    """One choice per request; None where the labeler failed on it (those pairs are dropped)."""
+    labels = label_in_batches(labeler, "preference", requests, batch_size=LABEL_BATCH,
+                              desc="bk-pref labels", unit="pair")  # fmt: skip
+    return [None if label is None else label.choice for label in labels]  # type: ignore[attr-defined]
 
 
 def _accuracy(model: PreferenceTransformer, data: dict[str, torch.Tensor]) -> float | None:
