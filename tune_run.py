@@ -45,7 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--backend",
         choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
-        help="labeler of the bk-* methods' knowledge (default: the task's, oracle)",
+        help="labeler of the bk-* and motif methods' knowledge and of the ellm and oni-* "
+        "methods' online labels (default: the task's, oracle)",
     )
     p.add_argument(
         "--precollect",

@@ -17,10 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -42,6 +39,7 @@ def main() -> int:
     import ray
 
     import env_registry
+    from bench.paired_rounds import ratio_rows, ratio_table, run_facts, train_in_rounds
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
     from rl_bk.knowledge.pipeline import build_knowledge
@@ -54,48 +52,17 @@ def main() -> int:
         build_knowledge(task, kind, "oracle")
     names = ["ppo", *kinds]
     algos = {n: get_method(n).build(task, 0, {}).build_algo() for n in names}
-    rates: dict[str, list[float]] = {n: [] for n in names}
     try:
-        for r in range(args.warmup + args.rounds):
-            for n in names:
-                t0 = time.perf_counter()
-                result = algos[n].train()
-                seconds = time.perf_counter() - t0
-                steps = result["env_runners"]["num_env_steps_sampled"]
-                if r >= args.warmup:
-                    rates[n].append(steps / seconds)
-            print(f"round {r}: " + ", ".join(f"{n} {rates[n][-1]:.0f}/s" for n in names
-                                              if rates[n]))  # fmt: skip
+        rates = train_in_rounds(algos, args.rounds, args.warmup)
     finally:
         for a in algos.values():
             a.stop()
-    rows = []
-    for n in names:
-        ratios = [s / b for s, b in zip(rates[n], rates["ppo"])]
-        rows.append({"method": n, "median env steps/s": statistics.median(rates[n]),
-                     "median ratio to plain PPO (same round)": statistics.median(ratios),
-                     "min ratio": min(ratios), "max ratio": max(ratios)})  # fmt: skip
-    command = "python bench/shaping_overhead.py " + " ".join(sys.argv[1:])
-    facts = {
-        "command": command.strip(),
-        "machine": f"{platform.node()} {os.cpu_count()} CPUs",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "rounds": args.rounds,
-        "warmup": args.warmup,
-        "rows": rows,
-        "rates": rates,
-    }
+    rows = ratio_rows(rates, "ppo")
+    facts = {**run_facts("bench/shaping_overhead.py"), "rounds": args.rounds,
+             "warmup": args.warmup, "rows": rows, "rates": rates}  # fmt: skip
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "shaping_overhead.json").write_text(json.dumps(facts, indent=2))
-    lines = [
-        "| method | median env steps/s | ratio to plain PPO (median, same round) | min | max |",
-        "|---|---|---|---|---|",
-    ]
-    for row in rows:
-        lines.append(f"| {row['method']} | {row['median env steps/s']:.0f} | "
-                     f"{row['median ratio to plain PPO (same round)']:.2f} | "
-                     f"{row['min ratio']:.2f} | {row['max ratio']:.2f} |")  # fmt: skip
-    table = "\n".join(lines)
+    table = ratio_table(rows, "method", "plain PPO")
     (args.results / "shaping_overhead.md").write_text(
         f"# Shaping overhead: {TASK}\n\n`{facts['command']}` ({facts['date']}, "
         f"{facts['machine']}); {args.rounds} rounds after {args.warmup} warm-up rounds, "

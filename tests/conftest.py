@@ -8,6 +8,10 @@ os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 # Knowledge a test builds goes to a scratch folder, never the user's cache (Ray workers
 # started by the session fixture inherit this).
 os.environ.setdefault("RLBK_KNOWLEDGE_DIR", tempfile.mkdtemp(prefix="rlbk-test-knowledge-"))
+# Labels asked for during tests (online labelling in trials) go to a scratch store too.
+os.environ.setdefault(
+    "RLBK_LABEL_STORE", os.path.join(tempfile.mkdtemp(prefix="rlbk-test-labels-"), "labels.sqlite3")
+)
 
 
 @pytest.fixture(scope="session")

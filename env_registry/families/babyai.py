@@ -11,6 +11,13 @@ Levels:
 - BK's single-room tasks: ``BabyAI-Text-GoToLocal-<Target>-S{20,23,25,28,30}-v0`` (room 20 with
   7 distractors; then 23/25/28/30 with 12/15/20/25 distractors), the Pretraining task (a random
   red/green/blue ball/box), ``PickUp-<Target>-S20`` and the GoTo sequences.
+
+``info["achieved"]``: what this step achieved, in BabyAI's goal words (the vocabulary of
+``rl_bk.labeling.grammars``), for ELLM's reward: "pick up the <color> <kind>" when the agent
+picked something up, "open the <color> door" when the door in front went from closed (or
+locked) to open, "go to the <color> <kind>" when the step brought an object (ball, box, key,
+door) in front of the agent that was not there before (a move or a turn; not a drop).
+``[]`` after reset.
 """
 
 from __future__ import annotations
@@ -41,6 +48,10 @@ MISSION_VOCAB: tuple[str, ...] = (
     "key", "red", "green", "blue", "purple", "yellow", "grey", "then", "after", "you",
     "and", "behind", "in", "front", "of", "on", "your", "left", "right",
 )  # fmt: skip
+#: Things a BabyAI goal can name ("go to the red door"); walls, floors and lava are not.
+GOAL_THINGS = frozenset(("ball", "box", "key", "door"))
+#: minigrid's DIR_TO_VEC as plain ints: east, south, west, north.
+_AHEAD: tuple[tuple[int, int], ...] = ((1, 0), (0, 1), (-1, 0), (0, -1))
 MISSION_POSITIONS = 32  # positions are divided by this: missions longer than it saturate at 1
 _WORD_INDEX = {w: i for i, w in enumerate(MISSION_VOCAB)}
 
@@ -161,7 +172,8 @@ class BabyAITextEnv(gym.Env):
         self._mission_code = np.zeros(len(MISSION_VOCAB), np.float32)
         self._success = False
 
-    def _observe(self, obs: dict, info: dict) -> np.ndarray:
+    def _observe(self, obs: dict, info: dict, achieved: list[str]) -> np.ndarray:
+        info["achieved"] = achieved
         info["mission"] = self.level.mission
         info["success"] = self._success
         if self._caption:
@@ -181,19 +193,51 @@ class BabyAITextEnv(gym.Env):
         self._success = False
         self._mission_code = encode_mission(self.level.mission)
         info = dict(info)
-        return self._observe(obs, info), info
+        return self._observe(obs, info, []), info
 
     def step(self, action):
-        obs, reward, terminated, truncated, info = self.level.step(action)
+        level = self.level
+        held, front_pos = level.carrying, _front_cell(level)
+        front = level.grid.get(*front_pos)
+        was_closed = front is not None and front.type == "door" and not front.is_open
+        obs, reward, terminated, truncated, info = level.step(action)
         info = dict(info)
         self._success = self._success or (terminated and reward > 0)
-        return self._observe(obs, info), float(reward), terminated, truncated, info
+        achieved = self._achieved(held, front_pos, front, was_closed)
+        return self._observe(obs, info, achieved), float(reward), terminated, truncated, info
+
+    def _achieved(self, held: Any, front_pos: tuple[int, int], front: Any,
+                  was_closed: bool) -> list[str]:  # fmt: skip
+        """Goal texts the last step achieved, from what the agent held and faced before it."""
+        level = self.level
+        out: list[str] = []
+        carrying = level.carrying
+        if held is None and carrying is not None:
+            out.append(f"pick up the {carrying.color} {carrying.type}")
+        pos = _front_cell(level)
+        obj = level.grid.get(*pos)
+        if obj is None or obj.type not in GOAL_THINGS:
+            return out
+        if obj is front and was_closed and obj.is_open:  # toggling does not move the agent
+            out.append(f"open the {obj.color} door")
+        dropped = obj is held and carrying is None  # put down in front: not a "go to"
+        if (obj is not front or pos != front_pos) and not dropped:
+            out.append(f"go to the {obj.color} {obj.type}")
+        return out
 
     def render(self):
         return self.level.render() if self.render_mode else None
 
     def close(self) -> None:
         self.level.close()
+
+
+def _front_cell(level: Any) -> tuple[int, int]:
+    """The cell in front of the agent, as plain ints: minigrid's ``front_pos`` does the same
+    with numpy arrays, at several times the cost, twice per step here."""
+    x, y = level.agent_pos
+    dx, dy = _AHEAD[level.agent_dir]
+    return int(x) + dx, int(y) + dy
 
 
 def _as_tuples(value: Any) -> Any:

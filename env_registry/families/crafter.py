@@ -36,6 +36,11 @@ full game has no goal, so ``success`` is always False there; read ``info["achiev
 (counts this episode, all 22 names) or ``info["achievements_unlocked"]`` instead, from which
 the Crafter score (geometric mean of per-achievement success rates) is computed.
 
+``info["achieved"]``: what this step achieved, as goal texts (:data:`ACHIEVED_TEXT`, the words
+of ``rl_bk.labeling.grammars.CRAFTER_GOALS``), one per achievement whose count rose on the
+step, every time (not only the first); ``[]`` after reset. ELLM's reward matches these
+against the goals suggested for the state before the step.
+
 Seeding: crafter seeds episode ``k`` of an env built with seed ``s`` from
 ``hash((s, k))``. ``reset(seed=s)`` restarts that sequence at ``s``, so equal seeds give equal
 worlds and the unseeded resets after it continue a reproducible stream. Two things in crafter
@@ -105,6 +110,36 @@ TASK_MISSIONS: dict[str, str] = {
     "wake_up": "wake up",
 }
 FULL_GAME_MISSION = "unlock as many achievements as you can"
+
+#: What each achievement reads as in ``info["achieved"]``: the goal vocabulary's own words
+#: (``rl_bk.labeling.grammars.CRAFTER_GOALS``), so that an achievement matches the suggestion
+#: of the same goal exactly (ELLM's reward compares the two texts).
+ACHIEVED_TEXT: dict[str, str] = {
+    "collect_coal": "collect coal",
+    "collect_diamond": "collect diamond",
+    "collect_drink": "drink water",
+    "collect_iron": "collect iron",
+    "collect_sapling": "collect sapling",
+    "collect_stone": "collect stone",
+    "collect_wood": "collect wood",
+    "defeat_skeleton": "attack skeleton",
+    "defeat_zombie": "attack zombie",
+    "eat_cow": "eat cow",
+    "eat_plant": "eat plant",
+    "make_iron_pickaxe": "make iron pickaxe",
+    "make_iron_sword": "make iron sword",
+    "make_stone_pickaxe": "make stone pickaxe",
+    "make_stone_sword": "make stone sword",
+    "make_wood_pickaxe": "make wood pickaxe",
+    "make_wood_sword": "make wood sword",
+    "place_furnace": "place furnace",
+    "place_plant": "place plant",
+    "place_stone": "place stone",
+    "place_table": "place crafting table",
+    # The vocabulary has "sleep"; crafter counts wake_up when a sleep completes, which is
+    # when the goal "sleep" has been achieved.
+    "wake_up": "sleep",
+}
 
 VIEW_COLS, VIEW_ROWS = 9, 7  # the part of crafter's 9×9 view that shows the world
 N_SEMANTIC = len(MATERIALS) + len(OBJECTS)  # 18; id 0 (outside the world) has no slot
@@ -261,6 +296,7 @@ class CrafterTextEnv(gym.Env):
         self.observation_space = gym.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
         self.action_space = gym.spaces.Discrete(N_ACTIONS)
         self._success = False
+        self._last_achievements: dict[str, int] = dict.fromkeys(ACHIEVEMENTS, 0)
 
     # ----------------------------------------------------------------------------------------
     def local_view_ids(self) -> np.ndarray:
@@ -300,10 +336,17 @@ class CrafterTextEnv(gym.Env):
         obs[n + 1] = float(player.sleeping)
 
         achievements = dict(player.achievements)
+        # crafter counts every occurrence, so a count that rose is something done this step.
+        last = self._last_achievements
+        achieved: list[str] = []
+        if game_info is not None:  # reset: nothing done yet
+            achieved = [ACHIEVED_TEXT[k] for k, count in achievements.items() if count > last[k]]
+        self._last_achievements = achievements.copy()  # info's dict is the caller's to change
         info: dict[str, Any] = {
             "caption": "",
             "mission": self._mission,
             "success": self._success,
+            "achieved": achieved,
             "achievements": achievements,
             "achievements_unlocked": sorted(k for k, v in achievements.items() if v > 0),
             "inventory": inventory,

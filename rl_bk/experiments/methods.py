@@ -91,6 +91,53 @@ def _shaped(kind: str) -> BuildFn:
     return build
 
 
+def labeler_spec(task: TaskConfig, backend: str | None = None):
+    """The task's labeler (its ``knowledge`` section), for labelling while training."""
+    import os
+
+    from rl_bk.online_labels import LabelerSpec
+
+    k = task.knowledge
+    return LabelerSpec(backend=backend or k.backend, packaged=k.packaged, model_path=k.model_path,
+                       base_url=k.base_url, model=k.model,
+                       store_path=os.environ.get("RLBK_LABEL_STORE"))  # fmt: skip
+
+
+def _oni(reward_type: str) -> BuildFn:
+    """An oni-* method (or motif): PPO on ONI's intrinsic reward of ``reward_type``."""
+
+    def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        from rl_bk.algorithms.oni_ppo import ONIPPOConfig
+        from rl_bk.knowledge.pipeline import built_artifact, family_of
+
+        training = {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
+        backend = params.get("backend")
+        online = {"reward_type": reward_type, "family": family_of(task.env),
+                  "labeler": labeler_spec(task, backend), **task.oni.model_dump()}  # fmt: skip
+        if reward_type == "motif":
+            online["motif_dir"] = str(built_artifact(task, "motif", backend))
+        return base_ppo_config(task, seed, {**online, **training}, config=ONIPPOConfig())
+
+    return build
+
+
+def _ellm(suggester: str) -> BuildFn:
+    """ELLM (the labeler's goals; with the oracle backend, ELLM's oracle) or its novelty
+    baseline (every goal of the vocabulary)."""
+
+    def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        from rl_bk.algorithms.ellm_ppo import ELLMPPOConfig
+        from rl_bk.knowledge.pipeline import family_of
+
+        training = {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
+        online = {"suggester": suggester, "family": family_of(task.env),
+                  "labeler": labeler_spec(task, params.get("backend")),
+                  **task.ellm.model_dump()}  # fmt: skip
+        return base_ppo_config(task, seed, {**online, **training}, config=ELLMPPOConfig())
+
+    return build
+
+
 METHODS: dict[str, Method] = {
     "ppo": Method("ppo", "plain PPO on the symbolic observation: the baseline", _build_ppo),
     "rnd": Method(
@@ -110,10 +157,52 @@ METHODS: dict[str, Method] = {
     "bk-goal": Method(
         "bk-goal", "PPO shaped by similarity to LLM-suggested goals (BK-Goal)", _shaped("bk-goal")
     ),
+    "ellm": Method(
+        "ellm",
+        "PPO on ELLM's reward for achieving goals the LLM suggested for the caption",
+        _ellm("llm"),
+    ),
+    "ellm-novelty": Method(
+        "ellm-novelty",
+        "ELLM's novelty baseline: every goal of the vocabulary, once per episode",
+        _ellm("novelty"),
+    ),
+    "oni-none": Method(
+        "oni-none",
+        "ONI's extrinsic-only baseline (the env reward scaled as ONI's)",
+        _oni("none"),
+    ),
+    "oni-retrieval": Method(
+        "oni-retrieval",
+        "PPO on ONI-Retrieval: captions labelled online, a label table",
+        _oni("retrieval"),
+    ),
+    "oni-classification": Method(
+        "oni-classification",
+        "PPO on ONI-Classification: a classifier fitted online on LLM helpfulness labels",
+        _oni("classification"),
+    ),
+    "oni-ranking": Method(
+        "oni-ranking",
+        "PPO on ONI-Ranking: a Bradley-Terry model fitted online on LLM caption preferences",
+        _oni("ranking"),
+    ),
+    "oni-cosine-bow": Method(
+        "oni-cosine-bow",
+        "PPO on ONI's cosine-BoW baseline: similarity to the goal text",
+        _oni("cosine-bow"),
+    ),
+    "motif": Method(
+        "motif",
+        "PPO on Motif: a reward model trained offline on LLM caption preferences",
+        _oni("motif"),
+    ),
 }
 
 #: Methods whose trials need knowledge built before the sweep starts.
-KNOWLEDGE_METHODS = ("bk-code", "bk-pref", "bk-goal")
+KNOWLEDGE_METHODS = ("bk-code", "bk-pref", "bk-goal", "motif")
+#: Methods whose trials ask a labeler while they train (their ``backend`` picks it).
+LABELLING_METHODS = ("ellm", "oni-retrieval", "oni-classification", "oni-ranking")
 
 
 def get_method(name: str) -> Method:

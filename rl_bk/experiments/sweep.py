@@ -19,7 +19,7 @@ from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
-from rl_bk.experiments.methods import KNOWLEDGE_METHODS, get_method
+from rl_bk.experiments.methods import KNOWLEDGE_METHODS, LABELLING_METHODS, get_method
 from rl_bk.experiments.task_config import TaskConfig
 
 
@@ -44,7 +44,7 @@ def expand_variants(task: TaskConfig, methods: list[str]) -> list[Variant]:
     for method in methods:
         get_method(method)  # fail early, listing the valid names
         grid = dict(task.sweep.get(method, {}))
-        if method in KNOWLEDGE_METHODS:
+        if method in KNOWLEDGE_METHODS or method in LABELLING_METHODS:
             # Always named, so results say whose knowledge it was (oracle or which LLM).
             grid.setdefault("backend", [task.knowledge.backend])
         keys = sorted(grid)

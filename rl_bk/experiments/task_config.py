@@ -107,6 +107,46 @@ class GoalParams(_Strict):
     horizon: int = Field(4, gt=0)
 
 
+class MotifParams(_Strict):
+    """Offline Motif (``motif``): caption pairs labelled from the dataset, then the ranker."""
+
+    pairs: int = Field(2000, gt=0)
+    epochs: int = Field(30, gt=0)
+
+
+class ONIParams(_Strict):
+    """ONI's settings for the oni-* and motif methods (``ONIPPOConfig.training``); who labels
+    is the ``knowledge`` section's labeler (or a trial's ``backend``)."""
+
+    caption_key: str = "caption"  # the info key of a step's caption ("message" on NetHack)
+    goal: str = "make progress in the game"  # the labeller's criterion; cosine-BoW's target
+    extrinsic_coeff: float = Field(1.0, ge=0)  # ONI: 0.1 on NetHack Score, 10 elsewhere
+    llm_coeff: float = Field(0.4, ge=0)
+    beta: float = Field(3.0, ge=0)
+    label_batch_size: int = Field(32, gt=0)
+    min_examples: int = Field(32, ge=0)
+    classification_threshold: float = 0.5
+    ranking_threshold: float = -0.5
+    ranking_quantile: float | None = Field(None, ge=0, le=1)
+    cosine_threshold: float = 0.5
+    pairs_per_batch: int = Field(10, gt=0)
+    reward_model_steps: int = Field(32, gt=0)  # gradient steps when new labels came (ONI: 32)
+    reward_model_batch_size: int = Field(256, gt=0)
+
+
+class ELLMParams(_Strict):
+    """ELLM's settings for the ellm and ellm-novelty methods (``ELLMPPOConfig.training``); who
+    suggests goals is the ``knowledge`` section's labeler (or a trial's ``backend``)."""
+
+    ellm_coeff: float = Field(1.0, ge=0)
+    extrinsic_coeff: float = Field(1.0, ge=0)  # ELLM's pretraining: 0
+    threshold: float | None = Field(None, ge=-1, le=1)  # None: GoalMatcher's default
+    max_goals: int = Field(5, ge=1, le=10)
+    include_mission: bool = False
+    label_batch_size: int = Field(16, gt=0)
+    label_timeout_s: float = Field(120.0, ge=0)  # a batch's wait for its suggestions
+
+
 class KnowledgeParams(_Strict):
     """How the bk-* methods get their knowledge: which labeler, which data, which settings.
 
@@ -126,6 +166,7 @@ class KnowledgeParams(_Strict):
     code: CodeParams = CodeParams()
     preference: PreferenceParams = PreferenceParams()
     goals: GoalParams = GoalParams()
+    motif: MotifParams = MotifParams()
     shaping_coeff: float = 1.0
     #: weight of the env reward in what bk-* trials train on (BK: 10, see potential_shaping)
     extrinsic_coeff: float = Field(10.0, gt=0)
@@ -149,6 +190,8 @@ class TaskConfig(_Strict):
     #: env-step budgets at which the tables also give the main metric (sample efficiency)
     budgets: list[int] = []
     knowledge: KnowledgeParams = KnowledgeParams()
+    oni: ONIParams = ONIParams()
+    ellm: ELLMParams = ELLMParams()
     #: method -> {training parameter -> values}; the trials are their cartesian product.
     sweep: dict[str, dict[str, list[Any]]] = {}
 

@@ -1,9 +1,11 @@
-"""The BK pipeline, stage by stage: collect a dataset, label it, build a potential.
+"""The offline knowledge pipeline, stage by stage: collect a dataset, label it, build a
+potential (BK) or a reward model (Motif).
 
     collect  -> <root>/datasets/<env>-<hash>/            (Parquet, rl_bk.knowledge.dataset)
     bk-code  -> <root>/<task>/bk-code/<backend>-<hash>/  (code-final.py, history.json)
     bk-pref  -> <root>/<task>/bk-pref/<backend>-<hash>/  (model.pt, report.json)
-    bk-goal  -> <root>/<task>/bk-goal/<backend>-<hash>/  (goals.json)
+    bk-goal  -> <root>/<task>/bk-goal/<backend>-<hash>/  (goals.json, sentence_vectors.npz)
+    motif    -> <root>/<task>/motif/<backend>-<hash>/    (motif_model.pt, motif.json)
 
 Each folder's name carries a hash of every setting that shaped it (the task's ``knowledge``
 section, the backend, the dataset's own hash), so a changed setting builds a new artifact and
@@ -31,7 +33,7 @@ from rl_bk.experiments.task_config import TaskConfig
 
 logger = logging.getLogger(__name__)
 
-KINDS = ("bk-code", "bk-pref", "bk-goal")
+KINDS = ("bk-code", "bk-pref", "bk-goal", "motif")
 DONE = "DONE.json"
 
 
@@ -76,12 +78,15 @@ def artifact_dir(task: TaskConfig, kind: str, backend: str | None = None,
         raise ValueError(f"unknown knowledge kind {kind!r}; valid: {', '.join(KINDS)}")
     k = task.knowledge
     backend = backend or k.backend
-    section = {"bk-code": k.code, "bk-pref": k.preference, "bk-goal": k.goals}[kind]
+    section = {"bk-code": k.code, "bk-pref": k.preference, "bk-goal": k.goals,
+               "motif": k.motif}[kind]  # fmt: skip
     settings = {
         "backend": backend, "packaged": k.packaged, "model_path": k.model_path,
         "base_url": k.base_url, "model": k.model, "include_mission": k.include_mission,
         "section": section.model_dump(mode="json"), "dataset": dataset_dir(task, root).name,
     }  # fmt: skip
+    if kind == "motif":  # the criterion the pairs are labelled by
+        settings["goal"] = task.oni.goal
     return (root or knowledge_root()) / task.name / kind / f"{backend}-{_digest(settings)}"
 
 
@@ -212,17 +217,34 @@ def _build_pref(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
 
 def _build_goals(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
     from rl_bk.knowledge.goals.builder import build_goal_list
+    from rl_bk.knowledge.goals.potential import save_sentence_vectors
 
     g = task.knowledge.goals
     goals = build_goal_list(
         labeler, episodes, folder, family=family_of(task.env), mission=task_mission(task),
         iterations=g.iterations, seed=task.knowledge.dataset.seed,
     )  # fmt: skip
+    # The dataset's caption sentences, embedded once here rather than in every trial.
+    save_sentence_vectors(folder, [c for ep in episodes for c in ep.captions],
+                          family_of(task.env))  # fmt: skip
     return {"goals": repr(goals)[:2000]}
+
+
+def _build_motif(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    from rl_bk.algorithms.oni_ppo.motif import train_motif
+
+    m = task.knowledge.motif
+    report = train_motif(
+        labeler, episodes, folder, family=family_of(task.env), goal=task.oni.goal,
+        labels=labeler.identity, is_oracle=labeler.is_oracle, pairs=m.pairs, epochs=m.epochs,
+        seed=task.knowledge.dataset.seed,
+    )  # fmt: skip
+    return {"report": repr(report)}
 
 
 BUILDERS: dict[str, Callable[..., dict]] = {
     "bk-code": _build_code, "bk-pref": _build_pref, "bk-goal": _build_goals,
+    "motif": _build_motif,
 }  # fmt: skip
 
 
@@ -244,11 +266,9 @@ def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
                    is_oracle=labeler.is_oracle, **facts)  # fmt: skip
 
 
-def source_spec(task: TaskConfig, kind: str, backend: str | None = None,
-                options: dict[str, Any] | None = None, root: Path | None = None):  # fmt: skip
-    """The built artifact of ``kind`` as a potential source spec, or a clear error."""
-    from rl_bk.knowledge.sources import SourceSpec
-
+def built_artifact(task: TaskConfig, kind: str, backend: str | None = None,
+                   root: Path | None = None) -> Path:  # fmt: skip
+    """The folder of the built artifact of ``kind``, or a clear error saying how to build it."""
     folder = artifact_dir(task, kind, backend, root)
     if not is_built(folder):
         b = backend or task.knowledge.backend
@@ -257,6 +277,15 @@ def source_spec(task: TaskConfig, kind: str, backend: str | None = None,
             f"{folder}); build it with `rl-bk knowledge build --task {task.name} --kinds "
             f"{kind} --backend {b}`, or let tune_run.py build it"
         )
+    return folder
+
+
+def source_spec(task: TaskConfig, kind: str, backend: str | None = None,
+                options: dict[str, Any] | None = None, root: Path | None = None):  # fmt: skip
+    """The built artifact of ``kind`` as a potential source spec, or a clear error."""
+    from rl_bk.knowledge.sources import SourceSpec
+
+    folder = built_artifact(task, kind, backend, root)
     if kind == "bk-goal":
         g = task.knowledge.goals
         options = {"top_k": g.top_k, "horizon": g.horizon,

@@ -116,6 +116,28 @@ def windows(chunk: Chunk, horizon: int) -> list[Window]:
     return out
 
 
+def window_index(chunks: Sequence[Chunk], horizon: int,
+                 no_action: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Every window of every chunk (``len(chunk) + 1`` each, in order) as arrays, right-aligned
+    in ``horizon`` slots (the current state in the last): ``index`` (N, horizon) of each slot's
+    state among all chunks' states stacked in order, -1 on padding; ``actions`` (N, horizon),
+    the action taken at each slot's state, ``no_action`` on the current state and on padding."""
+    if horizon < 1:
+        raise ValueError(f"horizon must be >= 1, got {horizon}")
+    index, actions = [np.zeros((0, horizon), np.int64)], [np.zeros((0, horizon), np.int64)]
+    offset = 0
+    slot = np.arange(horizon)[None, :]
+    for c in chunks:
+        n = len(c) + 1
+        state = np.arange(n)[:, None] - (horizon - 1) + slot  # (n, horizon), negative: padding
+        ok = state >= 0
+        taken = np.append(c.actions, no_action)[np.clip(state, 0, None)]
+        actions.append(np.where(ok & (slot < horizon - 1), taken, no_action))
+        index.append(np.where(ok, state + offset, -1))
+        offset += n
+    return np.concatenate(index).astype(np.int64), np.concatenate(actions).astype(np.int64)
+
+
 def step_text(caption: str, action: int, family: str | None) -> str:
     """BK's text of one step: "<caption> You choose the action: <name>."."""
     return f"{caption.strip()} You choose the action: {action_name(family, action)}."

@@ -64,8 +64,10 @@ def test_top_k_retrieval_and_threshold_by_hand(top_k, threshold, expected):
     # Index once (keys and goals), then one call per batch over its distinct texts.
     assert embedder.calls[0] == ["keyA", "keyB", "go to a", "go to b"]
     assert embedder.calls[1] == [H0, H1, "c0", T1]
-    pot([CHUNK, CHUNK])
-    assert len(embedder.calls) == 3 and embedder.calls[2] == [H0, H1, "c0", T1]
+    # Windows already scored are remembered across batches: no new call, the same values.
+    for phi in pot([CHUNK, CHUNK]):
+        np.testing.assert_allclose(phi, expected, atol=1e-6)
+    assert len(embedder.calls) == 2 and pot.metrics()["window_memo_hit_rate"] == 4 / 6
 
 
 def test_sentence_mode_averages_sentence_vectors():
@@ -158,3 +160,61 @@ def test_builder_retries_a_failed_batch_one_by_one_and_skips_what_fails_alone(tm
     goals = build_goal_list(labeler, episodes, tmp_path, family=None, iterations=20)
     assert goals.counts["failed"] == 1 and goals.goals == ["explore"]
     assert state["batches"] == 1 + 16 + 1 and len(state["requests"]) == 19
+
+
+class HashEmbedder:
+    """A fixed random unit vector per string: any text the potential asks for has one."""
+
+    def encode(self, texts):
+        out = []
+        for t in texts:
+            v = np.random.default_rng(abs(hash(t)) % 2**32).normal(size=16)
+            out.append(v / np.linalg.norm(v))
+        return np.asarray(out, np.float32)
+
+
+def test_fast_path_equals_the_whole_text_reference_on_real_captions():
+    """__call__ sums sentence vectors per caption and action; potentials() splits the windows'
+    whole texts. Same numbers, on captions with several sentences, commas, no final stop."""
+    captions = [
+        "You see a wall 2 steps forward. You see a red ball 1 step left and 2 steps forward",
+        "You see a wall 1 step forward.",
+        "You see a grey box 3 steps right. You carry a key! You see a red ball 1 step left",
+        "you see tree, grass, and water. you are targeting tree. you feel thirsty.",
+        "You see a wall 2 steps forward. You see a red ball 1 step left and 2 steps forward",
+    ]
+    rng = np.random.default_rng(0)
+    chunks = []
+    for n in (6, 1, 9):
+        caps = [captions[i] for i in rng.integers(len(captions), size=n + 1)]
+        chunks.append(Chunk(np.zeros((n + 1, 2)), caps, rng.integers(7, size=n)))
+    gl = GoalList(goals=["go to the red ball", "chop tree", "open the door"],
+                  keys=[caption_history(w, "babyai") for w in windows(chunks[0], 4)[:3]],
+                  key_goals=[[0], [1, 2], [2]], family="babyai")  # fmt: skip
+    for horizon in (1, 2, 4):
+        fast = GoalPotential(gl, top_k=2, threshold=-1.0, horizon=horizon,
+                             embedder=HashEmbedder())  # fmt: skip
+        reference = pickle.loads(pickle.dumps(fast))
+        got = np.concatenate(fast(chunks))
+        want = reference.potentials([w for c in chunks for w in windows(c, horizon)])
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        np.testing.assert_allclose(np.concatenate(fast(chunks[::-1])[::-1]), want, atol=1e-5)
+
+
+def test_saved_sentence_vectors_spare_the_trial_from_encoding_the_dataset(tmp_path):
+    from rl_bk.knowledge.goals.potential import save_sentence_vectors
+
+    captions = ["You see a red ball 2 steps forward", "You see a wall 1 step left. You carry a key"]
+    chunk = Chunk(np.zeros((3, 2)), [captions[0], captions[1], "You see a grey box"], [2, 0])
+    gl = GoalList(goals=["go to the red ball"], keys=["Current observation: x"], key_goals=[[0]],
+                  family="babyai")  # fmt: skip
+    gl.save(tmp_path)
+    save_sentence_vectors(tmp_path, captions, "babyai")
+    pot = GoalPotential.from_dir(tmp_path, threshold=-1.0)
+    encoded_for_index = 2  # the key and the goal
+    (phi,) = pot([chunk])
+    # Only the one sentence the dataset never showed was encoded during the call.
+    assert pot.metrics()["encoded_per_call"] == encoded_for_index + 1
+    fresh = GoalPotential(GoalList.load(tmp_path), threshold=-1.0, embedder=pot._embedder)
+    (want,) = fresh([chunk])
+    np.testing.assert_allclose(phi, want, atol=1e-5)

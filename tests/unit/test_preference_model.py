@@ -24,6 +24,7 @@ from rl_bk.knowledge.preference.model import (
 from rl_bk.knowledge.preference.potential import PreferencePotential
 from rl_bk.knowledge.preference.training import (
     criteria_text,
+    load_model,
     segment_steps,
     train_preference_potential,
 )
@@ -227,3 +228,24 @@ def test_the_conv_encoder_generalises_to_unseen_episodes(tmp_path):
     accuracy, decided = phi_ranking_accuracy(tmp_path / "pref", many[40:], 1000, seed=1)
     print(f"held-out {report.heldout_accuracy}; unseen episodes: {decided} decided, {accuracy:.3f}")
     assert decided > 100 and accuracy > 0.7
+
+
+def test_windows_seen_before_are_looked_up_with_the_same_values(tmp_path, episodes):
+    train_preference_potential(oracle(tmp_path), episodes[:3], tmp_path / "pref", family="babyai",
+                               mission=MISSION, pairs=40, epochs=1)  # fmt: skip
+    model, config = load_model(tmp_path / "pref")
+    pot = PreferencePotential.from_dir(tmp_path / "pref")
+    first = pot(episodes[5:7])
+    assert pot.metrics()["window_memo_hit_rate"] < 1.0
+    # A later batch holding the same episode (and a new one): looked-up values equal the
+    # model's own forward pass over the windows, as do the new ones.
+    later = pot([episodes[6], episodes[7]])
+    assert pot._memo.hits >= len(episodes[6]) + 1
+    np.testing.assert_allclose(later[0], first[1], rtol=0, atol=0)
+    for chunk, phi in zip([episodes[6], episodes[7]], later):
+        obs, actions, valid = encode_windows(windows(chunk, config.horizon), config.horizon,
+                                             config.obs_dim, config.n_actions)  # fmt: skip
+        with torch.no_grad():
+            direct = model.potential(torch.from_numpy(obs), torch.from_numpy(actions),
+                                     torch.from_numpy(valid)).numpy()  # fmt: skip
+        np.testing.assert_allclose(phi, direct, rtol=1e-5, atol=1e-5)

@@ -67,9 +67,20 @@ import numpy as np
 
 from rl_bk.knowledge.goals.builder import GoalList
 from rl_bk.knowledge.potential import split_by_chunk
-from rl_bk.knowledge.trajectory import Chunk, Window, caption_history, flat, step_text
+from rl_bk.knowledge.trajectory import (
+    ACTION_NAMES,
+    Chunk,
+    Window,
+    action_name,
+    caption_history,
+    flat,
+    step_text,
+    window_index,
+)
+from rl_bk.knowledge.window_memo import WindowMemo
 
 DEFAULT_THRESHOLD = 0.5
+SENTENCE_VECTORS_FILE = "sentence_vectors.npz"
 
 # Sentence ends; and the action, which follows a caption's last sentence with no full stop.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|\s+(?=You choose the action:)")
@@ -94,6 +105,38 @@ def sentences(text: str) -> list[str]:
     """The sentences of a text, markers and final full stops removed (the cache's unit)."""
     out = [_MARKER.sub("", s.strip()).rstrip(". ") for s in _SENTENCE_END.split(text)]
     return [s for s in out if s] or [text.strip()]
+
+
+def _caption_sentences(caption: str) -> list[str]:
+    """A caption's sentences as they come out of a longer text holding it (none if empty)."""
+    return [p for p in (_MARKER.sub("", x.strip()).rstrip(". ") for x in
+                        _SENTENCE_END.split(caption)) if p]  # fmt: skip
+
+
+def save_sentence_vectors(folder: str | Path, captions: Sequence[str],
+                          family: str | None) -> Path:  # fmt: skip
+    """Embeds (packaged MiniLM) every distinct sentence of ``captions`` and of the family's
+    action phrases into ``folder``/sentence_vectors.npz, for :class:`GoalPotential` to start
+    from. On BabyAI a 29k-state random-policy dataset has 895 distinct sentences: ~4 s here,
+    once per artifact instead of once per trial."""
+    from rl_bk.labeling.embedding import SentenceEmbedder
+
+    said = [f"You choose the action: {name}." for name in ACTION_NAMES.get(family or "", ())]
+    texts = list(dict.fromkeys(s for c in [*captions, *said] for s in _caption_sentences(c)))
+    embedder = SentenceEmbedder()
+    vectors = embedder.encode(texts) if texts else np.zeros((0, embedder.dim), np.float32)
+    path = Path(folder) / SENTENCE_VECTORS_FILE
+    np.savez_compressed(path, sentences=np.array(texts, dtype=object), vectors=vectors,
+                        model=np.array(embedder.model))  # fmt: skip
+    return path
+
+
+def load_sentence_vectors(path: Path) -> dict[str, np.ndarray]:
+    """What :func:`save_sentence_vectors` wrote (empty if there is no such file)."""
+    if not path.is_file():
+        return {}
+    with np.load(path, allow_pickle=True) as saved:
+        return dict(zip(saved["sentences"].tolist(), saved["vectors"].astype(np.float32)))
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:
@@ -127,6 +170,11 @@ class GoalPotential:
         self._embedder = embedder
         self._own_embedder = embedder is None
         self._index: dict[str, np.ndarray] | None = None
+        self._memo = WindowMemo()
+        self._caption_cache: dict[str, np.ndarray] = {}
+        self._sentence_vectors: dict[str, np.ndarray] | None = None
+        folder = None if isinstance(goal_list, GoalList) else Path(goal_list)
+        self.vectors_file = folder / SENTENCE_VECTORS_FILE if folder is not None else None
         self._stats = {"calls": 0, "states": 0, "encoded": 0, "positive": 0, "seconds": 0.0}
 
     @classmethod
@@ -141,6 +189,7 @@ class GoalPotential:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_index"] = None
+        state["_memo"], state["_caption_cache"], state["_sentence_vectors"] = WindowMemo(), {}, None
         if self._own_embedder:  # the model is rebuilt where the source lands
             state["_embedder"] = None
         return state
@@ -148,16 +197,11 @@ class GoalPotential:
     # --------------------------------------------------------------------------- vectors
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts`` (per the embedding mode), with one ``encode`` call."""
-        if self._embedder is None:
-            from rl_bk.labeling.embedding import SentenceEmbedder
-
-            self._embedder = SentenceEmbedder()
         parts = [[t] for t in texts] if self.embedding == "texts" else [sentences(t) for t in texts]
         distinct = list(dict.fromkeys(p for ps in parts for p in ps))
         if not distinct:
             return np.zeros((0, 1), np.float32)
-        encoded = np.asarray(self._embedder.encode(distinct), np.float32)
-        self._stats["encoded"] += len(distinct)
+        encoded = self._encode(distinct)
         if self.embedding == "texts":
             row = {t: i for i, t in enumerate(distinct)}
             return encoded[[row[t] for t in texts]]
@@ -166,6 +210,19 @@ class GoalPotential:
         starts = np.cumsum([0] + [len(ps) for ps in parts[:-1]])
         sums = np.add.reduceat(encoded[ids], starts, axis=0)
         return _normalise(sums).astype(np.float32)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        if self._embedder is None:
+            from rl_bk.labeling.embedding import SentenceEmbedder
+
+            self._embedder = SentenceEmbedder()
+        self._stats["encoded"] += len(texts)
+        return np.asarray(self._embedder.encode(texts), np.float32)
+
+    def _dim(self) -> int:
+        if self._index is None:
+            self._index = self._build_index()
+        return int(self._index["goals"].shape[1])
 
     def _build_index(self) -> dict[str, np.ndarray]:
         gl = self.goal_list
@@ -181,23 +238,99 @@ class GoalPotential:
         if not chunks:
             return []
         started = time.perf_counter()
-        ws = flat(chunks, self.horizon)
-        values = self.potentials(ws)
+        values = self._chunk_potentials(chunks)
         s = self._stats
         s["calls"] += 1
-        s["states"] += len(ws)
+        s["states"] += len(values)
         s["positive"] += int((values > 0).sum())
         s["seconds"] += time.perf_counter() - started
         return split_by_chunk(values, chunks)
 
+    def _chunk_potentials(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        """Phi of every window of ``chunks``: windows seen in earlier batches are looked up,
+        each new distinct window scored once. The memo holds the best match before the
+        threshold, so the threshold may change between calls; the other settings may not."""
+        gl = self.goal_list
+        n_states = sum(len(c) + 1 for c in chunks)
+        if not gl.goals or not gl.keys:
+            return np.zeros(n_states)
+        captions = [caption for c in chunks for caption in c.captions]
+        no_action = max((int(c.actions.max()) + 1 for c in chunks if len(c)), default=0)
+        index, actions = window_index(chunks, self.horizon, no_action)
+        self._dim()  # keys and goals are embedded first, once
+        memo = self._memo
+        memo.start_batch()
+        ids = memo.state_ids(captions)
+        slots = np.where(index >= 0, ids[np.clip(index, 0, None)], -1)
+        values, missing = memo.lookup(memo.window_keys(slots, actions))
+        if missing:
+            first = np.fromiter((rows[0] for rows in missing.values()), np.int64)
+            if self.embedding == "sentences":
+                new = self._sentence_matches(captions, index[first], actions[first], no_action)
+            else:
+                ws = flat(chunks, self.horizon)
+                new = self._text_matches([ws[i] for i in first])
+            for window_rows, value in zip(missing.values(), new):
+                values[window_rows] = value
+            memo.store(missing, new)
+        return self._threshold(values)
+
+    def _sentence_matches(self, captions: list[str], index: np.ndarray, actions: np.ndarray,
+                             no_action: int) -> np.ndarray:  # fmt: skip
+        """:meth:`potentials` in the "sentences" mode, without building any text: a window's
+        vector is the sum of its captions' and actions' sentence vectors, normalised, which is
+        what splitting its history or transition text into sentences gives."""
+        used = np.unique(index[index >= 0])
+        state_vectors = np.zeros((len(captions) + 1, self._dim()), np.float32)  # last: padding
+        action_vectors = np.zeros((no_action + 1, state_vectors.shape[1]), np.float32)
+        said = [f"You choose the action: {action_name(self.family, a)}." for a in range(no_action)]
+        sums = self._caption_sums([captions[i] for i in used] + said)  # one encode call
+        state_vectors[used], action_vectors[:no_action] = sums[: len(used)], sums[len(used) :]
+        rows = np.where(index >= 0, index, len(captions))
+        history = state_vectors[rows].sum(axis=1) + action_vectors[actions].sum(axis=1)
+        transition = state_vectors[rows[:, -1]]
+        if self.horizon > 1:  # the previous state and the action from it (zeros on padding)
+            transition = transition + state_vectors[rows[:, -2]] + action_vectors[actions[:, -2]]
+        return self._best_match(_normalise(history), _normalise(transition))
+
+    def _caption_sums(self, captions: list[str]) -> np.ndarray:
+        """Sum of each caption's sentence vectors (cached per caption and per sentence)."""
+        known = self._caption_cache
+        if len(known) > self._memo.capacity:
+            known.clear()
+        new = [c for c in dict.fromkeys(captions) if c not in known]
+        if new:
+            vectors = self._sentence_table()
+            parts = [_caption_sentences(c) for c in new]
+            todo = [p for p in dict.fromkeys(p for ps in parts for p in ps) if p not in vectors]
+            if todo:
+                vectors.update(zip(todo, self._encode(todo)))
+            zero = np.zeros(self._dim(), np.float32)
+            for caption, ps in zip(new, parts):
+                known[caption] = sum((vectors[p] for p in ps), zero)
+        return np.stack([known[c] for c in captions]) if captions else np.zeros((0, self._dim()))
+
+    def _sentence_table(self) -> dict[str, np.ndarray]:
+        """Sentence -> vector: those the artifact saved (the dataset's captions, embedded when
+        the goal list was built, so trials do not re-encode them), then those met since."""
+        if self._sentence_vectors is None:
+            self._sentence_vectors = {}
+            if self._own_embedder and self.vectors_file is not None:
+                self._sentence_vectors = load_sentence_vectors(self.vectors_file)
+        if len(self._sentence_vectors) > self._memo.capacity:
+            self._sentence_vectors.clear()
+        return self._sentence_vectors
+
     def potentials(self, ws: Sequence[Window]) -> np.ndarray:
-        """Phi of each window, in order (one ``encode`` call for all of them)."""
+        """Phi of each window, in order, from the windows' whole texts (one ``encode`` call for
+        all of them; no memo). The reference for what :meth:`__call__` computes faster."""
         gl = self.goal_list
         if not len(ws) or not gl.goals or not gl.keys:
             return np.zeros(len(ws))
-        if self._index is None:
-            self._index = self._build_index()
-        index = self._index
+        return self._threshold(self._text_matches(ws))
+
+    def _text_matches(self, ws: Sequence[Window]) -> np.ndarray:
+        self._dim()  # keys and goals are embedded first, once
         family = self.family
         # Identical windows (an agent turning in place) are scored once: about a third of a
         # BabyAI batch is distinct.
@@ -210,12 +343,22 @@ class GoalPotential:
         queries = [query for query, _ in distinct]
         transitions = [transition for _, transition in distinct]
         vecs = self.vectors(queries + transitions)
-        q, t = vecs[: len(queries)], vecs[len(queries) :]
+        return self._best_match(vecs[: len(queries)], vecs[len(queries) :])[inverse]
+
+    def _threshold(self, best: np.ndarray) -> np.ndarray:
+        return np.where(best > self.threshold, best, 0.0).astype(np.float64)
+
+    def _best_match(self, queries: np.ndarray, transitions: np.ndarray) -> np.ndarray:
+        """The largest similarity of each transition to a goal retrieved by its query (unit
+        vectors), before the threshold."""
+        gl = self.goal_list
+        if self._index is None:
+            self._index = self._build_index()
+        index = self._index
         k = min(self.top_k, len(gl.keys))
-        nearest = np.argpartition(-(q @ index["keys"].T), k - 1, axis=1)[:, :k]
+        nearest = np.argpartition(-(queries @ index["keys"].T), k - 1, axis=1)[:, :k]
         allowed = index["membership"][nearest].any(axis=1)  # (N, goals): union over top-k keys
-        best = np.where(allowed, t @ index["goals"].T, -np.inf).max(axis=1)
-        return np.where(best > self.threshold, best, 0.0).astype(np.float64)[inverse]
+        return np.where(allowed, transitions @ index["goals"].T, -np.inf).max(axis=1)
 
     def metrics(self) -> dict[str, float]:
         s = self._stats
@@ -223,6 +366,7 @@ class GoalPotential:
         out = {"calls": float(s["calls"]), "states": float(s["states"]),
                "seconds_per_call": s["seconds"] / calls, "encoded_per_call": s["encoded"] / calls,
                "positive_fraction": s["positive"] / states}  # fmt: skip
+        out["window_memo_hit_rate"] = self._memo.hit_rate()
         hits = getattr(self._embedder, "cache_hits", None)
         misses = getattr(self._embedder, "cache_misses", None)
         if hits is not None and misses is not None and hits + misses:

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_bk.knowledge.trajectory import Chunk, Window
+from rl_bk.knowledge.trajectory import Chunk, Window, window_index
 
 #: Weight of BK's smoothing term: mean(-log_softmax) over both segments of every pair.
 SMOOTHING_WEIGHT = 0.3
@@ -274,24 +274,12 @@ def chunk_windows(
     """Every window of every chunk (``len(chunk) + 1`` each, in order), without copying states:
     observations (S, obs_dim) of all chunks, stacked; index (N, horizon) into them, -1 on
     padding; actions and valid as :func:`encode_windows` gives them."""
-    obs, index, actions, valid = [], [], [], []
-    offset = 0
-    slot = np.arange(horizon)[None, :]
-    for c in chunks:
-        n = len(c) + 1
-        state = np.arange(n)[:, None] - (horizon - 1) + slot  # (n, horizon), negative: padding
-        ok = state >= 0
-        taken = np.append(c.actions, n_actions)[np.clip(state, 0, None)]
-        actions.append(np.where(ok & (slot < horizon - 1), taken, n_actions))
-        index.append(np.where(ok, state + offset, -1))
-        valid.append(ok)
-        obs.append(np.asarray(c.observations, np.float32))
-        offset += n
-    if not obs:
+    if not chunks:
         return (np.zeros((0, 0), np.float32), np.zeros((0, horizon), np.int64),
                 np.zeros((0, horizon), np.int64), np.zeros((0, horizon), bool))  # fmt: skip
-    return (np.concatenate(obs), np.concatenate(index).astype(np.int64),
-            np.concatenate(actions).astype(np.int64), np.concatenate(valid))  # fmt: skip
+    index, actions = window_index(chunks, horizon, n_actions)
+    obs = np.concatenate([np.asarray(c.observations, np.float32) for c in chunks])
+    return obs, index, actions, index >= 0
 
 
 def flat_inputs(obs: np.ndarray, actions: np.ndarray, valid: np.ndarray) -> np.ndarray:

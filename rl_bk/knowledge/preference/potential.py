@@ -23,10 +23,13 @@ import numpy as np
 
 from rl_bk.knowledge.potential import split_by_chunk
 from rl_bk.knowledge.trajectory import Chunk
+from rl_bk.knowledge.window_memo import WindowMemo
 
 #: The reward-model app takes at most this many inputs per request (its MAX_ITEMS).
 SERVED_BATCH = 4096
 LOCAL_BATCH = 8192  # windows per forward pass
+#: States and windows remembered across batches (the state encodings: 512 B each).
+MEMO_CAPACITY = 200_000
 
 
 class PreferencePotential:
@@ -55,6 +58,9 @@ class PreferencePotential:
         self._model: Any = None
         self._config: Any = None
         self._scorer: Any = None
+        self._memo = WindowMemo(MEMO_CAPACITY)
+        self._encoded: tuple[np.ndarray, np.ndarray] | None = None  # state id -> encoding
+        self._encoded_clears = 0
         self._calls = 0
         self._states = 0
         self._seconds = 0.0
@@ -85,6 +91,11 @@ class PreferencePotential:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_model"] = state["_config"] = state["_scorer"] = None
+        state["_memo"], state["_encoded"], state["_encoded_clears"] = (
+            WindowMemo(MEMO_CAPACITY),
+            None,
+            0,
+        )
         return state
 
     # --------------------------------------------------------------------------- scoring
@@ -103,34 +114,68 @@ class PreferencePotential:
         # The model has ``c.horizon`` slots; a shorter horizon pads more of them.
         cut = c.horizon - self.horizon  # type: ignore[operator]
         index[:, :cut], actions[:, :cut], valid[:, :cut] = -1, c.n_actions, False
-        # Identical observations are encoded once: about a third of a BabyAI batch is distinct.
-        if len(obs):
-            obs, same = np.unique(obs, axis=0, return_inverse=True)
-            index = np.where(index >= 0, same.reshape(-1)[np.clip(index, 0, None)], -1)
-        if self.served:
-            values = self._served(obs, index, actions, valid)
-        else:
-            values = self._local(obs, index, actions, valid)
+        # Windows scored in an earlier batch are looked up; each new distinct window is
+        # scored once, each distinct state in them encoded once.
+        memo = self._memo
+        memo.start_batch()
+        ids = memo.state_ids(row.tobytes() for row in obs)
+        slots = np.where(index >= 0, ids[np.clip(index, 0, None)], -1)
+        values, missing = memo.lookup(memo.window_keys(slots, actions))
+        if missing:
+            first = np.fromiter((rows[0] for rows in missing.values()), np.int64)
+            if self.served:
+                distinct_ids, first_state = np.unique(ids, return_index=True)
+                rows = np.where(index[first] >= 0,
+                                np.searchsorted(distinct_ids, slots[first]), -1)  # fmt: skip
+                new = self._served(obs[first_state], rows, actions[first], valid[first])
+            else:
+                new = self._local_by_id(obs, ids, slots[first], actions[first], valid[first])
+            for window_rows, value in zip(missing.values(), new):
+                values[window_rows] = value
+            memo.store(missing, new)
         self._calls += 1
         self._states += len(index)
         self._seconds += time.perf_counter() - started
         return split_by_chunk(values, chunks)
 
-    def _local(self, obs, index, actions, valid) -> np.ndarray:
+    def _local_by_id(self, obs, ids, slots, actions, valid) -> np.ndarray:
+        """Phi of windows given as state ids (``slots``, -1: padding): states encoded in an
+        earlier batch are not encoded again (the conv encoder was ~40% of the model's cost)."""
         import torch
 
-        out = []
+        if self._encoded_clears != self._memo.clears:  # the ids were reset
+            self._encoded, self._encoded_clears = None, self._memo.clears
+        need = np.unique(slots[slots >= 0])
+        size = int(ids.max()) + 1 if len(ids) else 0
+        if self._encoded is None or len(self._encoded[0]) < size:  # grow by doubling
+            old = self._encoded
+            rows = max(size, 2 * len(old[0]) if old is not None else 0)
+            self._encoded = (np.zeros((rows, self._config.n_embed), np.float32),
+                             np.zeros(rows, bool))  # fmt: skip
+            if old is not None:
+                self._encoded[0][: len(old[0])], self._encoded[1][: len(old[1])] = old
+        table, filled = self._encoded
+        todo = need[~filled[need]]
         with torch.no_grad():
-            # Bounds memory on whole-dataset calls; chunks' states are encoded once each.
-            for s in range(0, len(index), LOCAL_BATCH):
-                rows = index[s : s + LOCAL_BATCH]
-                used = np.unique(rows[rows >= 0])
-                local_rows = np.where(rows >= 0, np.searchsorted(used, rows), -1)
-                phi = self._model.potential_of_states(
-                    torch.from_numpy(obs[used]), torch.from_numpy(local_rows),
+            if len(todo):
+                distinct_ids, first_state = np.unique(ids, return_index=True)
+                rows_of_todo = first_state[np.searchsorted(distinct_ids, todo)]
+                states = torch.from_numpy(obs[rows_of_todo]).unsqueeze(0)
+                table[todo] = self._model.state_encoder(states)[0].numpy()
+                filled[todo] = True
+            out = []
+            for s in range(0, len(slots), LOCAL_BATCH):
+                part = slots[s : s + LOCAL_BATCH]
+                used = np.unique(part[part >= 0])
+                encoded = torch.from_numpy(
+                    np.concatenate([table[used], np.zeros((1, table.shape[1]), np.float32)])
+                )  # padding row
+                rows = np.where(part >= 0, np.searchsorted(used, part), len(used))
+                phi = self._model.forward_encoded(
+                    encoded[torch.from_numpy(rows)],
                     torch.from_numpy(actions[s : s + LOCAL_BATCH]),
                     torch.from_numpy(valid[s : s + LOCAL_BATCH]),
-                )  # fmt: skip
+                )[1][:, -1]  # fmt: skip
                 out.append(phi.numpy())
         return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
 
@@ -164,7 +209,8 @@ class PreferencePotential:
     def metrics(self) -> dict[str, float]:
         per_call = self._seconds / self._calls if self._calls else 0.0
         return {"calls": float(self._calls), "states": float(self._states),
-                "seconds_per_call": per_call}  # fmt: skip
+                "seconds_per_call": per_call,
+                "window_memo_hit_rate": self._memo.hit_rate()}  # fmt: skip
 
     def __repr__(self) -> str:
         how = f", served={self.served}" if self.served else ""

@@ -1,0 +1,105 @@
+"""What asynchronous online labelling costs: ONI-PPO env steps/s with labels asked for and
+received while training, over the same algorithm with labelling off, side by side in one run.
+
+    python bench/async_labelling.py              # writes bench/results/async_labelling.{md,json}
+    python bench/async_labelling.py --rounds 3   # a quicker look
+
+The task's own setup (tune_configs/nethack-score.yaml: NetHack Score, ONI's message-line
+captions, 1 env runner x 8 envs, train batch 4096). Configurations, all built up front and
+trained one iteration each per round (bench/paired_rounds.py):
+
+- ``oni-none``: the same connector, reward type none: no labels (the baseline);
+- ``oni-retrieval oracle``: every new message queued and labelled in a thread beside the
+  learner; the oracle answers at once, so this is the cost of the mechanism itself (queue,
+  lookups, store writes);
+- ``oni-classification oracle``: the same, plus fitting the learner-only classifier on the
+  labels after every update;
+- ``oni-retrieval llamacpp`` (unless --no-llm): the embedded SmolLM2 labelling in the learner's
+  process on one thread: on this 2-core machine it competes with the env runner and the
+  learner for the CPU. ONI ran its LLM on a separate GPU node; so can we (the Serve labeler
+  app on another node, ``LabelerSpec(serve_url=...)``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TASK = "nethack-score"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--no-llm", action="store_true", help="skip the llamacpp configuration")
+    p.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
+    args = p.parse_args()
+
+    import tempfile
+
+    import ray
+
+    import env_registry
+    from bench.paired_rounds import ratio_rows, ratio_table, run_facts, train_in_rounds
+    from rl_bk.experiments.methods import get_method
+    from rl_bk.experiments.task_config import load_task
+
+    # A fresh label store: labels from an earlier run would make the LLM's work look free.
+    os.environ["RLBK_LABEL_STORE"] = str(Path(tempfile.mkdtemp()) / "labels.sqlite3")
+    task = load_task(TASK)
+    configs = {"oni-none": ("oni-none", "oracle"),
+               "oni-retrieval oracle": ("oni-retrieval", "oracle"),
+               "oni-classification oracle": ("oni-classification", "oracle")}  # fmt: skip
+    if not args.no_llm:
+        configs["oni-retrieval llamacpp"] = ("oni-retrieval", "llamacpp")
+    ray.init(num_cpus=2 * len(configs), include_dashboard=False, logging_level="ERROR")
+    env_registry.register_all()
+    algos = {name: get_method(m).build(task, 0, {"backend": b}).build_algo()
+             for name, (m, b) in configs.items()}  # fmt: skip
+    labels: dict[str, dict] = {}
+
+    def keep_label_counts(name: str, result: dict) -> None:
+        learners = result["learners"]
+        labels[name] = {k.split("/", 1)[1]: float(v) for k, v in learners.items()
+                        if k.startswith("intrinsic/label")}  # fmt: skip
+
+    try:
+        rates = train_in_rounds(algos, args.rounds, args.warmup, keep_label_counts)
+    finally:
+        for a in algos.values():
+            a.stop()
+    rows = ratio_rows(rates, "oni-none")
+    facts = {**run_facts("bench/async_labelling.py"), "task": TASK, "rounds": args.rounds,
+             "warmup": args.warmup, "rows": rows, "rates": rates,
+             "labels_at_the_end": labels}  # fmt: skip
+    args.results.mkdir(parents=True, exist_ok=True)
+    (args.results / "async_labelling.json").write_text(json.dumps(facts, indent=2))
+    table = ratio_table(rows, "configuration", "no labelling")
+    counts = "\n".join(
+        f"- {name}: {c.get('labels_requested', 0):.0f} requested, "
+        f"{c.get('labels_received', 0):.0f} received, {c.get('labels_pending', 0):.0f} "
+        f"pending, {c.get('labelling_seconds', 0):.1f} s labelling"
+        for name, c in labels.items() if c
+    )  # fmt: skip
+    (args.results / "async_labelling.md").write_text(
+        f"# Asynchronous labelling cost: {TASK}\n\n`{facts['command']}` ({facts['date']}, "
+        f"{facts['machine']}); {args.rounds} rounds after {args.warmup} warm-up rounds, one "
+        "training iteration (4096 env steps, sampling + learning) per configuration per "
+        "round.\n\n" + table + "\n\nLabels at the end:\n\n" + counts + "\n"
+    )  # fmt: skip
+    print(table)
+    print(counts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

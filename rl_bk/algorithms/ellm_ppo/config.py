@@ -1,0 +1,116 @@
+"""ELLM-PPO: RLlib's PPO trained on ELLM's goal-suggestion reward.
+
+    config = (ELLMPPOConfig()
+              .environment("Crafter-Text-v0")
+              .training(suggester="llm", labeler=LabelerSpec(backend="llamacpp"),
+                        family="crafter", ellm_coeff=1.0, extrinsic_coeff=1.0))
+
+The learner connector gets :class:`~rl_bk.connectors.learner.intrinsic_rewards.
+AddIntrinsicRewards` right after PPO's artificial-step piece (before GAE), with
+:class:`ELLMIntrinsicReward` as its reward function (suggestions, novelty filter and matching:
+see that module). The policy is PPO's own; ELLM's goal-conditioned policy (the embedded
+suggestion text as an extra input) is not built yet.
+
+Departures from ELLM's reference (anchors-seeds §2): PPO instead of double DQN (every method
+of a task shares the task's PPO); the env's reward is kept (``extrinsic_coeff``, default 1;
+ELLM's pretraining zeroed it: set 0 for that); the match uses the packaged all-MiniLM-L6-v2
+at threshold 0.9 (ELLM: paraphrase-MiniLM-L3 at 0.99) on achieved texts the env writes in
+the goal vocabulary, not the successful action's name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.from_config import NotProvided
+
+from rl_bk.algorithms.ellm_ppo.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
+from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards
+from rl_bk.online_labels import LabelerSpec
+
+ELLM_DEFAULTS: dict[str, Any] = {
+    "suggester": "llm",
+    "labeler": LabelerSpec(),
+    "family": None,
+    "ellm_coeff": 1.0,
+    "extrinsic_coeff": 1.0,
+    "threshold": None,
+    "max_goals": 5,
+    "include_mission": False,
+    "label_batch_size": 16,
+    "label_timeout_s": 120.0,
+}
+
+
+class ELLMPPOConfig(PPOConfig):
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class=algo_class)
+        for key, value in ELLM_DEFAULTS.items():
+            setattr(self, key, value)
+
+    @override(PPOConfig)
+    def training(
+        self,
+        *,
+        suggester: str = NotProvided,
+        labeler: LabelerSpec = NotProvided,
+        family: str | None = NotProvided,
+        ellm_coeff: float = NotProvided,
+        extrinsic_coeff: float = NotProvided,
+        threshold: float | None = NotProvided,
+        max_goals: int = NotProvided,
+        include_mission: bool = NotProvided,
+        label_batch_size: int = NotProvided,
+        label_timeout_s: float = NotProvided,
+        **kwargs: Any,
+    ) -> ELLMPPOConfig:
+        """
+        Args:
+            suggester: "llm" (the labeler's goals; the oracle backend is ELLM's oracle) or
+                "novelty" (every goal of the vocabulary).
+            labeler: who suggests goals (LabelerSpec; oracle by default).
+            family: the env family ("crafter", "babyai"): its goal vocabulary.
+            ellm_coeff, extrinsic_coeff: r = extrinsic_coeff * r_env + ellm_coeff * r_ellm.
+            threshold: cosine similarity a match must exceed (None: GoalMatcher's default).
+            max_goals: suggestions asked per caption.
+            include_mission: send the env's mission with each caption.
+            label_batch_size: captions per labeler call.
+            label_timeout_s: how long a train batch may wait for its suggestions (0: never;
+                steps without suggestions pay 0).
+        """
+        super().training(**kwargs)
+        given = {k: v for k, v in locals().items() if k in ELLM_DEFAULTS}
+        for key, value in given.items():
+            if value is not NotProvided:
+                setattr(self, key, value)
+        return self
+
+    @override(PPOConfig)
+    def validate(self) -> None:
+        super().validate()
+        if self.suggester not in SUGGESTERS:
+            self._value_error(f"unknown ELLM suggester {self.suggester!r}; valid: "
+                              f"{', '.join(SUGGESTERS)}")  # fmt: skip
+        if self.family is None:
+            self._value_error("ELLMPPOConfig needs training(family=...): the env family whose "
+                              "goal vocabulary suggestions use (crafter or babyai)")  # fmt: skip
+        if self.suggester == "llm" and not isinstance(self.labeler, LabelerSpec):
+            self._value_error("the 'llm' suggester needs training(labeler=LabelerSpec(...))")
+
+    @override(PPOConfig)
+    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
+        pipeline = super().build_learner_connector(
+            input_observation_space, input_action_space, device
+        )
+        reward_fn = ELLMIntrinsicReward(
+            suggester=self.suggester, labeler=self.labeler, family=self.family,
+            ellm_coeff=self.ellm_coeff, threshold=self.threshold, max_goals=self.max_goals,
+            include_mission=self.include_mission, label_batch_size=self.label_batch_size,
+            label_timeout_s=self.label_timeout_s,
+        )  # fmt: skip
+        # First as built here: PPO's learner then prepends its artificial-step piece.
+        pipeline.prepend(AddIntrinsicRewards(reward_fn=reward_fn,
+                                             extrinsic_coeff=self.extrinsic_coeff))  # fmt: skip
+        return pipeline

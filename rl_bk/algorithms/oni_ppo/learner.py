@@ -1,0 +1,83 @@
+"""ONI-PPO's learner: PPO's torch learner, plus fitting the online reward model on labels.
+
+After each PPO update, the learner-only :class:`OnlineRewardModel` takes gradient steps on the
+labelled examples that have arrived so far (ONI's schedule: ``reward_model_steps`` steps, 32 in
+ONI, whenever new labels came in while the label set is under ``reward_model_full_until``
+labels, one step per iteration otherwise), with its own Adam (ONI: lr 1e-4, minibatch 256;
+ONI-Ranking clips gradients at 10). It is not part of PPO's loss: it learns from the LLM's
+labels, not from the train batch, so it sits outside RLlib's loss and optimiser bookkeeping,
+and its optimiser state is not checkpointed (the weights are, with the module).
+
+Logged under ``oni_reward_model/``: ``loss``, ``train_accuracy``, ``held_out_accuracy`` (on
+labels never trained on), ``examples`` and ``gradient_steps``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.framework import try_import_torch
+
+from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
+
+torch, _ = try_import_torch()
+
+GRAD_CLIP = 10.0
+
+
+class ONIPPOTorchLearner(PPOTorchLearner):
+    @override(PPOTorchLearner)
+    def build(self) -> None:
+        super().build()
+        self._reward_optimizer = None
+        self._reward_rng = np.random.default_rng(0)
+        self._reward_steps = 0
+        if ONI_MODULE_ID in self.module.keys():
+            net = self.module[ONI_MODULE_ID].unwrapped().net
+            self._reward_optimizer = torch.optim.Adam(net.parameters(),
+                                                      lr=self.config.reward_model_lr)  # fmt: skip
+
+    @override(PPOTorchLearner)
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        super().after_gradient_based_update(timesteps=timesteps)
+        if self._reward_optimizer is not None:
+            self._fit_reward_model()
+
+    def _fit_reward_model(self) -> None:
+        c = self.config
+        model = self.module[ONI_MODULE_ID].unwrapped()
+        n = model.num_examples
+        if n == 0:
+            return
+        many = model.new_examples > 0 and n < c.reward_model_full_until
+        steps = c.reward_model_steps if many else 1
+        model.new_examples = 0
+        model.net.train()
+        losses, accuracies = [], []
+        for _ in range(steps):
+            rows = self._reward_rng.choice(n, size=min(c.reward_model_batch_size, n), replace=False)
+            loss, acc = model.loss_on([model.train_keys[i] for i in rows],
+                                      [model.train_values[i] for i in rows])  # fmt: skip
+            self._reward_optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.net.parameters(), GRAD_CLIP)
+            self._reward_optimizer.step()
+            losses.append(float(loss.detach()))
+            accuracies.append(acc)
+        self._reward_steps += steps
+        self.metrics.log_dict({
+            "loss": float(np.mean(losses)),
+            "train_accuracy": _mean_of_numbers(accuracies),
+            "held_out_accuracy": model.held_out_accuracy(),
+            "examples": float(n), "held_out_examples": float(len(model.held_out)),
+            "gradient_steps": float(self._reward_steps),
+        }, key=ONI_MODULE_ID, window=1)  # fmt: skip
+
+
+def _mean_of_numbers(values: list[float]) -> float:
+    """Mean of the values that are not nan (a ranking minibatch of ties has no accuracy)."""
+    numbers = [v for v in values if v == v]
+    return float(np.mean(numbers)) if numbers else float("nan")

@@ -1,0 +1,112 @@
+"""Intrinsic rewards added to a train batch's rewards, once per batch, in the learner pipeline.
+
+Where it sits: like potential-based shaping, a learner ConnectorV2 piece on episodes, after
+PPO's ``AddOneTsToEpisodesAndTruncate`` and before GAE. It hands every episode chunk of the
+batch to one ``reward_fn`` call (one model pass, one label-store lookup, one embedding call
+per batch; never one per env step) and rewrites each real step's reward:
+
+    r'_t = extrinsic_coeff * r_t + intrinsic_t
+
+``reward_fn`` returns the intrinsic term already weighted (ONI's ``llm_coeff * r_int *
+N^-beta``, ELLM's goal-match reward), so methods keep their own formulas. The artificial last
+step PPO appends (reward 0, masked out of the loss) is left untouched. The env runners never
+see the rewrite: the episode return RLlib reports stays the environment's, and this piece logs
+``intrinsic_reward_mean`` (per step) and ``intrinsic_return_mean`` (per chunk) beside it,
+plus the source's own counters under ``intrinsic/``.
+
+The reward function gets the learner's RLModule too, so an online reward model that lives in
+it as a learner-only module (ONI's classifier and ranking model) scores with the weights the
+learner trains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+
+INTRINSIC_REWARD_MEAN = "intrinsic_reward_mean"
+INTRINSIC_RETURN_MEAN = "intrinsic_return_mean"
+
+
+@dataclass
+class EpisodeSteps:
+    """``n`` real steps of one episode chunk: ``infos`` of the n + 1 states (before and after
+    each step), ``actions`` and extrinsic ``rewards`` of the n steps, and whether the chunk's
+    last step ended the episode."""
+
+    episode_id: str
+    infos: list[dict]
+    actions: np.ndarray
+    rewards: np.ndarray
+    terminated: bool
+    truncated: bool
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    @property
+    def ends_episode(self) -> bool:
+        return self.terminated or self.truncated
+
+
+class IntrinsicRewardFn(Protocol):
+    def __call__(self, pieces: Sequence[EpisodeSteps], rl_module: Any) -> list[np.ndarray]:
+        """The weighted intrinsic reward of each piece's real steps (``len(piece)`` each)."""
+        ...
+
+    def metrics(self) -> dict[str, float]: ...
+
+
+def episode_steps(episode: Any, n: int) -> EpisodeSteps:
+    """The first ``n`` real steps of an RLlib single-agent episode chunk."""
+    return EpisodeSteps(
+        episode_id=str(episode.id_),
+        infos=[dict(i) for i in episode.get_infos(slice(0, n + 1))],
+        actions=np.asarray(episode.get_actions(slice(0, n)), dtype=np.int64).reshape(n),
+        rewards=np.asarray(episode.get_rewards(slice(0, n)), dtype=np.float64).reshape(n),
+        terminated=bool(episode.is_terminated),
+        truncated=bool(episode.is_truncated),
+    )
+
+
+class AddIntrinsicRewards(ConnectorV2):
+    """``r' = extrinsic_coeff * r + reward_fn(...)`` on every real step (see module)."""
+
+    def __init__(self, input_observation_space=None, input_action_space=None, *,
+                 reward_fn: IntrinsicRewardFn, extrinsic_coeff: float = 1.0,
+                 **kwargs: Any):  # fmt: skip
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+        self.reward_fn, self.extrinsic_coeff = reward_fn, extrinsic_coeff
+
+    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
+                 metrics=None, **kwargs):  # fmt: skip
+        chunks = list(self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False))
+        if not chunks:
+            return batch
+        # PPO's AddOneTsToEpisodesAndTruncate appended one artificial step to each chunk.
+        artificial = 1 if (shared_data or {}).get("_added_loss_mask_for_valid_episode_ts") else 0
+        pieces = [episode_steps(ep, len(ep) - artificial) for ep in chunks]
+        bonuses = self.reward_fn(pieces, rl_module)
+        total, steps = 0.0, 0
+        for ep, piece, bonus in zip(chunks, pieces, bonuses):
+            n = len(piece)
+            if n == 0:
+                continue
+            bonus = np.asarray(bonus, dtype=np.float64)
+            if bonus.shape != (n,):
+                raise ValueError(f"the intrinsic reward function gave {bonus.shape[0]} values "
+                                 f"for a chunk of {n} steps")  # fmt: skip
+            ep.set_rewards(new_data=self.extrinsic_coeff * piece.rewards + bonus,
+                           at_indices=slice(0, n))  # fmt: skip
+            total += float(bonus.sum())
+            steps += n
+        if metrics is not None and steps:
+            metrics.log_value(INTRINSIC_REWARD_MEAN, total / steps, window=1)
+            metrics.log_value(INTRINSIC_RETURN_MEAN, total / len(chunks), window=1)
+            for key, value in self.reward_fn.metrics().items():
+                metrics.log_value(f"intrinsic/{key}", value, window=1)
+        return batch

@@ -1,0 +1,31 @@
+"""The goals a family's envs can report as achieved, for the "novelty" baseline of ELLM.
+
+ELLM compares its LLM suggestions with a baseline that suggests every goal not achieved yet in
+the episode (an oracle list, no LLM). With :class:`~rl_bk.goal_suggestion.reward.GoalMatcher`
+doing the "not achieved yet" part (its novelty filter), the baseline's suggestion is the same
+every step: the whole vocabulary, from :mod:`rl_bk.labeling.grammars`, the words the envs'
+``info["achieved"]`` uses.
+
+Only the families whose envs fill ``info["achieved"]`` (Crafter, BabyAI) are offered: under
+any other the baseline could never pay.
+"""
+
+from __future__ import annotations
+
+from rl_bk.labeling.grammars import CRAFTER_GOALS, ENV_VOCABULARY
+
+_GOALS: dict[str, tuple[str, ...]] = {
+    "crafter": CRAFTER_GOALS,  # the grammar's order
+    "babyai": tuple(sorted(ENV_VOCABULARY["babyai"].goals)),  # a frozenset: sorted, to be stable
+}
+
+
+def novelty_goals(family: str) -> tuple[str, ...]:
+    """Every goal of ``family``'s vocabulary: 23 for Crafter, 644 for BabyAI."""
+    goals = _GOALS.get(family)
+    if goals is None:
+        raise ValueError(
+            f"no goal vocabulary with achieved-goal reports for family {family!r}; "
+            f"families: {', '.join(sorted(_GOALS))}"
+        )
+    return goals

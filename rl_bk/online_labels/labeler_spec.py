@@ -1,0 +1,76 @@
+"""Which labeler online labelling uses, as a small picklable value.
+
+An RLlib learner connector is built from its config inside the learner process; the labeler it
+talks to (a llama.cpp model in process, an OpenAI-compatible server, or the Serve labeler app)
+must be built there too, so the config carries this spec, not a live labeler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from rl_bk.online_labels.queue import Labeler
+
+
+@dataclass(frozen=True)
+class LabelerSpec:
+    """``backend``: oracle | llamacpp | openai | fake (with ``packaged``, ``model_path``,
+    ``base_url``, ``model`` as for ``rl-bk serve``); ``store_path``: the label store (None:
+    the default one). ``serve_url``: label through a running labeler app instead: an
+    ``http://`` base URL, or ``"handle"`` for a Serve deployment handle inside the cluster.
+    ``n_threads``: llama.cpp threads in process (1 leaves the other core to training)."""
+
+    backend: str = "oracle"
+    packaged: str = "smollm2"
+    model_path: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    store_path: str | None = None
+    serve_url: str | None = None
+    n_threads: int = 1
+    fake_delay_s: float = 0.0
+    timeout_s: float = 120.0
+
+    @property
+    def is_oracle(self) -> bool:
+        return self.backend == "oracle" and self.serve_url is None
+
+    def build(self) -> Labeler:
+        if self.serve_url is not None:
+            from rl_bk.labeling.client import HandleTransport, HTTPTransport
+
+            transport = (HandleTransport() if self.serve_url == "handle"
+                         else HTTPTransport(self.serve_url))  # fmt: skip
+            return ServedLabeler(transport, self.timeout_s)
+        from rl_bk.labeling.backends.registry import make_backend, preflight
+        from rl_bk.labeling.service import LabelService
+        from rl_bk.labeling.store import LabelStore
+        from serve_deployments.configs import load_labeler_config
+
+        config = load_labeler_config(
+            backend=self.backend, packaged=self.packaged, model_path=self.model_path,
+            base_url=self.base_url, model=self.model, store_path=self.store_path,
+            n_threads=self.n_threads, fake_delay_s=self.fake_delay_s,
+        )  # fmt: skip
+        preflight(config)
+        service = LabelService(make_backend(config), LabelStore(config.store_path))
+        return lambda task, requests: list(service.label(task, list(requests)).labels)
+
+
+class ServedLabeler:
+    """The labeler app through a transport; unlike LabelerClient it raises on failure (an
+    online label queue must not store a fallback as if the LLM had said it)."""
+
+    def __init__(self, transport: Any, timeout_s: float):
+        self.transport, self.timeout_s = transport, timeout_s
+
+    def __call__(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:
+        from rl_bk.labeling.tasks import get_task
+
+        spec = get_task(task)
+        reply = self.transport.label(task, [r.model_dump() for r in requests], self.timeout_s)
+        return [spec.label.model_validate(x) for x in reply["labels"]]

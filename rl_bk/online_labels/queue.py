@@ -1,0 +1,237 @@
+"""Labels asked for while training goes on: ONI's LLM worker, as a thread beside the learner.
+
+Training calls :meth:`AsyncLabelQueue.ask` with the keys it meets (captions, caption pairs)
+and reads whatever labels have arrived with :meth:`AsyncLabelQueue.get`. Neither call waits
+for the labeler: a key that has no label yet simply has none (its reward is the documented
+default), and it is counted as pending.
+
+A background thread takes the **newest** ``batch_size`` pending keys at a time (ONI's worker
+does the same: what the agent meets now matters more than what it met an hour ago), turns
+them into typed requests and makes one labeler call per batch. A batch the labeler fails on is
+retried one key at a time, so one malformed answer costs one key; a key that fails alone is
+counted and not asked again for ``retry_after_s``. When more than ``max_pending`` keys wait,
+the oldest are dropped (counted; a later ``ask`` may queue them again).
+
+The labeler is any ``(task, requests) -> labels`` callable (:class:`~rl_bk.knowledge.labeler.
+LocalLabeler` in process, or a :class:`~rl_bk.labeling.client.LabelerClient` to the Serve
+app), built by ``make_labeler`` in the thread on first use, so loading a model never stalls
+training. Labels go through the label service, so they land in the persistent store: a
+re-run, or another trial on the same store, gets them back without asking the LLM.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+logger = logging.getLogger(__name__)
+
+Labeler = Callable[[str, Sequence[BaseModel]], list[BaseModel]]
+
+
+class AsyncLabelQueue:
+    """``task``: the labelling task (``helpful``, ``goals``, ``preference``, ...);
+    ``make_request(key)``: the typed request for a key; ``read_label(label)``: what is kept
+    per key (e.g. ``label.helpful``), so callers see plain values."""
+
+    def __init__(
+        self,
+        make_labeler: Callable[[], Labeler],
+        task: str,
+        make_request: Callable[[Any], BaseModel],
+        read_label: Callable[[BaseModel], Any] = lambda label: label,
+        *,
+        batch_size: int = 32,
+        max_pending: int = 10_000,
+        retry_after_s: float = 60.0,
+        start: bool = True,
+    ):
+        if batch_size < 1 or max_pending < 1:
+            raise ValueError(f"batch_size and max_pending must be >= 1, "
+                             f"got {batch_size} and {max_pending}")  # fmt: skip
+        self._make_labeler = make_labeler
+        self._labeler: Labeler | None = None
+        self.task = task
+        self._make_request = make_request
+        self._read_label = read_label
+        self.batch_size, self.max_pending, self.retry_after_s = (
+            batch_size,
+            max_pending,
+            retry_after_s,
+        )
+        self._labels: dict[Hashable, Any] = {}
+        self._new: dict[Hashable, Any] = {}  # received since the last take_new()
+        self._pending: OrderedDict[Hashable, None] = OrderedDict()  # oldest first
+        self._failed_at: dict[Hashable, float] = {}
+        self._in_flight = 0
+        self._cond = threading.Condition()
+        self._closed = False
+        self.error: str | None = None  # why the labeler could not be built, if it could not
+        self.counts = dict.fromkeys(("requested", "received", "failed", "dropped", "batches"), 0)
+        self.seconds_labelling = 0.0
+        self._thread: threading.Thread | None = None
+        if start:
+            self.start()
+
+    # ------------------------------------------------------------------ the training side
+    def ask(self, keys: Iterable[Hashable]) -> int:
+        """Queues the keys that have no label, are not queued and did not fail lately; returns
+        how many were queued. Never waits for the labeler."""
+        now = time.monotonic()
+        queued = 0
+        with self._cond:
+            for key in keys:
+                if key in self._labels or key in self._pending:
+                    continue
+                failed = self._failed_at.get(key)
+                if failed is not None and now - failed < self.retry_after_s:
+                    continue
+                self._pending[key] = None
+                queued += 1
+            while len(self._pending) > self.max_pending:
+                self._pending.popitem(last=False)
+                self.counts["dropped"] += 1
+            self.counts["requested"] += queued
+            if queued:
+                self._cond.notify()
+        return queued
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        return self._labels.get(key, default)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._labels
+
+    def labels(self) -> dict[Hashable, Any]:
+        """A snapshot of every label received so far."""
+        with self._cond:
+            return dict(self._labels)
+
+    def take_new(self) -> dict[Hashable, Any]:
+        """The labels received since the last call (to grow an online training set)."""
+        with self._cond:
+            new, self._new = self._new, {}
+        return new
+
+    def add(self, labels: dict[Hashable, Any]) -> None:
+        """Labels known from elsewhere (a checkpoint, an offline dataset): never asked for."""
+        with self._cond:
+            self._labels.update(labels)
+            for key in labels:
+                self._pending.pop(key, None)
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending) + self._in_flight
+
+    def metrics(self) -> dict[str, float]:
+        c = self.counts
+        return {"labels_requested": float(c["requested"]), "labels_received": float(c["received"]),
+                "labels_pending": float(self.pending), "labels_failed": float(c["failed"]),
+                "labels_dropped": float(c["dropped"]), "label_batches": float(c["batches"]),
+                "labelling_seconds": self.seconds_labelling}  # fmt: skip
+
+    def wait_for(self, keys: Iterable[Hashable], timeout_s: float) -> bool:
+        """Blocks until every key has a label or has failed (or ``timeout_s`` passes): for a
+        reward that needs some labels now (ELLM's), never for ONI's. True if none is missing.
+        The keys must have been asked for; the newest are labelled first."""
+        deadline = time.monotonic() + timeout_s
+        todo = set(keys)
+        with self._cond:
+            while True:
+                todo = {k for k in todo if k not in self._labels and k not in self._failed_at}
+                left = deadline - time.monotonic()
+                if not todo or left <= 0 or self.error is not None or self._closed:
+                    return not todo
+                self._cond.wait(min(left, 0.5))
+
+    def wait_until_idle(self, timeout_s: float) -> bool:
+        """Blocks until nothing is pending (for tests and offline use, never in training)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self.pending and not self._closed and self.error is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.05))
+            return not self.pending
+
+    # -------------------------------------------------------------------- the worker side
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"labels-{self.task}",
+                                            daemon=True)  # fmt: skip
+            self._thread.start()
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _next_batch(self) -> list[Hashable] | None:
+        with self._cond:
+            while not self._pending and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                return None
+            batch = []
+            while self._pending and len(batch) < self.batch_size:
+                batch.append(self._pending.popitem(last=True)[0])  # newest first
+            self._in_flight = len(batch)
+            return batch
+
+    def _run(self) -> None:
+        try:
+            self._labeler = self._make_labeler()
+        except Exception as err:  # a missing model or package: say so once, label nothing
+            self.error = f"{type(err).__name__}: {err}"
+            logger.error("online labelling is off: the labeler could not be built (%s)", err)
+            with self._cond:
+                self._cond.notify_all()
+            return
+        while (batch := self._next_batch()) is not None:
+            started = time.perf_counter()
+            got = self._label(batch)
+            with self._cond:
+                self._labels.update(got)
+                self._new.update(got)
+                self._in_flight = 0
+                self.counts["received"] += len(got)
+                self.counts["batches"] += 1
+                self.seconds_labelling += time.perf_counter() - started
+                now = time.monotonic()
+                for key in batch:
+                    if key not in got:
+                        self.counts["failed"] += 1
+                        self._failed_at[key] = now
+                self._cond.notify_all()
+
+    def _label(self, batch: list[Hashable]) -> dict[Hashable, Any]:
+        assert self._labeler is not None
+        try:
+            requests = [self._make_request(k) for k in batch]
+            labels = self._labeler(self.task, requests)
+            return {k: self._read_label(lab) for k, lab in zip(batch, labels)}
+        except Exception as err:  # backend-specific errors: retry one by one
+            logger.warning("a %s batch of %d failed (%s); retrying one by one",
+                           self.task, len(batch), err)  # fmt: skip
+        got = {}
+        for key in batch:
+            try:
+                (label,) = self._labeler(self.task, [self._make_request(key)])
+                got[key] = self._read_label(label)
+            except Exception as err:
+                logger.warning("no %s label for %r: %s", self.task, key, err)
+        return got
+
+    def __getstate__(self) -> dict:
+        raise TypeError("an AsyncLabelQueue holds a thread and lives where it was built; "
+                        "pickle the settings that build it instead")  # fmt: skip

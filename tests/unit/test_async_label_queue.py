@@ -1,0 +1,122 @@
+"""The online label queue: training-side calls never wait; the worker labels the newest keys
+first, retries a failed batch one key at a time, and forgets nothing it was given."""
+
+import threading
+import time
+
+import pytest
+
+from rl_bk.labeling.tasks import HelpfulLabel, HelpfulRequest
+from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
+
+
+def request(caption):
+    return HelpfulRequest(caption=caption, task="maximise the score", env="nethack")
+
+
+class ScriptedLabeler:
+    """helpful = "good" in the caption; records batches; can block, or fail on a caption."""
+
+    def __init__(self, fail_on=(), gate=None):
+        self.batches, self.fail_on, self.gate = [], set(fail_on), gate
+
+    def __call__(self, task, requests):
+        if self.gate is not None:
+            self.gate.wait()
+        captions = [r.caption for r in requests]
+        self.batches.append(captions)
+        if self.fail_on & set(captions):
+            raise ValueError("malformed answer")
+        return [HelpfulLabel(helpful="good" in c) for c in captions]
+
+
+def queue(labeler, **kwargs):
+    return AsyncLabelQueue(lambda: labeler, "helpful", request, lambda lab: float(lab.helpful),
+                           **kwargs)  # fmt: skip
+
+
+def test_ask_and_get_never_wait_for_a_blocked_labeler():
+    gate = threading.Event()
+    q = queue(ScriptedLabeler(gate=gate), batch_size=2)
+    started = time.perf_counter()
+    assert q.ask(["good 1", "bad 2", "good 3"]) == 3
+    assert q.get("good 1") is None and q.pending == 3
+    assert q.ask(["good 1"]) == 0  # already queued: not asked twice
+    assert time.perf_counter() - started < 0.1
+    gate.set()
+    assert q.wait_until_idle(5)
+    assert q.labels() == {"good 1": 1.0, "bad 2": 0.0, "good 3": 1.0}
+    assert q.metrics()["labels_received"] == 3 and q.pending == 0
+    assert q.ask(["good 3"]) == 0  # labelled: never asked again
+    q.close()
+
+
+def test_the_newest_keys_are_labelled_first_and_take_new_hands_each_label_once():
+    gate = threading.Event()
+    labeler = ScriptedLabeler(gate=gate)
+    q = queue(labeler, batch_size=2, start=False)
+    q.ask(["a", "b", "c", "d", "e"])
+    q.start()
+    gate.set()
+    assert q.wait_until_idle(5)
+    assert labeler.batches == [["e", "d"], ["c", "b"], ["a"]]
+    assert set(q.take_new()) == {"a", "b", "c", "d", "e"}
+    assert q.take_new() == {}
+    q.close()
+
+
+def test_a_failed_batch_is_retried_one_by_one_and_the_bad_key_waits_before_a_new_ask():
+    labeler = ScriptedLabeler(fail_on={"bad"})
+    q = queue(labeler, batch_size=3, retry_after_s=60)
+    q.ask(["x good", "bad", "y"])
+    assert q.wait_until_idle(5)
+    assert q.labels() == {"x good": 1.0, "y": 0.0}
+    assert q.metrics()["labels_failed"] == 1
+    assert len(labeler.batches) == 4  # the batch, then each key alone
+    assert q.ask(["bad"]) == 0  # failed a moment ago: not asked again yet
+    q.retry_after_s = 0.0
+    assert q.ask(["bad"]) == 1
+    q.close()
+
+
+def test_beyond_max_pending_the_oldest_keys_are_dropped_and_counted():
+    q = queue(ScriptedLabeler(), max_pending=2, start=False)
+    q.ask(["old", "mid", "new"])
+    assert q.metrics()["labels_dropped"] == 1 and q.pending == 2
+    q.start()
+    assert q.wait_until_idle(5)
+    assert set(q.labels()) == {"mid", "new"}
+    assert q.ask(["old"]) == 1  # dropped, not lost: it can be asked again
+    q.close()
+
+
+def test_a_labeler_that_cannot_be_built_is_reported_and_training_goes_on():
+    def broken():
+        raise FileNotFoundError("no GGUF model file at /nowhere.gguf")
+
+    q = AsyncLabelQueue(broken, "helpful", request)
+    q.ask(["a"])
+    assert not q.wait_until_idle(2)
+    assert "no GGUF model file" in q.error
+    assert q.get("a") is None
+    q.close()
+
+
+def test_labels_from_elsewhere_are_never_asked_for():
+    labeler = ScriptedLabeler()
+    q = queue(labeler)
+    q.add({"known": 1.0})
+    assert q.ask(["known"]) == 0 and q.get("known") == 1.0
+    q.close()
+    with pytest.raises(TypeError, match="pickle the settings"):
+        import pickle
+
+        pickle.dumps(q)
+
+
+def test_labeler_spec_builds_an_in_process_labeler_on_the_store(tmp_path):
+    spec = LabelerSpec(backend="fake", store_path=str(tmp_path / "labels.sqlite3"))
+    labeler = spec.build()
+    (label,) = labeler("helpful", [request("You kill the newt!")])
+    assert isinstance(label, HelpfulLabel)
+    assert not spec.is_oracle and LabelerSpec().is_oracle

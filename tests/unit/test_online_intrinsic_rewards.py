@@ -1,0 +1,214 @@
+"""ONI's and ELLM's per-batch rewards on hand-made episode pieces, checked by hand (no Ray):
+count decay across train batches, the label table, the classifier's threshold, the ranking
+normalisation and its quantile threshold, and the connector that adds them to the rewards."""
+
+import numpy as np
+import pytest
+from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
+from rl_bk.algorithms.oni_ppo.intrinsic_reward import OnlineIntrinsicReward, preference_target
+from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
+from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards, EpisodeSteps
+from rl_bk.goal_suggestion import GoalMatcher
+from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
+
+NEWT, WALL, GOLD = "You kill the newt!", "It's a wall.", "You see here 5 gold pieces."
+
+
+def piece(captions, episode_id="e1", ends=False, key="message", achieved=None):
+    """Steps between len(captions) states; captions[0] is the state before the first step."""
+    infos = [{key: c, "caption": c, "achieved": (achieved or {}).get(i, [])}
+             for i, c in enumerate(captions)]  # fmt: skip
+    n = len(captions) - 1
+    return EpisodeSteps(episode_id, infos, np.zeros(n, np.int64), np.zeros(n), ends, False)
+
+
+def idle_queue(labels):
+    """A queue whose labels are known up front and whose worker never runs."""
+    q = AsyncLabelQueue(lambda: None, "helpful", lambda c: c, start=False)
+    q.add(labels)
+    return q
+
+
+def oni(reward_type, **kwargs):
+    kwargs = {"labeler": LabelerSpec(), "beta": 3.0, **kwargs}
+    return OnlineIntrinsicReward(reward_type=reward_type, caption_key="message", llm_coeff=0.4,
+                                 **kwargs)  # fmt: skip
+
+
+def test_retrieval_with_count_decay_carried_across_batches_and_forgotten_at_the_end():
+    reward = oni("retrieval")
+    reward._queue = idle_queue({NEWT: 1.0, WALL: 0.0})
+    (r,) = reward([piece(["", NEWT, NEWT, WALL, GOLD])], None)
+    # N = 1, 2 for the newt: 0.4 and 0.4 / 2**3; a wall is not helpful; gold has no label yet
+    np.testing.assert_allclose(r, [0.4, 0.05, 0.0, 0.0])
+    assert reward.queue.pending == 1  # the gold message was queued, nobody waited for it
+    # The same episode in the next batch: the third newt pays 0.4 / 27, then it ends.
+    (r,) = reward([piece([GOLD, NEWT], ends=True)], None)
+    np.testing.assert_allclose(r, [0.4 / 27])
+    (r,) = reward([piece(["", NEWT])], None)  # a new episode with the same id: N = 1 again
+    np.testing.assert_allclose(r, [0.4])
+    m = reward.metrics()
+    assert m["captions_annotated_fraction"] == pytest.approx(2 / 3)  # newt, wall of 3 seen
+    assert m["steps_labelled_fraction"] == pytest.approx(5 / 6)  # gold twice, unlabelled
+
+
+class StubModel:
+    """The learner-only module as the reward sees it: fixed scores, a count of examples."""
+
+    def __init__(self, scores, num_examples=100):
+        self.scores, self.num_examples, self.examples = scores, num_examples, {}
+
+    def unwrapped(self):
+        return self
+
+    def score(self, captions):
+        return np.array([self.scores[c] for c in captions])
+
+    def add_examples(self, labels):
+        self.examples.update(labels)
+
+
+def test_classification_pays_one_above_the_threshold_and_nothing_before_min_examples():
+    reward = oni("classification", classification_threshold=0.5, min_examples=10, beta=0.0)
+    reward._queue = idle_queue({})
+    model = StubModel({NEWT: 0.7, WALL: 0.4, GOLD: 0.5})
+    (r,) = reward([piece(["", NEWT, WALL, GOLD])], {ONI_MODULE_ID: model})
+    np.testing.assert_allclose(r, [0.4, 0.0, 0.0])  # 0.5 is not above 0.5
+    model.num_examples = 9
+    (r,) = reward([piece(["", NEWT])], {ONI_MODULE_ID: model})
+    np.testing.assert_allclose(r, [0.0])
+
+
+def test_labels_that_arrived_reach_the_online_model():
+    reward = oni("classification")
+    q = AsyncLabelQueue(lambda: None, "helpful", lambda c: c, start=False)
+    reward._queue = q
+    q._new = {NEWT: 1.0}  # as the worker leaves a label it received
+    model = StubModel({NEWT: 0.9}, num_examples=0)
+    reward([piece(["", NEWT])], {ONI_MODULE_ID: model})
+    assert model.examples == {NEWT: 1.0}
+
+
+def test_ranking_is_normalised_by_running_stats_and_thresholded():
+    # Raw rewards 1, 1.7, 3, 2.3: mean 2, std sqrt(0.545) = 0.7382; normalised -1.3546,
+    # -0.4064, 1.3546, 0.4064. ONI's threshold -0.5 keeps the second (negative) one.
+    scores = {"a": 1.0, "b": 1.7, "c": 3.0, "d": 2.3}
+    z = (np.array([1.0, 1.7, 3.0, 2.3]) - 2.0) / np.sqrt(0.545)
+    reward = oni("ranking", ranking_threshold=-0.5, beta=0.0, min_examples=0)
+    reward._queue = idle_queue({})
+    (r,) = reward([piece(["", "a", "b", "c", "d"])], {ONI_MODULE_ID: StubModel(scores)})
+    np.testing.assert_allclose(r, 0.4 * np.array([0.0, z[1], z[2], z[3]]), atol=1e-9)
+    # With the median as a quantile threshold (0 here), the negative one goes too.
+    reward = oni("ranking", ranking_quantile=0.5, beta=0.0, min_examples=0)
+    reward._queue = idle_queue({})
+    (r,) = reward([piece(["", "a", "b", "c", "d"])], {ONI_MODULE_ID: StubModel(scores)})
+    np.testing.assert_allclose(r, 0.4 * np.array([0.0, 0.0, z[2], z[3]]), atol=1e-9)
+
+
+def test_ranking_queues_random_pairs_of_captions_seen_while_few_wait():
+    reward = oni("ranking", pairs_per_batch=3, label_batch_size=2, min_examples=0)
+    reward._queue = idle_queue({})
+    reward([piece(["", NEWT, WALL, GOLD])], {ONI_MODULE_ID: StubModel(
+        {NEWT: 0.0, WALL: 0.0, GOLD: 0.0})})  # fmt: skip
+    pairs = list(reward.queue._pending)
+    assert 1 <= len(pairs) <= 3 and all(a != b and {a, b} <= {NEWT, WALL, GOLD}
+                                        for a, b in pairs)  # fmt: skip
+    assert [preference_target(c) for c in ("A", "B", "tie")] == [0.0, 1.0, 0.5]
+
+
+def test_cosine_bow_and_none():
+    class Stub:
+        def encode(self, texts):
+            table = {"kill monsters": [1.0, 0.0], NEWT: [0.8, 0.6], WALL: [0.0, 1.0]}
+            return np.array([table[t] for t in texts])
+
+    from rl_bk.reward_models.cosine_bow import CosineBoWReward
+
+    reward = oni("cosine-bow", goal="kill monsters", beta=0.0)
+    reward._bow = CosineBoWReward("kill monsters", 0.5, embedder=Stub())
+    (r,) = reward([piece(["", NEWT, WALL])], None)
+    np.testing.assert_allclose(r, [0.4 * 0.8, 0.0])
+    (r,) = oni("none")([piece(["", NEWT, WALL])], None)
+    np.testing.assert_allclose(r, [0.0, 0.0])
+
+
+def test_unknown_reward_type_and_missing_settings_say_what_to_do():
+    with pytest.raises(ValueError, match="valid: none, retrieval"):
+        OnlineIntrinsicReward(reward_type="magic")
+    with pytest.raises(ValueError, match="needs a labeler"):
+        OnlineIntrinsicReward(reward_type="retrieval")
+    with pytest.raises(ValueError, match="knowledge build --kinds motif"):
+        OnlineIntrinsicReward(reward_type="motif")
+
+
+# --------------------------------------------------------------------------------- ELLM
+class TableEmbedder:
+    def encode(self, texts):
+        vocab = ["collect wood", "place stone", "eat cow"]
+        return np.array([np.eye(3)[vocab.index(t)] for t in texts], np.float32)
+
+
+def test_ellm_pays_matches_with_the_previous_states_suggestions_once_per_episode():
+    reward = ELLMIntrinsicReward(suggester="llm", labeler=LabelerSpec(), family="crafter",
+                                 ellm_coeff=2.0, label_timeout_s=0.0)  # fmt: skip
+    reward.matcher = GoalMatcher(embedder=TableEmbedder(), threshold=0.9)
+    q = AsyncLabelQueue(lambda: None, "goals", lambda k: k, start=False)
+    q.add(
+        {("tree near", None): ["collect wood", "eat cow"], ("tree again", None): ["collect wood"]}
+    )
+    reward._queue = q
+    steps = piece(
+        ["tree near", "tree again", "tree gone", "cow"],
+        key="caption",
+        achieved={1: ["collect wood"], 2: ["collect wood"], 3: ["eat cow"]},
+    )
+    (r,) = reward([steps], None)
+    # step 0: suggested for "tree near", achieved collect wood: 2 * 1.0; step 1: achieved it
+    # again, already achieved this episode: 0; step 2: "tree gone" has no label (asked, not
+    # waited for with timeout 0): 0.
+    np.testing.assert_allclose(r, [2.0, 0.0, 0.0])
+    assert ("tree gone", None) in q._pending  # only achieving states' captions are asked
+    assert ("tree near", None) not in q._pending
+    assert reward.metrics()["steps_without_suggestions"] == 1
+
+
+def test_ellm_novelty_pays_every_first_achievement_of_an_episode():
+    reward = ELLMIntrinsicReward(suggester="novelty", family="crafter")
+    reward.matcher = GoalMatcher(embedder=TableEmbedder(), threshold=0.9)
+    reward._all_goals = ["collect wood", "place stone", "eat cow"]
+    steps = piece(
+        ["a", "b", "c", "d"],
+        key="caption",
+        achieved={1: ["collect wood"], 2: ["collect wood"], 3: ["place stone"]},
+    )
+    (r,) = reward([steps], None)
+    np.testing.assert_allclose(r, [1.0, 0.0, 1.0])
+
+
+# ---------------------------------------------------------------------------- connector
+def test_the_connector_adds_the_bonus_to_scaled_rewards_and_leaves_the_artificial_step():
+    ep = SingleAgentEpisode(observations=[np.float32(0)] * 4, actions=[0] * 3,
+                            rewards=[0.0, 1.0, 0.0], infos=[{"message": m} for m in
+                                                            ["", NEWT, WALL, NEWT]],
+                            terminated=True, len_lookback_buffer=0).to_numpy()  # fmt: skip
+
+    class Fixed:
+        def __call__(self, pieces, rl_module):
+            assert [len(p) for p in pieces] == [3] and pieces[0].terminated
+            return [np.array([0.5, 0.0, 0.25])]
+
+        def metrics(self):
+            return {"labels_pending": 3.0}
+
+    shared, logger = {}, MetricsLogger()
+    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=[ep], shared_data=shared)
+    AddIntrinsicRewards(reward_fn=Fixed(), extrinsic_coeff=10.0)(
+        rl_module=None, batch={}, episodes=[ep], shared_data=shared, metrics=logger
+    )
+    np.testing.assert_allclose(ep.get_rewards(), [0.5, 10.0, 0.25, 0.0])
+    assert logger.peek("intrinsic_reward_mean") == pytest.approx(0.25)
+    assert logger.peek("intrinsic/labels_pending") == 3.0
