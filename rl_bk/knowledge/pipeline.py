@@ -33,7 +33,8 @@ from rl_bk.experiments.task_config import TaskConfig
 
 logger = logging.getLogger(__name__)
 
-KINDS = ("bk-code", "bk-pref", "bk-goal", "motif")
+BK_KINDS = ("bk-code", "bk-pref", "bk-goal")
+KINDS = (*BK_KINDS, "motif")
 DONE = "DONE.json"
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from rl_bk.connectors.learner.potential_shaping import SHAPING_REWARD_MEAN
 from rl_bk.experiments.methods import get_method
-from rl_bk.experiments.task_config import load_task
+from rl_bk.experiments.task_config import MotifParams, load_task
 from rl_bk.knowledge import pipeline
 from rl_bk.knowledge.dataset import read_episodes
 
@@ -31,7 +31,7 @@ def run_pipeline(task, tmp_path, monkeypatch):
     assert len(episodes) >= task.knowledge.dataset.episodes
     assert all(ep.mission and ep.captions[0] for ep in episodes)  # captions and mission kept
     results = {}
-    for kind in pipeline.KINDS:
+    for kind in pipeline.BK_KINDS:
         folder = pipeline.build_knowledge(task, kind)
         done = json.loads((folder / pipeline.DONE).read_text())
         algo = get_method(kind).build(task, 0, {"backend": task.knowledge.backend}).build_algo()
@@ -49,6 +49,21 @@ def test_bk_pipeline_end_to_end_with_the_oracle(ray_session, tmp_path, monkeypat
         assert np.isfinite(learners[SHAPING_REWARD_MEAN]), kind
     # The oracle's code runs: no batch fell back to zero potentials.
     assert results["bk-code"][1]["potential/code_errors"] == 0
+
+
+def test_motif_is_built_from_the_dataset_and_rewards_a_trial(ray_session, tmp_path, monkeypatch):
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path / "knowledge"))
+    monkeypatch.setenv("RLBK_LABEL_STORE", str(tmp_path / "labels.sqlite3"))
+    task = tiny_task("oracle", motif=MotifParams(pairs=64, epochs=2))
+    folder = pipeline.build_knowledge(task, "motif")
+    report = json.loads((folder / "motif.json").read_text())
+    assert report["is_oracle"] and report["pairs"] == 64 and report["std"] > 0
+    algo = get_method("motif").build(task, 0, {"backend": "oracle"}).build_algo()
+    try:
+        learners = algo.train()["learners"]
+    finally:
+        algo.stop()
+    assert np.isfinite(learners["intrinsic_reward_mean"])
 
 
 @pytest.mark.slow

@@ -1,0 +1,83 @@
+"""A task's methods side by side at a fixed env-step budget: the issue-5 sweeps.
+
+    python bench/method_comparison.py --task crafter-text-ellm --steps 100000 --seeds 0,1
+    python bench/method_comparison.py --task nethack-score --steps 100000 --seeds 0,1
+
+One Tune sweep of the task's methods (its own grid: e.g. ``ellm`` once per labeler backend),
+the same seeds and budget for every variant, run by ``rl_bk.experiments.run`` as
+``tune_run.py`` runs it (knowledge such as Motif's model is built first if missing). Writes
+``bench/results/<task>-comparison.{md,json,png}``: the run's results table (the task's main
+metric and the env return, mean ± std over seeds, at the budgets and at the end; Crafter also
+gets the Crafter score) and its learning curves. Variants labelled by the oracle backend carry
+``(ORACLE)`` in the table: rules, not an LLM.
+
+``--ellm-label-timeout`` bounds how long a train batch of ``ellm`` waits for its suggestions
+(the embedded SmolLM2 takes a second or two per caption on 2 cores; 0 = the task's setting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", required=True)
+    p.add_argument("--steps", type=int, default=100_000, help="env steps per trial")
+    p.add_argument("--seeds", default="0,1")
+    p.add_argument("--methods", default=None, help="comma-separated (default: the task's)")
+    p.add_argument("--ellm-label-timeout", type=float, default=0.0)
+    p.add_argument("--output-dir", type=Path, default=ROOT / "bench" / "runs")
+    p.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
+    args = p.parse_args()
+
+    from bench.paired_rounds import run_facts
+    from rl_bk.experiments.run import RunOptions, run_experiment
+    from rl_bk.experiments.task_config import load_task
+
+    task = load_task(args.task)
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    budgets = [b for b in (args.steps // 4, args.steps // 2, args.steps) if b]
+    update: dict = {"seeds": seeds, "budgets": budgets}
+    if args.ellm_label_timeout > 0:
+        update["ellm"] = task.ellm.model_copy(update={"label_timeout_s": args.ellm_label_timeout})
+    task = task.model_copy(update=update)
+    methods = args.methods.split(",") if args.methods else None
+    started = time.time()
+    run_dir = run_experiment(task, RunOptions(methods=methods, stop_timesteps=args.steps,
+                                              output_dir=args.output_dir))  # fmt: skip
+    facts = {**run_facts("bench/method_comparison.py"), "task": args.task, "steps": args.steps,
+             "seeds": seeds, "minutes": round((time.time() - started) / 60, 1),
+             "run_dir": str(run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT)
+                            else run_dir)}  # fmt: skip
+    summary = (run_dir / "summary.md").read_text()
+    summary = summary.replace("backend=oracle |", "backend=oracle (ORACLE) |")
+    args.results.mkdir(parents=True, exist_ok=True)
+    name = f"{args.task}-comparison"
+    shutil.copy(run_dir / "learning_curves.png", args.results / f"{name}.png")
+    (args.results / f"{name}.json").write_text(json.dumps(
+        {**facts, "summary_csv": (run_dir / "summary.csv").read_text()}, indent=2))  # fmt: skip
+    (args.results / f"{name}.md").write_text(
+        f"# {args.task}: methods at {args.steps:,} env steps\n\n`{facts['command']}` "
+        f"({facts['date']}, {facts['machine']}, {facts['minutes']} min); seeds {seeds}; "
+        f"curves: `{name}.png`; the run: `{facts['run_dir']}`.\n\n"
+        + summary.split("\n", 1)[1]
+    )  # fmt: skip
+    print(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
