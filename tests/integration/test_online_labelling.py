@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from rl_bk.algorithms.oni_ppo import ONI_MODULE_ID
 from rl_bk.experiments.methods import get_method
@@ -46,10 +47,13 @@ def test_oni_training_never_waits_for_a_slow_labeler(ray_session):
     assert last["intrinsic_reward_mean"] == 0.0  # no label yet: nothing paid
 
 
-def test_oni_classification_fits_its_learner_only_model_on_oracle_labels(ray_session):
+@pytest.mark.parametrize("in_background", [True, False])
+def test_oni_classification_fits_its_learner_only_model_on_oracle_labels(
+    ray_session, in_background
+):
     config = build("oni-classification", {"backend": "oracle"}, min_examples=4,
                    label_batch_size=8, goal="go to the red ball")  # fmt: skip
-    config.training(reward_model_steps=4)
+    config.training(reward_model_steps=4, reward_model_in_background=in_background)
     algo = config.build_algo()
     try:
         learner = algo.learner_group._learner
@@ -64,3 +68,7 @@ def test_oni_classification_fits_its_learner_only_model_on_oracle_labels(ray_ses
         algo.stop()
     assert fitted["gradient_steps"] > 0 and fitted["examples"] > 0
     assert np.isfinite(fitted["loss"])
+    # The published scorer holds the fitted weights.
+    model = learner.module[ONI_MODULE_ID].unwrapped()
+    for a, b in zip(model.scorer.parameters(), model.net.parameters()):
+        assert torch.equal(a, b) or in_background  # a later fit may have moved on

@@ -249,3 +249,24 @@ def test_windows_seen_before_are_looked_up_with_the_same_values(tmp_path, episod
             direct = model.potential(torch.from_numpy(obs), torch.from_numpy(actions),
                                      torch.from_numpy(valid)).numpy()  # fmt: skip
         np.testing.assert_allclose(phi, direct, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_the_last_state_shortcut_equals_the_full_forward_pass(n_layers):
+    torch.manual_seed(0)
+    model = PreferenceTransformer(ModelConfig(obs_dim=6, n_actions=4, horizon=4, n_embed=16,
+                                              n_layers=n_layers, ff_dim=32)).eval()  # fmt: skip
+    states = torch.randn(5, 4, 16)
+    actions = torch.randint(0, 5, (5, 4))
+    valid = torch.tensor([[True] * 4, [False, True, True, True], [False, False, True, True],
+                          [False, False, False, True], [True] * 4])  # fmt: skip
+    with torch.no_grad():
+        full = model.forward_encoded(states, actions, valid)[1][:, -1]
+        short = model.last_state_potential(states, actions, valid)
+        torch.testing.assert_close(short, full, rtol=1e-5, atol=1e-6)
+        # Fewer slots than the horizon (right-aligned) too.
+        torch.testing.assert_close(model.last_state_potential(states[:, 2:], actions[:, 2:],
+                                                              valid[:, 2:]),
+                                   model.forward_encoded(states[:, 2:], actions[:, 2:],
+                                                         valid[:, 2:])[1][:, -1],
+                                   rtol=1e-5, atol=1e-6)  # fmt: skip

@@ -67,6 +67,7 @@ ONI_DEFAULTS: dict[str, Any] = {
     "reward_model_batch_size": 256,
     "reward_model_steps": 32,
     "reward_model_full_until": 25_000,
+    "reward_model_in_background": True,
 }
 
 
@@ -100,6 +101,7 @@ class ONIPPOConfig(PPOConfig):
         reward_model_batch_size: int = NotProvided,
         reward_model_steps: int = NotProvided,
         reward_model_full_until: int = NotProvided,
+        reward_model_in_background: bool = NotProvided,
         **kwargs: Any,
     ) -> ONIPPOConfig:
         """
@@ -120,6 +122,8 @@ class ONIPPOConfig(PPOConfig):
             motif_dir: the offline Motif reward model (reward_type="motif").
             reward_model_lr, reward_model_batch_size, reward_model_steps,
             reward_model_full_until: fitting the online model (see the learner).
+            reward_model_in_background: fit in a thread beside training (default) or in
+                place after each update, as ONI.
         """
         super().training(**kwargs)
         given = {k: v for k, v in locals().items() if k in ONI_DEFAULTS}

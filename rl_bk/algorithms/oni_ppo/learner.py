@@ -8,12 +8,19 @@ ONI-Ranking clips gradients at 10). It is not part of PPO's loss: it learns from
 labels, not from the train batch, so it sits outside RLlib's loss and optimiser bookkeeping,
 and its optimiser state is not checkpointed (the weights are, with the module).
 
+By default the fit runs in a background thread (``reward_model_in_background``), started
+after an update and published (the weights rewards are scored with) after a later one: the
+learner's process is idle while the env runners sample, so on a small machine the fit uses
+that time instead of adding to the iteration; rewards lag the fit by an iteration or two.
+With it off, the fit runs in place and is published at once (ONI's way).
+
 Logged under ``oni_reward_model/``: ``loss``, ``train_accuracy``, ``held_out_accuracy`` (on
 labels never trained on), ``examples`` and ``gradient_steps``.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -35,6 +42,8 @@ class ONIPPOTorchLearner(PPOTorchLearner):
         self._reward_optimizer = None
         self._reward_rng = np.random.default_rng(0)
         self._reward_steps = 0
+        self._fit: threading.Thread | None = None
+        self._fit_metrics: dict[str, float] = {}
         if ONI_MODULE_ID in self.module.keys():
             net = self.module[ONI_MODULE_ID].unwrapped().net
             self._reward_optimizer = torch.optim.Adam(net.parameters(),
@@ -43,24 +52,43 @@ class ONIPPOTorchLearner(PPOTorchLearner):
     @override(PPOTorchLearner)
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         super().after_gradient_based_update(timesteps=timesteps)
-        if self._reward_optimizer is not None:
-            self._fit_reward_model()
-
-    def _fit_reward_model(self) -> None:
-        c = self.config
+        if self._reward_optimizer is None:
+            return
         model = self.module[ONI_MODULE_ID].unwrapped()
+        if self._fit is not None:
+            if self._fit.is_alive():
+                return  # still fitting: looked at again after the next update
+            self._fit = None
+            model.publish()
+            self.metrics.log_dict(self._fit_metrics, key=ONI_MODULE_ID, window=1)
         n = model.num_examples
         if n == 0:
             return
+        c = self.config
         many = model.new_examples > 0 and n < c.reward_model_full_until
         steps = c.reward_model_steps if many else 1
         model.new_examples = 0
+        # A snapshot: the connector appends examples while a background fit runs.
+        keys, values = list(model.train_keys[:n]), list(model.train_values[:n])
+        if c.reward_model_in_background:
+            self._fit = threading.Thread(target=self._fit_reward_model,
+                                         args=(model, keys, values, steps), daemon=True,
+                                         name="oni-reward-model-fit")  # fmt: skip
+            self._fit.start()
+        else:
+            self._fit_reward_model(model, keys, values, steps)
+            model.publish()
+            self.metrics.log_dict(self._fit_metrics, key=ONI_MODULE_ID, window=1)
+
+    def _fit_reward_model(self, model: Any, keys: list, values: list, steps: int) -> None:
+        """``steps`` gradient steps on random minibatches of the examples (touches only
+        ``model.net`` and its optimiser: safe beside training)."""
+        size = min(self.config.reward_model_batch_size, len(keys))
         model.net.train()
         losses, accuracies = [], []
         for _ in range(steps):
-            rows = self._reward_rng.choice(n, size=min(c.reward_model_batch_size, n), replace=False)
-            loss, acc = model.loss_on([model.train_keys[i] for i in rows],
-                                      [model.train_values[i] for i in rows])  # fmt: skip
+            rows = self._reward_rng.choice(len(keys), size=size, replace=False)
+            loss, acc = model.loss_on([keys[i] for i in rows], [values[i] for i in rows])
             self._reward_optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.net.parameters(), GRAD_CLIP)
@@ -68,13 +96,13 @@ class ONIPPOTorchLearner(PPOTorchLearner):
             losses.append(float(loss.detach()))
             accuracies.append(acc)
         self._reward_steps += steps
-        self.metrics.log_dict({
+        self._fit_metrics = {
             "loss": float(np.mean(losses)),
             "train_accuracy": _mean_of_numbers(accuracies),
             "held_out_accuracy": model.held_out_accuracy(),
-            "examples": float(n), "held_out_examples": float(len(model.held_out)),
+            "examples": float(len(keys)), "held_out_examples": float(len(model.held_out)),
             "gradient_steps": float(self._reward_steps),
-        }, key=ONI_MODULE_ID, window=1)  # fmt: skip
+        }  # fmt: skip
 
 
 def _mean_of_numbers(values: list[float]) -> float:

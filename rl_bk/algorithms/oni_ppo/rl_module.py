@@ -4,7 +4,9 @@ The model (ONI's char-CNN over the message bytes: :class:`~rl_bk.reward_models.c
 MessageClassifier` for ONI-Classification, :class:`~rl_bk.reward_models.ranking.MessageRanker`
 for ONI-Ranking) lives in the learner's MultiRLModule, so its weights are checkpointed with the
 policy and the reward connector scores with exactly the weights the learner trains. Env runners
-never get it (``learner_only``).
+never get it (``learner_only``). It holds two copies of the net: ``net``, which the learner
+fits, and ``scorer``, which rewards are computed with and which takes ``net``'s weights when a
+fit is published, so fitting can run beside training without a half-updated net scoring.
 
 It also holds the labelled examples the learner fits it on, as they arrive from the online
 label queue (plain Python lists, not checkpointed: the labels themselves are in the label
@@ -15,6 +17,7 @@ kept out of training to measure the model's accuracy on labels it never saw.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -61,6 +64,10 @@ class OnlineRewardModel(TorchRLModule):
             if kind == "classification"
             else MessageRanker(self.length)
         )
+        # Rewards are scored with a copy that only changes when a fit is published, so the
+        # learner may fit ``net`` in a background thread while batches are scored.
+        self.scorer = copy.deepcopy(self.net).eval()
+        self.scorer.requires_grad_(False)
         self.train_keys: list[Hashable] = []
         self.train_values: list[float] = []
         self.held_out: dict[Hashable, float] = {}
@@ -86,16 +93,19 @@ class OnlineRewardModel(TorchRLModule):
 
     @torch.no_grad()
     def score(self, captions: Sequence[str]) -> np.ndarray:
-        """p(helpful) (classification) or the raw reward (ranking) of each caption."""
+        """p(helpful) (classification) or the raw reward (ranking) of each caption, by the
+        last published fit."""
         if not len(captions):
             return np.zeros(0)
-        was_training = self.net.training
-        self.net.eval()
-        out = self.net(self._bytes(captions))
-        self.net.train(was_training)
+        out = self.scorer(self._bytes(captions))
         if self.kind == "classification":
             out = helpful_probability(out)
         return out.double().numpy()
+
+    @torch.no_grad()
+    def publish(self) -> None:
+        """Scores from now on use the weights ``net`` has now."""
+        self.scorer.load_state_dict(self.net.state_dict())
 
     # ------------------------------------------------------------------------- training
     def loss_on(self, keys: Sequence[Hashable], values: Sequence[float]):
@@ -112,9 +122,10 @@ class OnlineRewardModel(TorchRLModule):
     def held_out_accuracy(self) -> float:
         if not self.held_out:
             return float("nan")
+        items = list(self.held_out.items())  # one call: the connector may add to it meanwhile
         was_training = self.net.training
         self.net.eval()
-        _, acc = self.loss_on(list(self.held_out), list(self.held_out.values()))
+        _, acc = self.loss_on([k for k, _ in items], [v for _, v in items])
         self.net.train(was_training)
         return float(acc)
 

@@ -194,6 +194,30 @@ class PreferenceTransformer(nn.Module):
         """Phi of each window: the reward of its last (current) state, (B,)."""
         return self.forward(obs, actions, valid)[1][:, -1]
 
+    def last_state_potential(
+        self, states: torch.Tensor, actions: torch.Tensor, valid: torch.Tensor
+    ) -> torch.Tensor:
+        """:meth:`potential` from encoded states (B, T, n_embed), computing only what the last
+        slot's reward needs: the last layer attends from the last slot alone, its
+        feed-forward runs on that slot alone, and the head's query and key (the segment
+        logit's) are skipped. Same numbers as ``forward_encoded(...)[1][:, -1]``, a fraction
+        of the work (at RL time only Phi(s_t), the last slot, is wanted)."""
+        t = states.shape[1]
+        slots = torch.arange(self.horizon - t, self.horizon, device=states.device)
+        x = states + self.action_embedding(actions) + self.slot_embedding(slots)
+        blocked = _attention_mask(valid)
+        mask = blocked.repeat_interleave(self.n_heads, dim=0)
+        *earlier, last = self.layers
+        for layer in earlier:
+            x = layer(x, src_mask=mask)
+        if last.norm_first:  # built post-norm above; a pre-norm layer would need its own path
+            raise NotImplementedError("last_state_potential supports post-norm layers only")
+        query = x[:, -1:]
+        attended = last.self_attn(query, x, x, attn_mask=mask[:, -1:], need_weights=False)[0]
+        h = last.norm1(query + last.dropout1(attended))
+        h = last.norm2(h + last._ff_block(h))
+        return self.head.value(h[:, 0]).squeeze(-1)
+
     def potential_of_states(
         self, obs: torch.Tensor, index: torch.Tensor, actions: torch.Tensor, valid: torch.Tensor
     ) -> torch.Tensor:
@@ -203,7 +227,7 @@ class PreferenceTransformer(nn.Module):
         encoded = self.state_encoder(obs.unsqueeze(0))[0]
         encoded = torch.cat([encoded, encoded.new_zeros(1, encoded.shape[1])])  # padding row
         rows = torch.where(index >= 0, index, torch.full_like(index, obs.shape[0]))
-        return self.forward_encoded(encoded[rows], actions, valid)[1][:, -1]
+        return self.last_state_potential(encoded[rows], actions, valid)
 
 
 class FlatPotential(nn.Module):

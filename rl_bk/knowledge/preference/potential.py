@@ -171,11 +171,11 @@ class PreferencePotential:
                     np.concatenate([table[used], np.zeros((1, table.shape[1]), np.float32)])
                 )  # padding row
                 rows = np.where(part >= 0, np.searchsorted(used, part), len(used))
-                phi = self._model.forward_encoded(
+                phi = self._model.last_state_potential(
                     encoded[torch.from_numpy(rows)],
                     torch.from_numpy(actions[s : s + LOCAL_BATCH]),
                     torch.from_numpy(valid[s : s + LOCAL_BATCH]),
-                )[1][:, -1]  # fmt: skip
+                )  # fmt: skip
                 out.append(phi.numpy())
         return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
 
