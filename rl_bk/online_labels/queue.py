@@ -10,7 +10,9 @@ does the same: what the agent meets now matters more than what it met an hour ag
 them into typed requests and makes one labeler call per batch. A batch the labeler fails on is
 retried one key at a time, so one malformed answer costs one key; a key that fails alone is
 counted and not asked again for ``retry_after_s``. When more than ``max_pending`` keys wait,
-the oldest are dropped (counted; a later ``ask`` may queue them again).
+the oldest are dropped (counted; a later ``ask`` may queue them again). The worker thread runs
+at a lower priority (``niceness``, Linux), so a labeler that computes in this process (the
+embedded llama.cpp model) uses the CPU time training leaves idle.
 
 The labeler is any ``(task, requests) -> labels`` callable (:class:`~rl_bk.knowledge.labeler.
 LocalLabeler` in process, or a :class:`~rl_bk.labeling.client.LabelerClient` to the Serve
@@ -22,6 +24,7 @@ re-run, or another trial on the same store, gets them back without asking the LL
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -50,6 +53,7 @@ class AsyncLabelQueue:
         batch_size: int = 32,
         max_pending: int = 10_000,
         retry_after_s: float = 60.0,
+        niceness: int = 10,
         start: bool = True,
     ):
         if batch_size < 1 or max_pending < 1:
@@ -65,6 +69,7 @@ class AsyncLabelQueue:
             max_pending,
             retry_after_s,
         )
+        self.niceness = niceness
         self._labels: dict[Hashable, Any] = {}
         self._new: dict[Hashable, Any] = {}  # received since the last take_new()
         self._pending: OrderedDict[Hashable, None] = OrderedDict()  # oldest first
@@ -189,6 +194,7 @@ class AsyncLabelQueue:
             return batch
 
     def _run(self) -> None:
+        _lower_this_threads_priority(self.niceness)
         try:
             self._labeler = self._make_labeler()
         except Exception as err:  # a missing model or package: say so once, label nothing
@@ -235,3 +241,17 @@ class AsyncLabelQueue:
     def __getstate__(self) -> dict:
         raise TypeError("an AsyncLabelQueue holds a thread and lives where it was built; "
                         "pickle the settings that build it instead")  # fmt: skip
+
+
+def _lower_this_threads_priority(niceness: int) -> None:
+    """Raises the calling thread's nice value (Linux: per thread), so a labeler computing in
+    this process (llama.cpp, which computes on the calling thread and the threads it starts
+    from it) gets the CPU time training leaves idle rather than taking it from training."""
+    if niceness <= 0:
+        return
+    try:
+        tid = threading.get_native_id()
+        current = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, current + niceness))
+    except (AttributeError, OSError):  # not Linux, or not allowed: run at normal priority
+        pass

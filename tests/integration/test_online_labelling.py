@@ -72,3 +72,17 @@ def test_oni_classification_fits_its_learner_only_model_on_oracle_labels(
     model = learner.module[ONI_MODULE_ID].unwrapped()
     for a, b in zip(model.scorer.parameters(), model.net.parameters()):
         assert torch.equal(a, b) or in_background  # a later fit may have moved on
+
+
+def test_ellm_on_babyai_asks_the_oracle_for_the_achieving_states_and_pays(ray_session):
+    config = build("ellm", {"backend": "oracle"})
+    algo = config.build_algo()
+    try:
+        learners = [algo.train()["learners"] for _ in range(2)][-1]
+    finally:
+        algo.stop()
+    # Every achieving state's suggestions came (the batch waits for them), and some matched.
+    assert learners["intrinsic/steps_with_achievements"] > 0
+    assert learners["intrinsic/steps_without_suggestions"] == 0
+    assert learners["intrinsic/labels_received"] > 0
+    assert learners["intrinsic/rewarded_steps"] > 0

@@ -120,3 +120,24 @@ def test_labeler_spec_builds_an_in_process_labeler_on_the_store(tmp_path):
     (label,) = labeler("helpful", [request("You kill the newt!")])
     assert isinstance(label, HelpfulLabel)
     assert not spec.is_oracle and LabelerSpec().is_oracle
+
+
+def test_the_worker_thread_runs_at_a_lower_priority():
+    import os
+
+    seen = {}
+
+    def labeler_factory():
+        import threading as th
+
+        tid = th.get_native_id()
+        seen["nice"] = os.getpriority(os.PRIO_PROCESS, tid)
+        return ScriptedLabeler()
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    q = AsyncLabelQueue(labeler_factory, "helpful", request, niceness=5)
+    q.ask(["x"])
+    assert q.wait_until_idle(5)
+    q.close()
+    assert seen["nice"] == min(19, base + 5)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == base  # the training thread is untouched
