@@ -71,6 +71,9 @@ class StubModel:
     def add_examples(self, labels):
         self.examples.update(labels)
 
+    def ready(self, min_examples):
+        return self.num_examples >= min_examples
+
 
 def test_classification_pays_one_above_the_threshold_and_nothing_before_min_examples():
     reward = oni("classification", classification_threshold=0.5, min_examples=10, beta=0.0)
@@ -212,3 +215,29 @@ def test_the_connector_adds_the_bonus_to_scaled_rewards_and_leaves_the_artificia
     np.testing.assert_allclose(ep.get_rewards(), [0.5, 10.0, 0.25, 0.0])
     assert logger.peek("intrinsic_reward_mean") == pytest.approx(0.25)
     assert logger.peek("intrinsic/labels_pending") == 3.0
+
+
+def test_the_online_model_scores_with_the_last_published_fit_and_holds_labels_out():
+    import gymnasium as gym
+    import torch
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from rl_bk.algorithms.oni_ppo.rl_module import OnlineRewardModel
+
+    torch.manual_seed(0)
+    model = RLModuleSpec(module_class=OnlineRewardModel, learner_only=True,
+                         model_config={"kind": "classification"},
+                         observation_space=gym.spaces.Box(-1, 1, (2,)),
+                         action_space=gym.spaces.Discrete(2)).build()  # fmt: skip
+    labels = {f"message {i}": float(i % 2) for i in range(40)}
+    model.add_examples(labels)
+    assert model.num_examples + len(model.held_out) == 40 and 0 < len(model.held_out) < 10
+    assert not model.ready(min_examples=1)  # nothing fitted and published yet
+    before = model.score([NEWT])
+    with torch.no_grad():
+        for p in model.net.parameters():
+            p.add_(1.0)  # a fit moves the trained copy...
+    np.testing.assert_array_equal(model.score([NEWT]), before)  # ...not what rewards read
+    model.publish()
+    assert model.ready(min_examples=1) and not model.ready(min_examples=100)
+    assert model.score([NEWT])[0] != before[0]

@@ -23,8 +23,8 @@ The caption of a step is the text the env put in ``info[caption_key]`` after the
      ``cosine_threshold``: ONI's ELLM-BoW baseline;
    - ``none``: 0 (the extrinsic-only baseline).
 
-   While the model has fewer than ``min_examples`` labelled examples, classification and
-   ranking pay 0 (an untrained net's output is noise).
+   Until a fit on at least ``min_examples`` labelled examples has been published,
+   classification and ranking pay 0 (an untrained net's output is noise).
 4. the weighted reward is ``llm_coeff * r_int * N ** -beta``, ``N`` the caption's count in the
    episode so far (this occurrence included).
 
@@ -193,7 +193,7 @@ class OnlineIntrinsicReward:
                 self._bow = CosineBoWReward(self.goal, self.cosine_threshold)
             return dict(zip(distinct, self._bow.rewards(distinct).astype(np.float64)))
         if t == "classification":
-            if model.num_examples < self.min_examples:
+            if not model.ready(self.min_examples):
                 return {}
             p = model.score(distinct)
             return dict(zip(distinct, (p > self.classification_threshold).astype(np.float64)))
@@ -206,7 +206,7 @@ class OnlineIntrinsicReward:
             raw = dict(zip(distinct, self._motif.score(distinct)))
             mean, std = self._motif.mean, self._motif.std
         else:
-            if model.num_examples < self.min_examples:
+            if not model.ready(self.min_examples):
                 return {}
             raw = dict(zip(distinct, model.score(distinct)))
             self._rms.update(np.array([raw[c] for cs in captions for c in cs if c]))

@@ -68,6 +68,7 @@ class OnlineRewardModel(TorchRLModule):
         # learner may fit ``net`` in a background thread while batches are scored.
         self.scorer = copy.deepcopy(self.net).eval()
         self.scorer.requires_grad_(False)
+        self.published = 0  # fits published to the scorer (0: it is still the random init)
         self.train_keys: list[Hashable] = []
         self.train_values: list[float] = []
         self.held_out: dict[Hashable, float] = {}
@@ -106,6 +107,12 @@ class OnlineRewardModel(TorchRLModule):
     def publish(self) -> None:
         """Scores from now on use the weights ``net`` has now."""
         self.scorer.load_state_dict(self.net.state_dict())
+        self.published += 1
+
+    def ready(self, min_examples: int) -> bool:
+        """Whether rewards may be read from the scorer: a fit on at least ``min_examples``
+        labelled examples has been published."""
+        return self.published > 0 and self.num_examples >= min_examples
 
     # ------------------------------------------------------------------------- training
     def loss_on(self, keys: Sequence[Hashable], values: Sequence[float]):
