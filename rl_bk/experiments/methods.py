@@ -130,10 +130,19 @@ def _ellm(suggester: str) -> BuildFn:
         from rl_bk.knowledge.pipeline import family_of
 
         training = {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
-        online = {"suggester": suggester, "family": family_of(task.env),
-                  "labeler": labeler_spec(task, params.get("backend")),
-                  **task.ellm.model_dump()}  # fmt: skip
-        return base_ppo_config(task, seed, {**online, **training}, config=ELLMPPOConfig())
+        settings = {**task.ellm.model_dump(), **training}
+        conditioned = settings.pop("goal_conditioned")
+        family, labeler = family_of(task.env), labeler_spec(task, params.get("backend"))
+        online = {"suggester": suggester, "family": family, "labeler": labeler}
+        config = base_ppo_config(task, seed, {**online, **settings}, config=ELLMPPOConfig())
+        # The policy sees the embedded suggestions (ELLM's goal-conditioning); the novelty
+        # baseline suggests everything, so its policy stays unconditioned.
+        if conditioned and suggester == "llm":
+            from rl_bk.goal_suggestion.goal_observation import register_goal_conditioned_env
+
+            env = register_goal_conditioned_env(task.env, labeler, family, settings["max_goals"])
+            config.environment(env, env_config=dict(task.env_config))
+        return config
 
     return build
 

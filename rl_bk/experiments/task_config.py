@@ -145,6 +145,7 @@ class ELLMParams(_Strict):
     include_mission: bool = False
     label_batch_size: int = Field(16, gt=0)
     label_timeout_s: float = Field(120.0, ge=0)  # a batch's wait for its suggestions
+    goal_conditioned: bool = False  # the policy also sees the embedded suggestions
 
 
 class KnowledgeParams(_Strict):

@@ -86,3 +86,24 @@ def test_ellm_on_babyai_asks_the_oracle_for_the_achieving_states_and_pays(ray_se
     assert learners["intrinsic/steps_without_suggestions"] == 0
     assert learners["intrinsic/labels_received"] > 0
     assert learners["intrinsic/rewarded_steps"] > 0
+
+
+def test_ellm_goal_conditioned_policy_sees_the_embedded_suggestions(ray_session):
+    from rl_bk.goal_suggestion.goal_observation import EMBEDDING_DIM, GoalObservation
+
+    config = build("ellm", {"backend": "oracle", "goal_conditioned": True})
+    algo = config.build_algo()
+    try:
+        algo.train()
+        env = algo.env_runner.env.unwrapped.envs[0]
+        while not isinstance(env, GoalObservation):
+            env = env.env  # gymnasium's own wrappers sit outside ours
+        obs_space = algo.env_runner.module.observation_space
+    finally:
+        algo.stop()
+    plain = load_task("babyai-gotolocal-redball-s20")
+    import env_registry
+
+    base = env_registry.make_env(plain.env).observation_space.shape[0]
+    assert obs_space.shape == (base + EMBEDDING_DIM,)
+    assert env.queue.metrics()["labels_received"] > 0  # suggestions were asked and came

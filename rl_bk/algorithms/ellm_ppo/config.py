@@ -8,8 +8,9 @@
 The learner connector gets :class:`~rl_bk.connectors.learner.intrinsic_rewards.
 AddIntrinsicRewards` right after PPO's artificial-step piece (before GAE), with
 :class:`ELLMIntrinsicReward` as its reward function (suggestions, novelty filter and matching:
-see that module). The policy is PPO's own; ELLM's goal-conditioned policy (the embedded
-suggestion text as an extra input) is not built yet.
+see that module). The policy is PPO's own; for ELLM's goal-conditioned policy the env is
+wrapped instead (:mod:`rl_bk.goal_suggestion.goal_observation`; the ``ellm`` method does it
+when the task's ``ellm.goal_conditioned`` is true).
 
 Departures from ELLM's reference (anchors-seeds §2): PPO instead of double DQN (every method
 of a task shares the task's PPO); the env's reward is kept (``extrinsic_coeff``, default 1;
