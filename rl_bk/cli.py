@@ -145,7 +145,10 @@ def knowledge_main(args: argparse.Namespace) -> int:
 
         os.environ["RLBK_KNOWLEDGE_DIR"] = str(Path(args.knowledge_dir).resolve())
     task = load_task(args.task, smoke=args.smoke)
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    if args.kinds:
+        kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    else:  # what the task's methods need (all BK kinds if none of them needs any)
+        kinds = [m for m in task.methods if m in pipeline.KINDS] or list(pipeline.BK_KINDS)
     unknown = sorted(set(kinds) - set(pipeline.KINDS))
     if unknown:
         raise ValueError(f"unknown kinds {', '.join(unknown)}; valid: {', '.join(pipeline.KINDS)}")
@@ -184,10 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--url", help="a running labeler (default: label in this process)")
     p.add_argument("--batch-size", type=int, default=32)
     _add_backend_flags(p)
-    p = sub.add_parser("knowledge", help="run the BK pipeline's stages (collect, build, show)")
+    p = sub.add_parser("knowledge", help="run the knowledge pipeline's stages (collect, "
+                       "build, show): BK's potentials and Motif's reward model")  # fmt: skip
     p.add_argument("action", choices=["collect", "build", "show"])
     p.add_argument("--task", required=True, help="a task name or YAML (tune_run.py --list)")
-    p.add_argument("--kinds", default="bk-code,bk-pref,bk-goal", help="comma-separated")
+    p.add_argument("--kinds", help="comma-separated: bk-code, bk-pref, bk-goal, motif "
+                   "(default: those the task's methods use)")  # fmt: skip
     p.add_argument(
         "--backend",
         choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
