@@ -2,6 +2,7 @@
 
     python bench/method_comparison.py --task crafter-text-ellm --steps 100000 --seeds 0,1
     python bench/method_comparison.py --task nethack-score --steps 100000 --seeds 0,1
+    python bench/method_comparison.py --task crafter-text-ellm --resume bench/runs/<task>/<run>
 
 One Tune sweep of the task's methods (its own grid: e.g. ``ellm`` once per labeler backend),
 the same seeds and budget for every variant, run by ``rl_bk.experiments.run`` as
@@ -41,10 +42,11 @@ def main() -> int:
     p.add_argument("--ellm-label-timeout", type=float, default=0.0)
     p.add_argument("--output-dir", type=Path, default=ROOT / "bench" / "runs")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
+    p.add_argument("--resume", type=Path, help="finish an interrupted run (its own settings)")
     args = p.parse_args()
 
     from bench.paired_rounds import run_facts
-    from rl_bk.experiments.run import RunOptions, run_experiment
+    from rl_bk.experiments.run import RunOptions, resume_experiment, run_experiment
     from rl_bk.experiments.task_config import load_task
 
     task = load_task(args.task)
@@ -56,8 +58,11 @@ def main() -> int:
     task = task.model_copy(update=update)
     methods = args.methods.split(",") if args.methods else None
     started = time.time()
-    run_dir = run_experiment(task, RunOptions(methods=methods, stop_timesteps=args.steps,
-                                              output_dir=args.output_dir))  # fmt: skip
+    if args.resume:  # errored or unfinished trials run again; finished ones are kept
+        run_dir = resume_experiment(args.resume, RunOptions())
+    else:
+        run_dir = run_experiment(task, RunOptions(methods=methods, stop_timesteps=args.steps,
+                                                  output_dir=args.output_dir))  # fmt: skip
     facts = {**run_facts("bench/method_comparison.py"), "task": args.task, "steps": args.steps,
              "seeds": seeds, "minutes": round((time.time() - started) / 60, 1),
              "run_dir": str(run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT)
