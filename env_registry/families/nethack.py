@@ -155,6 +155,8 @@ class NetHackTextEnv(gym.Env):
     ``info`` after every reset and step: ``caption``, ``message`` (the message line alone),
     ``message_count`` (occurrences of this message in the episode so far, this one included),
     ``mission``, ``success``, ``score``, ``depth``, ``end_status`` (nle's, as an int).
+    ``score`` is the in-game score; on the step that ends the game it is the score just
+    before (nle's last observation has the status line zeroed).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 42}  # noqa: RUF012 (gymnasium API)
@@ -196,6 +198,7 @@ class NetHackTextEnv(gym.Env):
         self._counter = cap.MessageCounter()
         self._success = False
         self._depth = 0
+        self._score = 0  # the in-game score, kept through the step that ends the game
 
     # ---------------------------------------------------------------------------- helpers
     def _observe(self, obs: dict, end_status: int) -> tuple[np.ndarray, dict]:
@@ -216,7 +219,7 @@ class NetHackTextEnv(gym.Env):
             "message_count": self._counter.add(message),
             "mission": self.mission,
             "success": self._success,
-            "score": int(blstats[cap.BL_SCORE]),
+            "score": self._score,
             "depth": int(blstats[cap.BL_DEPTH]),
             "end_status": int(end_status),
         }
@@ -236,6 +239,7 @@ class NetHackTextEnv(gym.Env):
             self._nle.seed(core=core, disp=disp, reseed=False)
         # nle's `options` are NetHack game options, not gymnasium's reset options: not passed.
         obs, nle_info = self._nle.reset(seed=seed)
+        self._score = int(obs["blstats"][cap.BL_SCORE])
         self._counter.reset()
         self._success = False
         self._depth = int(obs["blstats"][cap.BL_DEPTH])
@@ -255,6 +259,8 @@ class NetHackTextEnv(gym.Env):
         elif end_status == self._success_status:
             self._success = True
         self._depth = depth
+        if not done:  # the observation after the game ends has its status line zeroed
+            self._score = int(obs["blstats"][cap.BL_SCORE])
         features, info = self._observe(obs, end_status)
         return features, float(reward), terminated, truncated, info
 
