@@ -143,7 +143,7 @@ class ELLMParams(_Strict):
     threshold: float | None = Field(None, ge=-1, le=1)  # None: GoalMatcher's default
     max_goals: int = Field(5, ge=1, le=10)
     include_mission: bool = False
-    label_batch_size: int = Field(16, gt=0)
+    label_batch_size: int = Field(4, gt=0)  # small: a batch waits for its first labels
     label_timeout_s: float = Field(120.0, ge=0)  # a batch's wait for its suggestions
     goal_conditioned: bool = False  # the policy also sees the embedded suggestions
 

@@ -40,7 +40,7 @@ ELLM_DEFAULTS: dict[str, Any] = {
     "threshold": None,
     "max_goals": 5,
     "include_mission": False,
-    "label_batch_size": 16,
+    "label_batch_size": 4,
     "label_timeout_s": 120.0,
 }
 
@@ -77,7 +77,9 @@ class ELLMPPOConfig(PPOConfig):
             threshold: cosine similarity a match must exceed (None: GoalMatcher's default).
             max_goals: suggestions asked per caption.
             include_mission: send the env's mission with each caption.
-            label_batch_size: captions per labeler call.
+            label_batch_size: captions per labeler call (small, 4: the batch waits for the
+                labeler, and an LLM answers a whole call at once; with 16, SmolLM2 at ~1
+                caption/s here finished no current caption within a 20 s wait).
             label_timeout_s: how long a train batch may wait for its suggestions (0: never;
                 steps without suggestions pay 0).
         """

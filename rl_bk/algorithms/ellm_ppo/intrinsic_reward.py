@@ -43,7 +43,7 @@ class ELLMIntrinsicReward:
     def __init__(self, *, suggester: str = "llm", labeler: LabelerSpec | None = None,
                  family: str, ellm_coeff: float = 1.0, threshold: float | None = None,
                  max_goals: int = 5, include_mission: bool = False,
-                 label_batch_size: int = 16, label_timeout_s: float = 120.0):  # fmt: skip
+                 label_batch_size: int = 4, label_timeout_s: float = 120.0):  # fmt: skip
         if suggester not in SUGGESTERS:
             raise ValueError(f"unknown ELLM suggester {suggester!r}; valid: "
                              f"{', '.join(SUGGESTERS)}")  # fmt: skip
