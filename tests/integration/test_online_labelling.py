@@ -107,3 +107,14 @@ def test_ellm_goal_conditioned_policy_sees_the_embedded_suggestions(ray_session)
     base = env_registry.make_env(plain.env).observation_space.shape[0]
     assert obs_space.shape == (base + EMBEDDING_DIM,)
     assert env.queue.metrics()["labels_received"] > 0  # suggestions were asked and came
+
+
+def test_an_isolated_labeler_answers_from_its_own_process(ray_session):
+    from rl_bk.labeling.tasks import HelpfulLabel, HelpfulRequest
+
+    labeler = LabelerSpec(backend="fake", isolate=True).build()
+    assert type(labeler).__name__ == "IsolatedLabeler"
+    (label,) = labeler("helpful", [HelpfulRequest(caption="You kill the newt!", task="score")])
+    assert isinstance(label, HelpfulLabel)
+    # llamacpp is isolated by default once Ray is up; in-process labelers are not.
+    assert type(LabelerSpec(backend="oracle").build()).__name__ != "IsolatedLabeler"
