@@ -28,6 +28,8 @@ from typing import Any, Protocol
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 
+from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps
+
 INTRINSIC_REWARD_MEAN = "intrinsic_reward_mean"
 INTRINSIC_RETURN_MEAN = "intrinsic_return_mean"
 
@@ -84,12 +86,11 @@ class AddIntrinsicRewards(ConnectorV2):
 
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
                  metrics=None, **kwargs):  # fmt: skip
-        chunks = list(self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False))
-        if not chunks:
+        found = chunks_with_real_steps(self, episodes, shared_data)
+        if not found:
             return batch
-        # PPO's AddOneTsToEpisodesAndTruncate appended one artificial step to each chunk.
-        artificial = 1 if (shared_data or {}).get("_added_loss_mask_for_valid_episode_ts") else 0
-        pieces = [episode_steps(ep, len(ep) - artificial) for ep in chunks]
+        chunks = [ep for ep, _ in found]
+        pieces = [episode_steps(ep, n) for ep, n in found]
         bonuses = self.reward_fn(pieces, rl_module)
         total, steps = 0.0, 0
         for ep, piece, bonus in zip(chunks, pieces, bonuses):

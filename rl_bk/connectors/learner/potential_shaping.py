@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 
+from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps
 from rl_bk.knowledge.trajectory import Chunk
 
 #: The train batch's chunks -> one potential per state (``len(chunk) + 1``) for each chunk,
@@ -146,12 +147,10 @@ class PotentialBasedShaping(ConnectorV2):
 
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
                  metrics=None, **kwargs):  # fmt: skip
-        chunks = list(self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False))
-        if not chunks:
+        found = chunks_with_real_steps(self, episodes, shared_data)
+        if not found:
             return batch
-        # PPO's AddOneTsToEpisodesAndTruncate appended one artificial step to each chunk.
-        artificial = 1 if (shared_data or {}).get("_added_loss_mask_for_valid_episode_ts") else 0
-        lengths = [len(ep) - artificial for ep in chunks]
+        chunks, lengths = [ep for ep, _ in found], [n for _, n in found]
         raw = self.potential_fn([as_chunk(ep, n) for ep, n in zip(chunks, lengths)])
         potentials = [np.asarray(p, dtype=np.float64) for p in raw]
         if self.normalizer is not None:
