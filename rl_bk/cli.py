@@ -11,7 +11,7 @@ default it labels in this process with the configured backend and the shared lab
 ``--url`` sends the batches to a running server instead.
 
     rl-bk knowledge collect --task T               BK stage 1: the trajectory dataset
-    rl-bk knowledge build --task T [--kinds bk-code,bk-pref,bk-goal] [--backend oracle]
+    rl-bk knowledge build --task T [--kinds bk-code,...,ptgm] [--backend oracle]
     rl-bk knowledge show --task T                  what is built, where, from whose labels
 
 ``knowledge`` runs the BK pipeline's stages alone (``tune_run.py`` runs whatever is missing
@@ -148,7 +148,10 @@ def knowledge_main(args: argparse.Namespace) -> int:
     if args.kinds:
         kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     else:  # what the task's methods need (all BK kinds if none of them needs any)
-        kinds = [m for m in task.methods if m in pipeline.KINDS] or list(pipeline.BK_KINDS)
+        from rl_bk.experiments.methods import KNOWLEDGE_KINDS
+
+        needed = [KNOWLEDGE_KINDS[m] for m in task.methods if m in KNOWLEDGE_KINDS]
+        kinds = list(dict.fromkeys(needed)) or list(pipeline.BK_KINDS)
     unknown = sorted(set(kinds) - set(pipeline.KINDS))
     if unknown:
         raise ValueError(f"unknown kinds {', '.join(unknown)}; valid: {', '.join(pipeline.KINDS)}")
@@ -191,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
                        "build, show): BK's potentials and Motif's reward model")  # fmt: skip
     p.add_argument("action", choices=["collect", "build", "show"])
     p.add_argument("--task", required=True, help="a task name or YAML (tune_run.py --list)")
-    p.add_argument("--kinds", help="comma-separated: bk-code, bk-pref, bk-goal, motif "
+    p.add_argument("--kinds", help="comma-separated: bk-code, bk-pref, bk-goal, motif, ptgm "
                    "(default: those the task's methods use)")  # fmt: skip
     p.add_argument(
         "--backend",

@@ -16,19 +16,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
-
-
-def _gguf_chat_template(path: Path) -> str | None:
-    """The ``tokenizer.chat_template`` field of a GGUF file, read with the gguf package."""
-    from gguf import GGUFReader
-
-    field = GGUFReader(str(path)).fields.get("tokenizer.chat_template")
-    if field is None:
-        return None
-    return bytes(field.parts[field.data[0]]).decode("utf-8")
 
 
 def default_gguf() -> Path:
@@ -39,34 +28,12 @@ def default_gguf() -> Path:
 
 
 def convert(gguf: Path, out: Path, dtype: str = "bfloat16") -> dict[str, Any]:
+    """The conversion itself lives in rl_bk (GLAM's model loader caches SmolLM2 with it)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    t0 = time.perf_counter()
-    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    template = _gguf_chat_template(gguf)
-    if template and not getattr(tok, "chat_template", None):
-        tok.chat_template = template  # older transformers drop it on GGUF load
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype)
-    )
-    # save_pretrained raises "The model is quantized with gguf and is not serializable" although
-    # the weights are already dequantised: forget the quantizer before saving.
-    model.hf_quantizer = None
-    model.is_quantized = False
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out))
-    tok.save_pretrained(str(out))
-    return {
-        "gguf": str(gguf),
-        "out": str(out),
-        "architecture": type(model).__name__,
-        "params_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
-        "chat_template": bool(getattr(tok, "chat_template", None)),
-        "seconds": round(time.perf_counter() - t0, 1),
-    }
+    from rl_bk.algorithms.glam_ppo.language_model import convert_gguf_to_hf
+
+    return convert_gguf_to_hf(gguf, out, dtype=getattr(torch, dtype))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -261,6 +261,9 @@ class MineDojoTextEnv(gym.Env):
         caption: write ``info["caption"]`` (default True).
         render_pixels: render 160x256 frames (``render()`` returns the last one); off, MineDojo
             still renders, at 64x64, because it cannot be told not to.
+        discrete_actions: act through ``Discrete(len(DISCRETE_ACTIONS))`` (see there) instead
+            of MineDojo's MultiDiscrete (default False). The trajectory dataset and PTGM's
+            low-level policy take discrete actions; PTGM's task files set it.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}  # noqa: RUF012 (gymnasium API)
@@ -290,7 +293,12 @@ class MineDojoTextEnv(gym.Env):
         self.mission = task["prompt"]
         self._max_steps = int(env_config.get("max_episode_steps", task["max_steps"]))
         self._caption = bool(env_config.get("caption", True))
-        self.action_space = gym.spaces.MultiDiscrete(np.asarray(self._env.action_space.nvec))
+        self._discrete = bool(env_config.get("discrete_actions", False))
+        self.action_space = (
+            gym.spaces.Discrete(len(DISCRETE_ACTIONS))
+            if self._discrete
+            else gym.spaces.MultiDiscrete(np.asarray(self._env.action_space.nvec))
+        )
         self.observation_space = gym.spaces.Box(-1.0, 1.0, (OBS_SIZE,), np.float32)
         self._steps, self._success, self._frame = 0, False, None
 
@@ -317,6 +325,8 @@ class MineDojoTextEnv(gym.Env):
         return self._observe(obs)
 
     def step(self, action):
+        if self._discrete:
+            action = minedojo_action(int(action))
         obs, reward, done, minedojo_info = self._env.step(np.asarray(action, dtype=np.int64))
         self._steps += 1
         reported = (
@@ -333,6 +343,35 @@ class MineDojoTextEnv(gym.Env):
     def close(self):
         self._env.close()
         super().close()
+
+
+#: A small discrete action set over MineDojo's MultiDiscrete(8) action vector, for methods
+#: that need discrete actions (the trajectory dataset, PTGM's low-level policy). Slots:
+#: [forward/back, left/right, jump/sneak/sprint, camera pitch, camera yaw, functional,
+#: craft argument, inventory argument]; camera 12 is "no turn", each step of it 15 degrees;
+#: functional 1 use, 3 attack. (name, vector) pairs; the names are what captions could say.
+DISCRETE_ACTIONS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("no-op", (0, 0, 0, 12, 12, 0, 0, 0)),
+    ("forward", (1, 0, 0, 12, 12, 0, 0, 0)),
+    ("back", (2, 0, 0, 12, 12, 0, 0, 0)),
+    ("left", (0, 1, 0, 12, 12, 0, 0, 0)),
+    ("right", (0, 2, 0, 12, 12, 0, 0, 0)),
+    ("jump forward", (1, 0, 1, 12, 12, 0, 0, 0)),
+    ("look up", (0, 0, 0, 11, 12, 0, 0, 0)),
+    ("look down", (0, 0, 0, 13, 12, 0, 0, 0)),
+    ("turn left", (0, 0, 0, 12, 11, 0, 0, 0)),
+    ("turn right", (0, 0, 0, 12, 13, 0, 0, 0)),
+    ("attack", (0, 0, 0, 12, 12, 3, 0, 0)),
+    ("use", (0, 0, 0, 12, 12, 1, 0, 0)),
+)
+
+
+def minedojo_action(index: int) -> np.ndarray:
+    """MineDojo's action vector for ``DISCRETE_ACTIONS[index]``."""
+    if not 0 <= index < len(DISCRETE_ACTIONS):
+        raise ValueError(f"discrete MineDojo action {index} out of range "
+                         f"[0, {len(DISCRETE_ACTIONS)})")  # fmt: skip
+    return np.asarray(DISCRETE_ACTIONS[index][1], dtype=np.int64)
 
 
 def make_minedojo_text_env(env_config: Mapping[str, Any]) -> gym.Env:

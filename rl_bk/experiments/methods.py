@@ -147,6 +147,40 @@ def _ellm(suggester: str) -> BuildFn:
     return build
 
 
+def _ptgm(prior_kl: bool) -> BuildFn:
+    """PTGM's high-level PPO over the task's pre-trained goals, with or without the KL term."""
+
+    def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        from rl_bk.algorithms.ptgm_ppo import PTGMPPOConfig
+        from rl_bk.knowledge.pipeline import built_artifact
+
+        p = task.ptgm
+        rl = {
+            "ptgm_dir": str(built_artifact(task, "ptgm")),
+            "prior_kl_coeff": p.prior_kl_coeff,
+            "low_level_steps": p.low_level_steps,
+            "greedy_low_level": p.greedy_low_level,
+        }
+        training = {**p.high_level_ppo, **rl, **params}
+        if not prior_kl:
+            training["prior_kl_coeff"] = 0.0
+        config = base_ppo_config(task, seed, training, config=PTGMPPOConfig())
+        return config.goal_environment(task.env, dict(task.env_config))
+
+    return build
+
+
+def _build_glam(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+    from rl_bk.algorithms.glam_ppo import GLAMPPOConfig, register_glam_env
+
+    g = task.glam
+    glam = {"glam_model": g.model, "lora_r": g.lora_r, "lora_alpha": g.lora_alpha,
+            "max_prompt_tokens": g.max_prompt_tokens}  # fmt: skip
+    config = base_ppo_config(task, seed, {**g.ppo, **glam, **params}, config=GLAMPPOConfig())
+    env = register_glam_env(task.env, n_obs=g.n_obs, reward_scale=g.reward_scale)
+    return config.environment(env, env_config=dict(task.env_config))
+
+
 METHODS: dict[str, Method] = {
     "ppo": Method("ppo", "plain PPO on the symbolic observation: the baseline", _build_ppo),
     "rnd": Method(
@@ -206,9 +240,27 @@ METHODS: dict[str, Method] = {
         "PPO on Motif: a reward model trained offline on LLM caption preferences",
         _oni("motif"),
     ),
+    "ptgm": Method(
+        "ptgm",
+        "PTGM: a high-level PPO picks pre-trained goals, a frozen goal-conditioned policy "
+        "pursues each; KL to the goal prior",
+        _ptgm(prior_kl=True),
+    ),
+    "ptgm-no-kl": Method(
+        "ptgm-no-kl", "PTGM without the goal prior's KL term (its ablation)", _ptgm(False)
+    ),
+    "glam": Method(
+        "glam",
+        "GLAM: a causal language model is the policy (action texts scored by likelihood), "
+        "fine-tuned by PPO",
+        _build_glam,
+    ),
 }
 
-#: Methods whose trials need knowledge built before the sweep starts.
+#: Methods whose trials need knowledge built before the sweep starts, and its kind.
+KNOWLEDGE_KINDS = {"bk-code": "bk-code", "bk-pref": "bk-pref", "bk-goal": "bk-goal",
+                   "motif": "motif", "ptgm": "ptgm", "ptgm-no-kl": "ptgm"}  # fmt: skip
+#: Of those, the ones whose knowledge came from a labeler (their ``backend`` picks it).
 KNOWLEDGE_METHODS = ("bk-code", "bk-pref", "bk-goal", "motif")
 #: Methods whose trials ask a labeler while they train (their ``backend`` picks it).
 LABELLING_METHODS = ("ellm", "oni-retrieval", "oni-classification", "oni-ranking")

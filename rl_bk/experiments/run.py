@@ -163,15 +163,15 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
     and records in ``knowledge.json`` which artifacts the run used and whose labels they hold."""
     import json
 
-    from rl_bk.experiments.methods import KNOWLEDGE_METHODS
+    from rl_bk.experiments.methods import KNOWLEDGE_KINDS
     from rl_bk.knowledge.pipeline import DONE, build_knowledge
 
     used = {}
     for v in variants:
-        if v.method not in KNOWLEDGE_METHODS:
+        if v.method not in KNOWLEDGE_KINDS:
             continue
         backend = dict(v.params).get("backend")
-        folder = build_knowledge(task, v.method, backend)
+        folder = build_knowledge(task, KNOWLEDGE_KINDS[v.method], backend)
         used[f"{v.method} backend={backend}"] = {
             "path": str(folder),
             **json.loads((folder / DONE).read_text()),

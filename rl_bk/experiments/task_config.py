@@ -74,7 +74,9 @@ class DatasetParams(_Strict):
     """Stage 1 of the BK pipeline: the trajectories knowledge is learned from."""
 
     env: str | None = None  # None: the task's env (BK collects on a pre-training env)
-    collector: Literal["rnd", "random"] = "rnd"  # RND-PPO's stochastic policy, or uniform
+    #: RND-PPO's stochastic policy, uniform actions, or minigrid's BabyAI bot (BabyAI only)
+    collector: Literal["rnd", "random", "bot"] = "rnd"
+    bot_epsilon: float = Field(0.0, ge=0, le=1)  # the bot's share of random actions
     rnd_timesteps: int = Field(200_000, gt=0)  # RND training steps while collecting
     episodes: int = Field(200, gt=0)  # episodes saved in all
     collections: int = Field(4, gt=0)  # saved in this many rounds, evenly over training
@@ -148,6 +150,35 @@ class ELLMParams(_Strict):
     goal_conditioned: bool = False  # the policy also sees the embedded suggestions
 
 
+class PTGMParams(_Strict):
+    """PTGM's pre-training (``rl-bk knowledge build --kinds ptgm``, from the knowledge
+    section's dataset) and its high-level RL (the ptgm and ptgm-no-kl methods)."""
+
+    n_goals: int = Field(16, ge=2)  # codebook size (PTGM: 100 in Minecraft, 50 in Kitchen)
+    embedding: Literal["caption-minilm", "observation"] = "caption-minilm"
+    low_level_gap: tuple[int, int] = (1, 8)  # hindsight goals this many steps ahead
+    prior_gap: tuple[int, int] = (1, 8)  # the prior's targets this many steps ahead
+    epochs: int = Field(20, gt=0)
+    low_level_steps: int = Field(10, gt=0)  # env steps per goal (PTGM: 100)
+    prior_kl_coeff: float = Field(0.05, ge=0)  # PTGM's README: kl_reward 0.05
+    greedy_low_level: bool = False
+    #: PPO's training() values for the high level (its steps are goals, not env steps)
+    high_level_ppo: dict[str, Any] = {}
+
+
+class GLAMParams(_Strict):
+    """GLAM (the ``glam`` method): the language model is the policy, PPO fine-tunes it."""
+
+    model: str = "smollm2"  # "smollm2" (packaged), "tiny" (random, plumbing) or a HF folder
+    lora_r: int | None = Field(16, gt=0)  # None: fine-tune every weight (GLAM's paper)
+    lora_alpha: int = Field(32, gt=0)
+    n_obs: int = Field(3, gt=0)  # observations in the prompt (GLAM: nbr_obs 3)
+    max_prompt_tokens: int = Field(512, gt=0)
+    reward_scale: float = Field(20.0, gt=0)  # GLAM: 20 * r_env on success
+    #: PPO's training() values for GLAM (an LLM policy wants a far smaller lr and batch)
+    ppo: dict[str, Any] = {}
+
+
 class KnowledgeParams(_Strict):
     """How the bk-* methods get their knowledge: which labeler, which data, which settings.
 
@@ -193,6 +224,8 @@ class TaskConfig(_Strict):
     knowledge: KnowledgeParams = KnowledgeParams()
     oni: ONIParams = ONIParams()
     ellm: ELLMParams = ELLMParams()
+    ptgm: PTGMParams = PTGMParams()
+    glam: GLAMParams = GLAMParams()
     #: method -> {training parameter -> values}; the trials are their cartesian product.
     sweep: dict[str, dict[str, list[Any]]] = {}
 

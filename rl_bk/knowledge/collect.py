@@ -119,8 +119,52 @@ def _flat(obs: Any) -> np.ndarray:
     return np.asarray(obs, dtype=np.float32).reshape(-1)
 
 
-def _run_episode(env: gym.Env, act: Any, seed: int | None) -> Chunk:
+def collect_bot_episodes(
+    env_name: str, env_config: Mapping[str, Any] | None, num_episodes: int, seed: int,
+    epsilon: float = 0.0,
+) -> list[Chunk]:  # fmt: skip
+    """Whole episodes of minigrid's BabyAI bot (an expert planner) on a BabyAI-Text env.
+
+    ``epsilon``: the share of steps that take a uniformly random action instead (the bot
+    replans from wherever that leaves it), so the data also shows recoveries; PTGM's
+    low-level policy is cloned from such demonstrations.
+    """
+    import env_registry
+
+    if not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+    env_registry.register_all()
+    env = gym.make(env_name, **dict(env_config or {}))
+    from minigrid.envs.babyai.core.roomgrid_level import RoomGridLevel
+
+    if not isinstance(getattr(env.unwrapped, "level", None), RoomGridLevel):
+        env.close()
+        raise ValueError(f"the BabyAI bot plays BabyAI levels; {env_name} is not one "
+                         "(use collector: rnd or random)")  # fmt: skip
+    from minigrid.utils.baby_ai_bot import BabyAIBot
+
+    rng = np.random.default_rng(seed)
+    n_actions = int(env.action_space.n)
+    bot: list[Any] = [None]
+
+    def act(obs: np.ndarray) -> int:
+        planned = int(bot[0].replan())  # replanned every step: it must see each move
+        return int(rng.integers(n_actions)) if rng.random() < epsilon else planned
+
+    def new_bot() -> None:
+        bot[0] = BabyAIBot(env.unwrapped.level)
+
+    try:
+        return [_run_episode(env, act, seed if i == 0 else None, on_reset=new_bot)
+                for i in range(num_episodes)]  # fmt: skip
+    finally:
+        env.close()
+
+
+def _run_episode(env: gym.Env, act: Any, seed: int | None, on_reset: Any = None) -> Chunk:
     obs, info = env.reset(seed=seed)
+    if on_reset is not None:
+        on_reset()
     observations, captions = [_flat(obs)], [str(info.get("caption", ""))]
     mission = info.get("mission")
     actions, rewards = [], []

@@ -34,7 +34,9 @@ from rl_bk.experiments.task_config import TaskConfig
 logger = logging.getLogger(__name__)
 
 BK_KINDS = ("bk-code", "bk-pref", "bk-goal")
-KINDS = (*BK_KINDS, "motif")
+#: Knowledge learned from the dataset alone, with no labeler (PTGM's pre-trained models).
+UNLABELLED_KINDS = ("ptgm",)
+KINDS = (*BK_KINDS, "motif", *UNLABELLED_KINDS)
 DONE = "DONE.json"
 
 
@@ -78,6 +80,13 @@ def artifact_dir(task: TaskConfig, kind: str, backend: str | None = None,
     if kind not in KINDS:
         raise ValueError(f"unknown knowledge kind {kind!r}; valid: {', '.join(KINDS)}")
     k = task.knowledge
+    if kind in UNLABELLED_KINDS:  # no labeler: one artifact whatever the backend
+        section = {"ptgm": task.ptgm}[kind].model_dump(mode="json")
+        for rl_only in ("low_level_steps", "prior_kl_coeff", "greedy_low_level",
+                        "high_level_ppo"):  # fmt: skip
+            section.pop(rl_only, None)
+        settings = {"section": section, "dataset": dataset_dir(task, root).name}
+        return (root or knowledge_root()) / task.name / kind / f"unlabelled-{_digest(settings)}"
     backend = backend or k.backend
     section = {"bk-code": k.code, "bk-pref": k.preference, "bk-goal": k.goals,
                "motif": k.motif}[kind]  # fmt: skip
@@ -132,7 +141,16 @@ def collect_dataset(task: TaskConfig, *, force: bool = False, root: Path | None 
     started, d = time.time(), task.knowledge.dataset
     env = dataset_env(task)
     per_round = max(1, d.episodes // d.collections)
-    if d.collector == "random":
+    if d.collector == "bot":
+        from rl_bk.knowledge.collect import collect_bot_episodes
+        from rl_bk.knowledge.dataset import write_episodes
+
+        meta = {"env": env, "collector": "bot", "bot_epsilon": d.bot_epsilon, "task": task.name}
+        for i in range(d.collections):
+            episodes = collect_bot_episodes(env, dict(task.env_config), per_round,
+                                            d.seed * 1000 + i, d.bot_epsilon)  # fmt: skip
+            write_episodes(folder, episodes, meta, part=f"{i:03d}")
+    elif d.collector == "random":
         from rl_bk.knowledge.collect import collect_episodes
         from rl_bk.knowledge.dataset import write_episodes
 
@@ -243,9 +261,21 @@ def _build_motif(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
     return {"report": repr(report)}
 
 
+def _build_ptgm(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    from rl_bk.knowledge.ptgm import build_ptgm
+
+    p = task.ptgm
+    report = build_ptgm(
+        episodes, folder, n_goals=p.n_goals, embedding=p.embedding,
+        low_level_gap=tuple(p.low_level_gap), prior_gap=tuple(p.prior_gap), epochs=p.epochs,
+        seed=task.knowledge.dataset.seed,
+    )  # fmt: skip
+    return {"report": repr(report)[:4000]}
+
+
 BUILDERS: dict[str, Callable[..., dict]] = {
     "bk-code": _build_code, "bk-pref": _build_pref, "bk-goal": _build_goals,
-    "motif": _build_motif,
+    "motif": _build_motif, "ptgm": _build_ptgm,
 }  # fmt: skip
 
 
@@ -259,9 +289,12 @@ def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
     from rl_bk.knowledge.dataset import read_episodes
 
     episodes = read_episodes(collect_dataset(task, root=root))
-    labeler = make_labeler(task, backend)
     _fresh(folder)
     started = time.time()
+    if kind in UNLABELLED_KINDS:
+        facts = BUILDERS[kind](task, None, episodes, folder)
+        return _finish(folder, started, kind=kind, labels=None, is_oracle=False, **facts)
+    labeler = make_labeler(task, backend)
     facts = BUILDERS[kind](task, labeler, episodes, folder)
     return _finish(folder, started, kind=kind, labels=labeler.identity,
                    is_oracle=labeler.is_oracle, **facts)  # fmt: skip

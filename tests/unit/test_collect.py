@@ -35,3 +35,18 @@ def test_written_and_read_back(tmp_path):
     assert back[0].captions == episodes[0].captions
     np.testing.assert_array_equal(back[1].actions, episodes[1].actions)
     np.testing.assert_allclose(back[1].observations, episodes[1].observations)
+
+
+def test_the_babyai_bot_solves_its_episodes_and_epsilon_adds_random_steps():
+    import pytest
+
+    from rl_bk.knowledge.collect import collect_bot_episodes
+
+    expert = collect_bot_episodes(ENV, {}, 3, seed=0)
+    assert all(ep.rewards.sum() > 0 and ep.terminated for ep in expert)  # the bot succeeds
+    noisy = collect_bot_episodes(ENV, {}, 3, seed=0, epsilon=1.0)  # every step random
+    assert [len(e) for e in noisy] != [len(e) for e in expert]
+    with pytest.raises(ValueError, match="BabyAI levels"):
+        collect_bot_episodes("Crafter-Text-v0", {}, 1, seed=0)
+    with pytest.raises(ValueError, match="epsilon"):
+        collect_bot_episodes(ENV, {}, 1, seed=0, epsilon=1.5)

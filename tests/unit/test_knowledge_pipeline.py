@@ -111,3 +111,19 @@ def test_bk_trial_parameters_pick_the_artifact_the_rest_reach_training(task, tmp
     # Eureka-style: a sweep over `candidate` compares the writer's candidate codes as trials.
     assert config.potential == SourceSpec("bk-code", str(folder), {"candidate": 2})
     assert config.shaping_coeff == 0.5 and config.normalize_potential is True
+
+
+def test_ptgm_models_are_one_artifact_whatever_the_backend_or_rl_settings(tmp_path):
+    from rl_bk.experiments.methods import KNOWLEDGE_KINDS
+
+    task = load_task("babyai-gotolocal-redball-s20-ptgm")
+    a = pipeline.artifact_dir(task, "ptgm", "oracle", tmp_path)
+    assert a == pipeline.artifact_dir(task, "ptgm", "llamacpp", tmp_path)  # no labeler
+    assert a.name.startswith("unlabelled-")
+    # RL-time settings do not call for new pre-training; pre-training settings do.
+    rl = task.model_copy(update={"ptgm": task.ptgm.model_copy(
+        update={"prior_kl_coeff": 0.0, "low_level_steps": 9})})  # fmt: skip
+    assert a == pipeline.artifact_dir(rl, "ptgm", None, tmp_path)
+    more = task.model_copy(update={"ptgm": task.ptgm.model_copy(update={"n_goals": 32})})
+    assert a != pipeline.artifact_dir(more, "ptgm", None, tmp_path)
+    assert KNOWLEDGE_KINDS["ptgm"] == KNOWLEDGE_KINDS["ptgm-no-kl"] == "ptgm"

@@ -140,3 +140,14 @@ def test_symbolic_observation_layout():
     items = dict(zip(fam.TRACKED_ITEMS, x[270:281], strict=True))
     assert items["cobblestone"] == pytest.approx(48 / 64) and items["stone_pickaxe"] == 1 / 64
     assert x[281:].tolist() == pytest.approx([0.5, 1.0, 1.0, 0.5, 1.0, 0.0, 1.0, 1.0, 0.0])
+
+
+def test_discrete_actions_map_to_minedojo_vectors():
+    # forward moves, camera 12 means "no turn", attack is functional action 3
+    np.testing.assert_array_equal(fam.minedojo_action(1), [1, 0, 0, 12, 12, 0, 0, 0])
+    names = [name for name, _ in fam.DISCRETE_ACTIONS]
+    np.testing.assert_array_equal(fam.minedojo_action(names.index("attack"))[5], 3)
+    assert len(set(names)) == len(names)
+    assert all(len(v) == 8 for _, v in fam.DISCRETE_ACTIONS)
+    with pytest.raises(ValueError, match="out of range"):
+        fam.minedojo_action(len(fam.DISCRETE_ACTIONS))

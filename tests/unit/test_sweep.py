@@ -23,7 +23,8 @@ def test_method_without_grid_is_one_variant_and_unknown_method_fails():
     task = load_task("babyai-gotolocal-redball-s20")
     assert expand_variants(task, ["ppo"]) == [Variant("ppo")]
     with pytest.raises(
-        UnknownMethodError, match=r"valid methods: bk-code, bk-goal, bk-pref, ellm, .*, ppo, rnd$"
+        UnknownMethodError,
+        match=r"valid methods: bk-code, bk-goal, bk-pref, ellm, .*, ppo, ptgm, ptgm-no-kl, rnd$",
     ):
         expand_variants(task, ["nope"])
 

@@ -1,0 +1,125 @@
+"""GLAM-PPO's config: RLlib's PPO with an LLM as the policy (:class:`GLAMTorchRLModule`).
+
+    env = register_glam_env("BabyAI-Text-GoToLocal-RedBall-S20-v0")   # prompt observations
+    config = (GLAMPPOConfig()
+              .environment(env)
+              .training(glam_model="smollm2", lora_r=None, max_prompt_tokens=512, lr=1e-6))
+
+What it wires: the RLModule spec (module class and its model_config from the GLAM training
+settings, built at call time so values Tune sets apply). PPO's learner, loss and GAE are
+RLlib's own: the module gives the action logits (the action texts' log-likelihoods) and the
+values, and RLlib's GAE asks for values only (one prompt pass; see ``compute_values``).
+
+Defaults are GLAM's (anchors-seeds §3): the whole LLM fine-tuned (``lora_r=None``), clip 0.2,
+entropy 0.01, value 0.5, grad-norm clip 0.5, 4 epochs, γ 0.99, λ 0.99, lr 1e-6, no KL term.
+Task files usually set PPO's settings themselves. Two adaptations to RLlib's PPO:
+
+- RLlib's ``vf_clip_param`` clamps the squared value error (GLAM clips the value's change
+  instead); its default 10 would stop value gradients on GLAM's 20-scaled returns, so the
+  default here is 400 (= 20²);
+- LoRA dropout, target modules and the value head's width can be set through
+  ``.rl_module(model_config={"lora": {...}, "value_hidden": ...})``; ``training(lora_r=...,
+  lora_alpha=...)`` sets r and alpha on top (and ``lora_r=None`` turns LoRA off).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.from_config import NotProvided
+
+from rl_bk.algorithms.glam_ppo.rl_module import GLAMTorchRLModule
+
+#: training() parameters that only this config has, with their defaults.
+GLAM_DEFAULTS: dict[str, Any] = {
+    "glam_model": "smollm2",
+    "lora_r": None,
+    "lora_alpha": 32,
+    "max_prompt_tokens": 512,
+}
+
+#: GLAM's PPO settings (anchors-seeds §3c), as this config's defaults.
+GLAM_PPO_DEFAULTS: dict[str, Any] = {
+    "lr": 1e-6,
+    "gamma": 0.99,
+    "lambda_": 0.99,
+    "clip_param": 0.2,
+    "entropy_coeff": 0.01,
+    "vf_loss_coeff": 0.5,
+    "grad_clip": 0.5,
+    "grad_clip_by": "global_norm",
+    "num_epochs": 4,
+    "use_kl_loss": False,
+    "vf_clip_param": 400.0,
+}
+
+
+class GLAMPPOConfig(PPOConfig):
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class=algo_class)
+        for key, value in {**GLAM_PPO_DEFAULTS, **GLAM_DEFAULTS}.items():
+            setattr(self, key, value)
+
+    @override(PPOConfig)
+    def training(
+        self,
+        *,
+        glam_model: str = NotProvided,
+        lora_r: int | None = NotProvided,
+        lora_alpha: float = NotProvided,
+        max_prompt_tokens: int = NotProvided,
+        **kwargs: Any,
+    ) -> GLAMPPOConfig:
+        """PPO's training settings, plus GLAM's.
+
+        Args:
+            glam_model: the policy's LLM: "tiny" (random, for tests), "smollm2" (the packaged
+                SmolLM2-135M-Instruct) or a Hugging Face causal-LM folder.
+            lora_r: LoRA rank; None fine-tunes the whole LLM (GLAM).
+            lora_alpha: LoRA's alpha (32, lamorel's LoRA example).
+            max_prompt_tokens: prompts are cut from the left to this many tokens.
+        """
+        super().training(**kwargs)
+        given = {k: v for k, v in locals().items() if k in GLAM_DEFAULTS}
+        for key, value in given.items():
+            if value is not NotProvided:
+                setattr(self, key, value)
+        return self
+
+    @override(PPOConfig)
+    def validate(self) -> None:
+        super().validate()
+        if not (self.enable_rl_module_and_learner and self.enable_env_runner_and_connector_v2):
+            self._value_error("GLAM-PPO runs on RLlib's new API stack only")
+        if not isinstance(self.glam_model, str) or not self.glam_model:
+            self._value_error('glam_model must be "tiny", "smollm2" or the path of a Hugging '
+                              f"Face causal-LM folder, got {self.glam_model!r}")  # fmt: skip
+        if self.lora_r is not None and (not isinstance(self.lora_r, int) or self.lora_r < 1):
+            self._value_error(f"lora_r must be a positive int (or None: full fine-tuning), "
+                              f"got {self.lora_r!r}")  # fmt: skip
+        if not self.lora_alpha or self.lora_alpha <= 0:
+            self._value_error(f"lora_alpha must be > 0, got {self.lora_alpha!r}")
+        if not isinstance(self.max_prompt_tokens, int) or self.max_prompt_tokens < 1:
+            self._value_error(f"max_prompt_tokens must be a positive int, got "
+                              f"{self.max_prompt_tokens!r}")  # fmt: skip
+        model = self.model_config
+        if model.get("use_lstm") or model.get("use_attention"):
+            self._value_error("GLAM's policy is the LLM on the prompt's history: use_lstm / "
+                              "use_attention do not apply")  # fmt: skip
+
+    def glam_model_config(self) -> dict[str, Any]:
+        """The GLAM keys of the RLModule's model_config, from the training settings (the seed,
+        which initialises the value head and the tiny LLM, is ``debugging(seed=...)``'s)."""
+        lora = None
+        if self.lora_r is not None:
+            user = dict(self.model_config.get("lora") or {})
+            lora = {**user, "r": int(self.lora_r), "alpha": self.lora_alpha}
+        return {"model": self.glam_model, "lora": lora, "seed": int(self.seed or 0),
+                "max_prompt_tokens": int(self.max_prompt_tokens)}  # fmt: skip
+
+    @override(PPOConfig)
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        return RLModuleSpec(module_class=GLAMTorchRLModule, model_config=self.glam_model_config())

@@ -1,0 +1,118 @@
+"""PTGM-PPO: a high-level PPO over a codebook of goals, regularised by a goal prior.
+
+    config = (PTGMPPOConfig()
+              .training(ptgm_dir=folder, prior_kl_coeff=0.05, low_level_steps=8)
+              .goal_environment("BabyAI-Text-GoToLocal-RedBall-S20-v0"))
+
+``folder`` holds PTGM's pre-trained models (``rl-bk knowledge build --kinds ptgm``:
+:mod:`rl_bk.knowledge.ptgm`): the goal codebook, the frozen goal-conditioned low-level policy
+and the goal prior. What this config wires:
+
+- the env: ``goal_environment`` registers ``<env>+ptgm``
+  (:class:`~rl_bk.algorithms.ptgm_ppo.high_level_env.HighLevelGoalEnv`): PPO's action is a
+  goal index, and each runs the low-level policy for ``low_level_steps`` env steps;
+- the learner connector: :class:`~rl_bk.connectors.learner.prior_kl_reward.AddPriorKLReward`
+  after PPO's artificial-step piece, before GAE: ``r − prior_kl_coeff·KL(π_θ ‖ π_p)``;
+- the callback: env steps, not high-level decisions, are the results' env steps
+  (:mod:`rl_bk.algorithms.ptgm_ppo.env_steps`).
+
+PTGM's reference (anchors-seeds §5) trains its high level with PPO (lr 1e-4, γ 0.999, 5
+epochs, batch 40 on one env) over 100 goals of 100 env steps each, with ``kl_reward`` 0.05 in
+its README command. The task file sets the PPO side; ``prior_kl_coeff=0`` is the "no KL"
+ablation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.from_config import NotProvided
+
+from rl_bk.algorithms.ptgm_ppo.env_steps import PTGMMetricsCallback
+from rl_bk.algorithms.ptgm_ppo.high_level_env import register_high_level_env
+from rl_bk.connectors.learner.prior_kl_reward import AddPriorKLReward, PriorLoader
+
+PTGM_DEFAULTS: dict[str, Any] = {
+    "ptgm_dir": None,
+    "prior_kl_coeff": 0.05,
+    "low_level_steps": 10,
+    "greedy_low_level": False,
+}
+
+
+class PTGMPPOConfig(PPOConfig):
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class=algo_class)
+        for key, value in PTGM_DEFAULTS.items():
+            setattr(self, key, value)
+        self.callbacks(PTGMMetricsCallback)
+
+    @override(PPOConfig)
+    def training(
+        self,
+        *,
+        ptgm_dir: str = NotProvided,
+        prior_kl_coeff: float = NotProvided,
+        low_level_steps: int = NotProvided,
+        greedy_low_level: bool = NotProvided,
+        **kwargs: Any,
+    ) -> PTGMPPOConfig:
+        """
+        Args:
+            ptgm_dir: the folder of the pre-trained PTGM models.
+            prior_kl_coeff: weight of the KL(π_θ ‖ π_p) penalty per high-level step (PTGM's
+                ``kl_reward``; 0: the no-KL ablation).
+            low_level_steps: env steps the low-level policy runs per goal (PTGM: 100).
+            greedy_low_level: the low-level policy takes its likeliest action (default:
+                samples it).
+        """
+        super().training(**kwargs)
+        given = {k: v for k, v in locals().items() if k in PTGM_DEFAULTS}
+        for key, value in given.items():
+            if value is not NotProvided:
+                setattr(self, key, value)
+        return self
+
+    def goal_environment(self, env: str, env_config: Mapping[str, Any] | None = None
+                         ) -> PTGMPPOConfig:  # fmt: skip
+        """Runs on ``env`` through goals: registers ``<env>+ptgm`` and points the config at
+        it, with the callback that counts env steps (call after ``training(ptgm_dir=...,
+        low_level_steps=...)``, and after any ``callbacks(...)``)."""
+        if self.ptgm_dir is None:
+            raise ValueError("call training(ptgm_dir=...) before goal_environment(): the "
+                             "high-level env needs the pre-trained models")  # fmt: skip
+        config = {**dict(env_config or {}), "ptgm_env": env, "ptgm_dir": str(self.ptgm_dir),
+                  "low_level_steps": int(self.low_level_steps),
+                  "greedy_low_level": bool(self.greedy_low_level)}  # fmt: skip
+        # The env counts its env steps in info; this callback makes them the results' count.
+        self.callbacks(PTGMMetricsCallback)
+        return self.environment(register_high_level_env(env), env_config=config)
+
+    @override(PPOConfig)
+    def validate(self) -> None:
+        super().validate()
+        if self.ptgm_dir is None:
+            self._value_error(
+                "PTGMPPOConfig needs training(ptgm_dir=...): the folder of the "
+                "pre-trained PTGM models (rl-bk knowledge build --kinds ptgm)"
+            )
+        if self.prior_kl_coeff < 0:
+            self._value_error(f"prior_kl_coeff must be >= 0, got {self.prior_kl_coeff}")
+        if not str(self.env or "").endswith("+ptgm"):
+            self._value_error(
+                "PTGMPPOConfig runs on the high-level env: call "
+                "goal_environment(env) instead of environment(env)"
+            )
+
+    @override(PPOConfig)
+    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
+        pipeline = super().build_learner_connector(
+            input_observation_space, input_action_space, device
+        )
+        # First as built here: PPO's learner then prepends its artificial-step piece.
+        pipeline.prepend(AddPriorKLReward(prior_logits=PriorLoader(str(self.ptgm_dir)),
+                                          kl_coeff=self.prior_kl_coeff))  # fmt: skip
+        return pipeline

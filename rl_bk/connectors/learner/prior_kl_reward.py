@@ -1,0 +1,104 @@
+"""PTGM's KL reward: ``r'_t = r_t − kl_coeff · KL(π_θ(·|s_t) ‖ π_p(·|s_t))``, once per batch.
+
+Where it sits: a learner ConnectorV2 piece on episodes, after PPO's artificial-step piece and
+before GAE (as every reward rewrite in this repo: :mod:`.intrinsic_rewards`).
+
+Direction: KL(policy ‖ prior), as PTGM's code computes it (``kl_divergence(logits_q=policy,
+logits_p=prior)`` in its VPT action head; the paper's text writes the other order). This is
+the KL of KL-regularised RL, ``max E[Σ r] − α·KL(π ‖ π_p)``: it is mode-seeking, so the policy
+pays for putting mass on goals the prior thinks unlikely in this state, but not for ignoring
+some of the goals the prior likes. The reverse, KL(π_p ‖ π), would push the high-level policy
+to cover every goal the prior covers, which is the prior's job, not the learner's.
+
+π_θ is the policy that sampled the step (its ``action_dist_inputs``, stored by the env
+runner), so the reward is a fixed number per step, as the env's reward is: PTGM computes it
+in the rollout, before the update, too. π_p is the frozen goal prior, run here on the batch's
+observations in one forward pass. The artificial last step PPO appends is left untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.core.columns import Columns
+
+from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps
+
+PRIOR_KL_MEAN = "ptgm/prior_kl_mean"
+KL_REWARD_MEAN = "ptgm/kl_reward_mean"
+AGREEMENT = "ptgm/prior_agreement"  # how often the policy's likeliest goal is the prior's
+
+
+def categorical_kl(policy_logits: torch.Tensor, prior_logits: torch.Tensor) -> torch.Tensor:
+    """KL(Cat(policy_logits) ‖ Cat(prior_logits)) per row, in nats."""
+    log_p = torch.log_softmax(policy_logits, dim=-1)
+    log_q = torch.log_softmax(prior_logits, dim=-1)
+    return (log_p.exp() * (log_p - log_q)).sum(dim=-1)
+
+
+class AddPriorKLReward(ConnectorV2):
+    """Subtracts ``kl_coeff · KL(π_θ ‖ π_p)`` from every real step's reward (see module).
+
+    Args:
+        prior_logits: observations (B, O) float32 tensor → prior logits (B, N); the frozen
+            goal prior (``PTGMModels.prior_logits``), or a loader returning it, called once on
+            the learner (the models are not pickled with the connector).
+        kl_coeff: PTGM's ``kl_reward`` (0.05 in its README command; 0 turns the term off).
+    """
+
+    def __init__(self, input_observation_space=None, input_action_space=None, *,
+                 prior_logits: Any, kl_coeff: float, **kwargs: Any):  # fmt: skip
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+        self._prior_source, self._prior = prior_logits, None
+        self.kl_coeff = float(kl_coeff)
+
+    def _prior_fn(self):
+        if self._prior is None:
+            source = self._prior_source
+            self._prior = source() if getattr(source, "is_loader", False) else source
+        return self._prior
+
+    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
+                 metrics=None, **kwargs):  # fmt: skip
+        found = [(ep, n) for ep, n in chunks_with_real_steps(self, episodes, shared_data) if n]
+        if not found:
+            return batch
+        obs = np.concatenate([np.asarray(ep.get_observations(slice(0, n)), np.float32)
+                              for ep, n in found])  # fmt: skip
+        logits = np.concatenate([
+            np.asarray(ep.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS, slice(0, n)),
+                       np.float32) for ep, n in found
+        ])  # fmt: skip
+        with torch.no_grad():
+            policy = torch.as_tensor(logits)
+            prior = self._prior_fn()(torch.as_tensor(obs))
+            kl = categorical_kl(policy, prior).numpy().astype(np.float64)
+            agree = (policy.argmax(-1) == prior.argmax(-1)).float().mean().item()
+        start = 0
+        for ep, n in found:
+            rewards = np.asarray(ep.get_rewards(slice(0, n)), np.float64)
+            ep.set_rewards(new_data=rewards - self.kl_coeff * kl[start:start + n],
+                           at_indices=slice(0, n))  # fmt: skip
+            start += n
+        if metrics is not None:
+            metrics.log_value(PRIOR_KL_MEAN, float(kl.mean()), window=1)
+            metrics.log_value(KL_REWARD_MEAN, -self.kl_coeff * float(kl.mean()), window=1)
+            metrics.log_value(AGREEMENT, agree, window=1)
+        return batch
+
+
+class PriorLoader:
+    """Loads the goal prior of a built PTGM folder where the connector runs (the learner)."""
+
+    is_loader = True
+
+    def __init__(self, folder: str):
+        self.folder = folder
+
+    def __call__(self):
+        from rl_bk.algorithms.ptgm_ppo.high_level_env import _models
+
+        return _models(self.folder).prior_logits
