@@ -1,0 +1,48 @@
+"""PTGM end to end, offline: the BabyAI bot collects, pre-training builds the codebook, the
+low-level policy and the prior, and the high-level PPO trains with and without the KL term."""
+
+import json
+
+import numpy as np
+import pytest
+
+from rl_bk.algorithms.ptgm_ppo.env_steps import HIGH_LEVEL_STEPS
+from rl_bk.connectors.learner.prior_kl_reward import KL_REWARD_MEAN, PRIOR_KL_MEAN
+from rl_bk.experiments.methods import get_method
+from rl_bk.experiments.task_config import load_task
+from rl_bk.knowledge import pipeline
+
+pytestmark = pytest.mark.ray
+
+
+def test_ptgm_pretrains_then_trains_counting_env_steps(ray_session, tmp_path, monkeypatch):
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path / "knowledge"))
+    task = load_task("babyai-gotolocal-redball-s20-ptgm", smoke=True)
+    # Observation embeddings: no MiniLM pass over the captions in a test.
+    ptgm = task.ptgm.model_copy(update={"embedding": "observation"})
+    runners = task.env_runners.model_copy(update={"num_env_runners": 0})
+    task = task.model_copy(update={"ptgm": ptgm, "env_runners": runners})
+
+    folder = pipeline.build_knowledge(task, "ptgm")
+    done = json.loads((folder / pipeline.DONE).read_text())
+    assert done["kind"] == "ptgm" and done["labels"] is None
+    assert {"ptgm.pt", "codebook.npz", "ptgm.json"} <= {p.name for p in folder.iterdir()}
+
+    learned = {}
+    for method in ("ptgm", "ptgm-no-kl"):
+        algo = get_method(method).build(task, 0, {}).build_algo()
+        try:
+            result = algo.train()
+        finally:
+            algo.stop()
+        # Env steps are the low-level steps: k per decision (fewer at an episode's end).
+        decisions = result[HIGH_LEVEL_STEPS]
+        steps = result["num_env_steps_sampled_lifetime"]
+        assert decisions < steps <= task.ptgm.low_level_steps * decisions
+        learned[method] = result["learners"]
+    assert learned["ptgm"][PRIOR_KL_MEAN] > 0
+    assert learned["ptgm"][KL_REWARD_MEAN] == pytest.approx(
+        -task.ptgm.prior_kl_coeff * learned["ptgm"][PRIOR_KL_MEAN]
+    )
+    assert learned["ptgm-no-kl"][KL_REWARD_MEAN] == 0
+    assert np.isfinite(learned["ptgm"]["default_policy"]["total_loss"])
