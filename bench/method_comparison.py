@@ -1,7 +1,9 @@
-"""A task's methods side by side at a fixed env-step budget: the issue-5 sweeps.
+"""A task's methods side by side at a fixed env-step budget: ELLM, ONI, PTGM and GLAM sweeps.
 
     python bench/method_comparison.py --task crafter-text-ellm --steps 100000 --seeds 0,1
     python bench/method_comparison.py --task nethack-score --steps 100000 --seeds 0,1
+    python bench/method_comparison.py --task crafter-text-ptgm --steps 50000 --seeds 0,1,2
+    python bench/method_comparison.py --task babyai-gotoredball-glam --steps 256 --seeds 0
     python bench/method_comparison.py --task crafter-text-ellm --resume bench/runs/<task>/<run>
 
 One Tune sweep of the task's methods (its own grid: e.g. ``ellm`` once per labeler backend),
