@@ -155,7 +155,8 @@ class PTGMParams(_Strict):
     section's dataset) and its high-level RL (the ptgm and ptgm-no-kl methods)."""
 
     n_goals: int = Field(16, ge=2)  # codebook size (PTGM: 100 in Minecraft, 50 in Kitchen)
-    embedding: Literal["caption-minilm", "observation"] = "caption-minilm"
+    #: MiniLM on captions, an autoencoder's code of the observation, or the observation
+    embedding: Literal["caption-minilm", "learned", "observation"] = "caption-minilm"
     low_level_gap: tuple[int, int] = (1, 8)  # hindsight goals this many steps ahead
     prior_gap: tuple[int, int] = (1, 8)  # the prior's targets this many steps ahead
     epochs: int = Field(20, gt=0)

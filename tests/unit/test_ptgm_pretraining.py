@@ -267,3 +267,24 @@ def test_low_level_actions_sampled_and_greedy(tmp_path):
     np.testing.assert_allclose(freq, probs, atol=0.04)
     with pytest.raises(ValueError, match="goal ids"):
         models.low_level_actions(obs[:1], [models.n_goals], greedy=True, rng=None)
+
+
+def test_learned_encoder_embeds_alike_states_alike():
+    from rl_bk.knowledge.ptgm.embeddings import learned_embeddings
+    from rl_bk.knowledge.trajectory import Chunk
+
+    rng = np.random.default_rng(0)
+    # Two kinds of states, far apart in observation space, with a little noise.
+    a, b = np.zeros(20, np.float32), np.zeros(20, np.float32)
+    a[:10], b[10:] = 1.0, 1.0
+    obs = np.stack([(a if i % 2 else b) + 0.05 * rng.standard_normal(20) for i in range(41)])
+    ep = Chunk(observations=obs.astype(np.float32), captions=[""] * 41,
+               actions=np.zeros(40, np.int64), rewards=np.zeros(40, np.float32))  # fmt: skip
+    (codes,) = learned_embeddings([ep], dim=4, epochs=20, seed=0)
+    assert codes.shape == (41, 4)
+    np.testing.assert_allclose(np.linalg.norm(codes, axis=1), 1.0, atol=1e-5)
+    same = codes[1] @ codes[3]  # both like a
+    other = codes[1] @ codes[2]  # a against b
+    assert same > 0.9 and other < same - 0.5
+    (again,) = learned_embeddings([ep], dim=4, epochs=20, seed=0)
+    np.testing.assert_array_equal(codes, again)  # deterministic for a seed

@@ -1,10 +1,11 @@
 """State embeddings for PTGM: the space goals live in.
 
 PTGM embeds Minecraft frames with MineCLIP (512-d). Our envs are captioned, so the default is
-the packaged all-MiniLM-L6-v2 (384-d) on each state's caption ("caption-minilm"). The issue
-also allows "a learned encoder" for the no-language case; instead of training one we offer
-the raw flat observation, L2-normalised ("observation"): it needs no text and no extra model,
-and cosine similarity on it still says which states look alike.
+the packaged all-MiniLM-L6-v2 (384-d) on each state's caption ("caption-minilm"). Without
+language there are two choices: a learned encoder ("learned": the 32-d bottleneck of an MLP
+autoencoder trained on the dataset's observations, :func:`learned_embeddings`), or the raw
+flat observation ("observation"), which needs no training and whose cosine similarity still
+says which states look alike.
 
 Rows are L2-normalised in both kinds, so a dot product is the cosine similarity that the
 codebook assignment uses. A zero row stays zero (it matches every code equally: code 0).
@@ -19,8 +20,8 @@ import numpy as np
 
 from rl_bk.knowledge.trajectory import Chunk
 
-EmbeddingKind = Literal["caption-minilm", "observation"]
-KINDS: tuple[str, ...] = ("caption-minilm", "observation")
+EmbeddingKind = Literal["caption-minilm", "learned", "observation"]
+KINDS: tuple[str, ...] = ("caption-minilm", "learned", "observation")
 
 
 class TextEncoder(Protocol):
@@ -44,6 +45,8 @@ def state_embeddings(episodes: Sequence[Chunk], kind: EmbeddingKind = "caption-m
     """
     if kind == "observation":
         return [normalize_rows(ep.observations) for ep in episodes]
+    if kind == "learned":
+        return learned_embeddings(episodes)
     if kind != "caption-minilm":
         raise ValueError(f"unknown embedding kind {kind!r}; choose one of {KINDS}")
     if embedder is None:
@@ -59,3 +62,38 @@ def state_embeddings(episodes: Sequence[Chunk], kind: EmbeddingKind = "caption-m
     if len(vectors) != len(texts):
         raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(texts)} texts")
     return [vectors[[index[c] for c in ep.captions]] for ep in episodes]
+
+
+def learned_embeddings(episodes: Sequence[Chunk], dim: int = 32, epochs: int = 30,
+                       seed: int = 0) -> list[np.ndarray]:  # fmt: skip
+    """Unit-row codes of an autoencoder fitted to the dataset's observations.
+
+    An MLP (obs → 256 → ``dim`` → 256 → obs) trained to reconstruct standardised
+    observations (MSE, Adam, minibatches of 256); a state's embedding is its ``dim``-d code.
+    The codebook and the low-level policy's goals then live in a space where nearby codes
+    reconstruct to similar observations, with no text involved. Deterministic for a seed.
+    """
+    import torch
+    from torch import nn
+
+    obs = np.concatenate([np.asarray(ep.observations, np.float32) for ep in episodes])
+    mean, std = obs.mean(0), obs.std(0) + 1e-6
+    x = torch.from_numpy((obs - mean) / std)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        encoder = nn.Sequential(nn.Linear(x.shape[1], 256), nn.ReLU(), nn.Linear(256, dim))
+        decoder = nn.Sequential(nn.Linear(dim, 256), nn.ReLU(), nn.Linear(256, x.shape[1]))
+    params = [*encoder.parameters(), *decoder.parameters()]
+    opt = torch.optim.Adam(params, lr=1e-3)
+    rng = np.random.default_rng(seed)
+    for _ in range(epochs):
+        for idx in np.array_split(rng.permutation(len(x)), max(1, len(x) // 256)):
+            batch = x[torch.from_numpy(idx)]
+            loss = nn.functional.mse_loss(decoder(encoder(batch)), batch)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        codes = normalize_rows(encoder(x).numpy())
+    bounds = np.cumsum([len(ep.observations) for ep in episodes])[:-1]
+    return list(np.split(codes, bounds))
