@@ -173,8 +173,14 @@ def trial_row(record: TrialRecord, success_threshold: float | None, main_metric:
         row["game_score_mean"] = _last(p, M.GAME_SCORE_MEAN)
     for budget in budgets:
         name = (main_metric or M.SUCCESS_RATE).split("/")[-1]
-        row[f"{name}_at_{budget // 1000}k"] = value_at(p, main_metric or M.SUCCESS_RATE, budget)
+        row[f"{name}_at_{budget_label(budget)}"] = value_at(p, main_metric or M.SUCCESS_RATE,
+                                                            budget)  # fmt: skip
     return row
+
+
+def budget_label(steps: int) -> str:
+    """``100k`` for 100,000 env steps; small budgets (GLAM's) as they are: ``256``."""
+    return f"{steps // 1000}k" if steps >= 1000 else str(steps)
 
 
 def summarize(trials: pd.DataFrame) -> pd.DataFrame:

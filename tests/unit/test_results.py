@@ -116,3 +116,10 @@ def test_success_is_smoothed_over_the_last_100_episodes_weighted_by_episode_coun
     assert s[1] == pytest.approx(10 / 70)  # (10*1 + 60*0) / 70
     assert s[2] == pytest.approx(10 / 70)  # no episode ended: the window is unchanged
     assert s[3] == pytest.approx(50 / 110)  # 50 + 60 >= 100: the oldest 10 drop out
+
+
+def test_budget_labels_stay_distinct_below_a_thousand_steps():
+    from rl_bk.experiments.results import budget_label
+
+    assert [budget_label(b) for b in (64, 128, 256, 2000, 100_000)] == [
+        "64", "128", "256", "2k", "100k"]  # fmt: skip
