@@ -166,6 +166,12 @@ class PTGMParams(_Strict):
     #: PPO's training() values for the high level (its steps are goals, not env steps)
     high_level_ppo: dict[str, Any] = {}
 
+    def pretraining(self) -> dict[str, Any]:
+        """The settings the pre-trained models depend on (the artifact's key): not those
+        read only at RL time, so changing those reuses the models."""
+        rl_only = {"low_level_steps", "prior_kl_coeff", "greedy_low_level", "high_level_ppo"}
+        return {k: v for k, v in self.model_dump(mode="json").items() if k not in rl_only}
+
 
 class GLAMParams(_Strict):
     """GLAM (the ``glam`` method): the language model is the policy, PPO fine-tunes it."""

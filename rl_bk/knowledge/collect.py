@@ -141,24 +141,32 @@ def collect_bot_episodes(
         env.close()
         raise ValueError(f"the BabyAI bot plays BabyAI levels; {env_name} is not one "
                          "(use collector: rnd or random)")  # fmt: skip
-    from minigrid.utils.baby_ai_bot import BabyAIBot
-
-    rng = np.random.default_rng(seed)
-    n_actions = int(env.action_space.n)
-    bot: list[Any] = [None]
-
-    def act(obs: np.ndarray) -> int:
-        planned = int(bot[0].replan())  # replanned every step: it must see each move
-        return int(rng.integers(n_actions)) if rng.random() < epsilon else planned
-
-    def new_bot() -> None:
-        bot[0] = BabyAIBot(env.unwrapped.level)
-
+    policy = _BotPolicy(env, np.random.default_rng(seed), epsilon)
     try:
-        return [_run_episode(env, act, seed if i == 0 else None, on_reset=new_bot)
+        return [_run_episode(env, policy, seed if i == 0 else None, on_reset=policy.reset)
                 for i in range(num_episodes)]  # fmt: skip
     finally:
         env.close()
+
+
+class _BotPolicy:
+    """minigrid's BabyAI bot, replanned every step (it must see each move, its own or a random
+    one), taking a uniformly random action with probability ``epsilon``."""
+
+    def __init__(self, env: gym.Env, rng: np.random.Generator, epsilon: float):
+        self.env, self.rng, self.epsilon = env, rng, epsilon
+        self.bot: Any = None
+
+    def reset(self) -> None:
+        from minigrid.utils.baby_ai_bot import BabyAIBot
+
+        self.bot = BabyAIBot(self.env.unwrapped.level)
+
+    def __call__(self, obs: np.ndarray) -> int:
+        planned = int(self.bot.replan())
+        if self.rng.random() < self.epsilon:
+            return int(self.rng.integers(self.env.action_space.n))
+        return planned
 
 
 def _run_episode(env: gym.Env, act: Any, seed: int | None, on_reset: Any = None) -> Chunk:

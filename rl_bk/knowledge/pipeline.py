@@ -81,11 +81,7 @@ def artifact_dir(task: TaskConfig, kind: str, backend: str | None = None,
         raise ValueError(f"unknown knowledge kind {kind!r}; valid: {', '.join(KINDS)}")
     k = task.knowledge
     if kind in UNLABELLED_KINDS:  # no labeler: one artifact whatever the backend
-        section = {"ptgm": task.ptgm}[kind].model_dump(mode="json")
-        for rl_only in ("low_level_steps", "prior_kl_coeff", "greedy_low_level",
-                        "high_level_ppo"):  # fmt: skip
-            section.pop(rl_only, None)
-        settings = {"section": section, "dataset": dataset_dir(task, root).name}
+        settings = {"section": task.ptgm.pretraining(), "dataset": dataset_dir(task, root).name}
         return (root or knowledge_root()) / task.name / kind / f"unlabelled-{_digest(settings)}"
     backend = backend or k.backend
     section = {"bk-code": k.code, "bk-pref": k.preference, "bk-goal": k.goals,

@@ -28,6 +28,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
+from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards
 from rl_bk.online_labels import LabelerSpec
 
@@ -48,8 +49,7 @@ ELLM_DEFAULTS: dict[str, Any] = {
 class ELLMPPOConfig(PPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
-        for key, value in ELLM_DEFAULTS.items():
-            setattr(self, key, value)
+        set_defaults(self, ELLM_DEFAULTS)
 
     @override(PPOConfig)
     def training(
@@ -84,10 +84,7 @@ class ELLMPPOConfig(PPOConfig):
                 steps without suggestions pay 0).
         """
         super().training(**kwargs)
-        given = {k: v for k, v in locals().items() if k in ELLM_DEFAULTS}
-        for key, value in given.items():
-            if value is not NotProvided:
-                setattr(self, key, value)
+        set_provided(self, locals(), ELLM_DEFAULTS)
         return self
 
     @override(PPOConfig)

@@ -32,6 +32,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.glam_ppo.rl_module import GLAMTorchRLModule
+from rl_bk.algorithms.training_settings import set_defaults, set_provided
 
 #: training() parameters that only this config has, with their defaults.
 GLAM_DEFAULTS: dict[str, Any] = {
@@ -60,8 +61,7 @@ GLAM_PPO_DEFAULTS: dict[str, Any] = {
 class GLAMPPOConfig(PPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
-        for key, value in {**GLAM_PPO_DEFAULTS, **GLAM_DEFAULTS}.items():
-            setattr(self, key, value)
+        set_defaults(self, {**GLAM_PPO_DEFAULTS, **GLAM_DEFAULTS})
 
     @override(PPOConfig)
     def training(
@@ -83,10 +83,7 @@ class GLAMPPOConfig(PPOConfig):
             max_prompt_tokens: prompts are cut from the left to this many tokens.
         """
         super().training(**kwargs)
-        given = {k: v for k, v in locals().items() if k in GLAM_DEFAULTS}
-        for key, value in given.items():
-            if value is not NotProvided:
-                setattr(self, key, value)
+        set_provided(self, locals(), GLAM_DEFAULTS)
         return self
 
     @override(PPOConfig)

@@ -42,6 +42,7 @@ from rl_bk.algorithms.oni_ppo.intrinsic_reward import (
 )
 from rl_bk.algorithms.oni_ppo.learner import ONIPPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID, OnlineRewardModel
+from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards
 from rl_bk.online_labels import LabelerSpec
 
@@ -74,8 +75,7 @@ ONI_DEFAULTS: dict[str, Any] = {
 class ONIPPOConfig(PPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
-        for key, value in ONI_DEFAULTS.items():
-            setattr(self, key, value)
+        set_defaults(self, ONI_DEFAULTS)
 
     @override(PPOConfig)
     def training(
@@ -126,10 +126,7 @@ class ONIPPOConfig(PPOConfig):
                 place after each update, as ONI.
         """
         super().training(**kwargs)
-        given = {k: v for k, v in locals().items() if k in ONI_DEFAULTS}
-        for key, value in given.items():
-            if value is not NotProvided:
-                setattr(self, key, value)
+        set_provided(self, locals(), ONI_DEFAULTS)
         return self
 
     @override(PPOConfig)

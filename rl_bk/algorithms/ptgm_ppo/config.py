@@ -33,7 +33,8 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.ptgm_ppo.env_steps import PTGMMetricsCallback
 from rl_bk.algorithms.ptgm_ppo.high_level_env import register_high_level_env
-from rl_bk.connectors.learner.prior_kl_reward import AddPriorKLReward, PriorLoader
+from rl_bk.algorithms.training_settings import set_defaults, set_provided
+from rl_bk.connectors.learner.prior_kl_reward import AddPriorKLReward, PriorLogits
 
 PTGM_DEFAULTS: dict[str, Any] = {
     "ptgm_dir": None,
@@ -46,8 +47,7 @@ PTGM_DEFAULTS: dict[str, Any] = {
 class PTGMPPOConfig(PPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
-        for key, value in PTGM_DEFAULTS.items():
-            setattr(self, key, value)
+        set_defaults(self, PTGM_DEFAULTS)
         self.callbacks(PTGMMetricsCallback)
 
     @override(PPOConfig)
@@ -70,10 +70,7 @@ class PTGMPPOConfig(PPOConfig):
                 samples it).
         """
         super().training(**kwargs)
-        given = {k: v for k, v in locals().items() if k in PTGM_DEFAULTS}
-        for key, value in given.items():
-            if value is not NotProvided:
-                setattr(self, key, value)
+        set_provided(self, locals(), PTGM_DEFAULTS)
         return self
 
     def goal_environment(self, env: str, env_config: Mapping[str, Any] | None = None
@@ -113,6 +110,6 @@ class PTGMPPOConfig(PPOConfig):
             input_observation_space, input_action_space, device
         )
         # First as built here: PPO's learner then prepends its artificial-step piece.
-        pipeline.prepend(AddPriorKLReward(prior_logits=PriorLoader(str(self.ptgm_dir)),
+        pipeline.prepend(AddPriorKLReward(prior_logits=PriorLogits(str(self.ptgm_dir)),
                                           kl_coeff=self.prior_kl_coeff))  # fmt: skip
         return pipeline

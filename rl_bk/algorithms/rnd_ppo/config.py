@@ -47,6 +47,7 @@ from rl_bk.algorithms.rnd_ppo.rl_module import (
     TwoHeadedPPOTorchRLModule,
 )
 from rl_bk.algorithms.rnd_ppo.two_headed_gae import TwoHeadedGeneralAdvantageEstimation
+from rl_bk.algorithms.training_settings import set_provided
 
 
 class RNDPPOConfig(PPOConfig):
@@ -97,16 +98,10 @@ class RNDPPOConfig(PPOConfig):
             precollect_episodes: episodes per collection.
         """
         super().training(**kwargs)
-        settings = {
-            "int_coeff": int_coeff, "ext_coeff": ext_coeff, "int_gamma": int_gamma,
-            "rnd_output_dim": rnd_output_dim, "rnd_hiddens": rnd_hiddens,
-            "update_proportion": update_proportion, "rnd_lr": rnd_lr,
-            "precollect_every_timesteps": precollect_every_timesteps,
-            "precollect_episodes": precollect_episodes,
-        }  # fmt: skip
-        for name, value in settings.items():
-            if value is not NotProvided:
-                setattr(self, name, value)
+        names = ("int_coeff", "ext_coeff", "int_gamma", "rnd_output_dim", "rnd_hiddens",
+                 "update_proportion", "rnd_lr", "precollect_every_timesteps",
+                 "precollect_episodes")  # fmt: skip
+        set_provided(self, locals(), names)
         if precollect_dir is not NotProvided:
             self.precollect_dir = str(Path(precollect_dir).resolve()) if precollect_dir else None
         return self

@@ -43,23 +43,16 @@ class AddPriorKLReward(ConnectorV2):
     """Subtracts ``kl_coeff · KL(π_θ ‖ π_p)`` from every real step's reward (see module).
 
     Args:
-        prior_logits: observations (B, O) float32 tensor → prior logits (B, N); the frozen
-            goal prior (``PTGMModels.prior_logits``), or a loader returning it, called once on
-            the learner (the models are not pickled with the connector).
+        prior_logits: observations (B, O) float32 tensor → prior logits (B, N): the frozen
+            goal prior (:class:`PriorLogits` loads a built PTGM folder's on first use, so
+            the models are not pickled with the connector).
         kl_coeff: PTGM's ``kl_reward`` (0.05 in its README command; 0 turns the term off).
     """
 
     def __init__(self, input_observation_space=None, input_action_space=None, *,
                  prior_logits: Any, kl_coeff: float, **kwargs: Any):  # fmt: skip
         super().__init__(input_observation_space, input_action_space, **kwargs)
-        self._prior_source, self._prior = prior_logits, None
-        self.kl_coeff = float(kl_coeff)
-
-    def _prior_fn(self):
-        if self._prior is None:
-            source = self._prior_source
-            self._prior = source() if getattr(source, "is_loader", False) else source
-        return self._prior
+        self.prior_logits, self.kl_coeff = prior_logits, float(kl_coeff)
 
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
                  metrics=None, **kwargs):  # fmt: skip
@@ -74,7 +67,7 @@ class AddPriorKLReward(ConnectorV2):
         ])  # fmt: skip
         with torch.no_grad():
             policy = torch.as_tensor(logits)
-            prior = self._prior_fn()(torch.as_tensor(obs))
+            prior = self.prior_logits(torch.as_tensor(obs))
             kl = categorical_kl(policy, prior).numpy().astype(np.float64)
             agree = (policy.argmax(-1) == prior.argmax(-1)).float().mean().item()
         start = 0
@@ -90,15 +83,13 @@ class AddPriorKLReward(ConnectorV2):
         return batch
 
 
-class PriorLoader:
-    """Loads the goal prior of a built PTGM folder where the connector runs (the learner)."""
-
-    is_loader = True
+class PriorLogits:
+    """The goal prior of a built PTGM folder, loaded where it is first called (the learner)."""
 
     def __init__(self, folder: str):
         self.folder = folder
 
-    def __call__(self):
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
         from rl_bk.algorithms.ptgm_ppo.high_level_env import _models
 
-        return _models(self.folder).prior_logits
+        return _models(self.folder).prior_logits(obs)
