@@ -14,10 +14,16 @@ trained one iteration each per round (bench/paired_rounds.py):
   lookups, store writes);
 - ``oni-classification oracle``: the same, plus fitting the learner-only classifier on the
   labels after every update;
-- ``oni-retrieval llamacpp`` (unless --no-llm): the embedded SmolLM2 labelling in the learner's
-  process on one thread: on this 2-core machine it competes with the env runner and the
-  learner for the CPU. ONI ran its LLM on a separate GPU node; so can we (the Serve labeler
-  app on another node, ``LabelerSpec(serve_url=...)``).
+- ``oni-retrieval llamacpp busy <f>`` (unless --no-llm), one per ``--busy-fractions``: the
+  embedded SmolLM2 labelling in a Ray actor process of its own (one llama.cpp thread, nice
+  +10), computing at most the fraction ``f`` of the time (``label_busy_fraction``; 1 = flat
+  out) with ``--llm-batch`` captions per call. On this 2-core machine it competes with the env
+  runner and the learner for the CPU. ONI ran its LLM on a separate GPU node; so can we (the
+  Serve labeler app on another node, ``LabelerSpec(serve_url=...)``).
+
+Each LLM configuration's labeler is paused (after its call in flight) while the other
+configurations train, so the baseline is timed with no LLM computing, and each LLM
+configuration with its own labeler running as it would in training.
 """
 
 from __future__ import annotations
@@ -40,7 +46,11 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--no-llm", action="store_true", help="skip the llamacpp configuration")
+    p.add_argument("--no-llm", action="store_true", help="skip the llamacpp configurations")
+    p.add_argument("--busy-fractions", default="1,0.5,0.25",
+                   help="label_busy_fraction of each llamacpp configuration")
+    p.add_argument("--llm-batch", type=int, default=8,
+                   help="captions per llama.cpp call (small, so the duty cycle is fine-grained)")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args()
 
@@ -56,16 +66,27 @@ def main() -> int:
     # A fresh label store: labels from an earlier run would make the LLM's work look free.
     os.environ["RLBK_LABEL_STORE"] = str(Path(tempfile.mkdtemp()) / "labels.sqlite3")
     task = load_task(TASK)
-    configs = {"oni-none": ("oni-none", "oracle"),
-               "oni-retrieval oracle": ("oni-retrieval", "oracle"),
-               "oni-classification oracle": ("oni-classification", "oracle")}  # fmt: skip
+    configs = {"oni-none": ("oni-none", {"backend": "oracle"}),
+               "oni-retrieval oracle": ("oni-retrieval", {"backend": "oracle"}),
+               "oni-classification oracle": ("oni-classification", {"backend": "oracle"})}
     if not args.no_llm:
-        configs["oni-retrieval llamacpp"] = ("oni-retrieval", "llamacpp")
+        for f in (float(x) for x in args.busy_fractions.split(",") if x):
+            configs[f"oni-retrieval llamacpp busy {f:g}"] = ("oni-retrieval", {
+                "backend": "llamacpp", "label_busy_fraction": f,
+                "label_batch_size": args.llm_batch})  # fmt: skip
     ray.init(num_cpus=2 * len(configs), include_dashboard=False, logging_level="ERROR")
     env_registry.register_all()
-    algos = {name: get_method(m).build(task, 0, {"backend": b}).build_algo()
-             for name, (m, b) in configs.items()}  # fmt: skip
+    algos = {name: get_method(m).build(task, 0, params).build_algo()
+             for name, (m, params) in configs.items()}  # fmt: skip
+    queues = {name: label_queue(algos[name]) for name in configs if "llamacpp" in name}
     labels: dict[str, dict] = {}
+
+    def only_its_own_labeler_runs(name: str) -> None:
+        for other, q in queues.items():
+            if other != name:
+                q.pause()
+        if name in queues:
+            queues[name].resume()
 
     def keep_label_counts(name: str, result: dict) -> None:
         learners = result["learners"]
@@ -73,13 +94,16 @@ def main() -> int:
                         if k.startswith("intrinsic/label")}  # fmt: skip
 
     try:
-        rates = train_in_rounds(algos, args.rounds, args.warmup, keep_label_counts)
+        rates = train_in_rounds(algos, args.rounds, args.warmup, keep_label_counts,
+                                only_its_own_labeler_runs)  # fmt: skip
     finally:
+        for q in queues.values():  # before Ray goes, so no call is left to fail
+            q.close()
         for a in algos.values():
             a.stop()
     rows = ratio_rows(rates, "oni-none")
     facts = {**run_facts("bench/async_labelling.py"), "task": TASK, "rounds": args.rounds,
-             "warmup": args.warmup, "rows": rows, "rates": rates,
+             "warmup": args.warmup, "llm_batch": args.llm_batch, "rows": rows, "rates": rates,
              "labels_at_the_end": labels}  # fmt: skip
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "async_labelling.json").write_text(json.dumps(facts, indent=2))
@@ -87,18 +111,31 @@ def main() -> int:
     counts = "\n".join(
         f"- {name}: {c.get('labels_requested', 0):.0f} requested, "
         f"{c.get('labels_received', 0):.0f} received, {c.get('labels_pending', 0):.0f} "
-        f"pending, {c.get('labelling_seconds', 0):.1f} s labelling"
+        f"pending, {c.get('labelling_seconds', 0):.1f} s labelling, "
+        f"{c.get('labelling_rest_seconds', 0):.1f} s resting"
         for name, c in labels.items() if c
     )  # fmt: skip
     (args.results / "async_labelling.md").write_text(
         f"# Asynchronous labelling cost: {TASK}\n\n`{facts['command']}` ({facts['date']}, "
         f"{facts['machine']}); {args.rounds} rounds after {args.warmup} warm-up rounds, one "
         "training iteration (4096 env steps, sampling + learning) per configuration per "
-        "round.\n\n" + table + "\n\nLabels at the end:\n\n" + counts + "\n"
+        "round; llama.cpp labels "
+        f"{args.llm_batch} captions per call and is paused while other configurations train."
+        "\n\n" + table + "\n\nLabels at the end:\n\n" + counts + "\n"
     )  # fmt: skip
     print(table)
     print(counts)
     return 0
+
+
+def label_queue(algo):
+    """The label queue of an ONI algorithm's (local) learner connector."""
+    from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards
+
+    learner = algo.learner_group._learner
+    (piece,) = [c for c in learner._learner_connector.connectors
+                if isinstance(c, AddIntrinsicRewards)]  # fmt: skip
+    return piece.reward_fn.queue
 
 
 if __name__ == "__main__":

@@ -13,13 +13,16 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def train_in_rounds(algos: Mapping[str, Any], rounds: int, warmup: int,
-                    extra: Any = None) -> dict[str, list[float]]:  # fmt: skip
+def train_in_rounds(algos: Mapping[str, Any], rounds: int, warmup: int, extra: Any = None,
+                    before: Any = None) -> dict[str, list[float]]:  # fmt: skip
     """Env steps/s of each algorithm's iterations (sampled steps / the iteration's wall time,
-    sampling and learning), after ``warmup`` rounds. ``extra(name, result)`` sees each result."""
+    sampling and learning), after ``warmup`` rounds. ``extra(name, result)`` sees each result;
+    ``before(name)`` runs, untimed, before each iteration."""
     rates: dict[str, list[float]] = {n: [] for n in algos}
     for r in range(warmup + rounds):
         for name, algo in algos.items():
+            if before is not None:
+                before(name)
             started = time.perf_counter()
             result = algo.train()
             seconds = time.perf_counter() - started
@@ -37,18 +40,19 @@ def ratio_rows(rates: Mapping[str, list[float]], baseline: str) -> list[dict[str
     for name, values in rates.items():
         ratios = [v / b for v, b in zip(values, rates[baseline])]
         rows.append({"name": name, "median env steps/s": statistics.median(values),
-                     "median ratio": statistics.median(ratios), "min ratio": min(ratios),
+                     "median ratio": statistics.median(ratios),
+                     "mean ratio": statistics.fmean(ratios), "min ratio": min(ratios),
                      "max ratio": max(ratios)})  # fmt: skip
     return rows
 
 
 def ratio_table(rows: list[dict[str, Any]], first_column: str, baseline: str) -> str:
     lines = [f"| {first_column} | median env steps/s | ratio to {baseline} (median, same round) "
-             "| min | max |", "|---|---|---|---|---|"]  # fmt: skip
+             "| mean | min | max |", "|---|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
         lines.append(f"| {row['name']} | {row['median env steps/s']:.0f} | "
-                     f"{row['median ratio']:.2f} | {row['min ratio']:.2f} | "
-                     f"{row['max ratio']:.2f} |")  # fmt: skip
+                     f"{row['median ratio']:.2f} | {row['mean ratio']:.2f} | "
+                     f"{row['min ratio']:.2f} | {row['max ratio']:.2f} |")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -126,6 +126,8 @@ class ONIParams(_Strict):
     llm_coeff: float = Field(0.4, ge=0)
     beta: float = Field(3.0, ge=0)
     label_batch_size: int = Field(32, gt=0)
+    # the share of time an embedded (llama.cpp) labeler may compute beside training
+    label_busy_fraction: float = Field(1.0, gt=0, le=1)
     min_examples: int = Field(32, ge=0)
     classification_threshold: float = 0.5
     ranking_threshold: float = -0.5

@@ -43,6 +43,12 @@ class LabelerSpec:
     def is_oracle(self) -> bool:
         return self.backend == "oracle" and self.serve_url is None
 
+    @property
+    def computes_here(self) -> bool:
+        """Whether the labeler computes on this machine's CPUs (the embedded llama.cpp
+        model), sharing them with training; a server or the Serve app computes elsewhere."""
+        return self.backend == "llamacpp" and self.serve_url is None
+
     def build(self) -> Labeler:
         isolate = self.backend == "llamacpp" if self.isolate is None else self.isolate
         if isolate and self.serve_url is None:

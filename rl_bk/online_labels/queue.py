@@ -14,6 +14,14 @@ the oldest are dropped (counted; a later ``ask`` may queue them again). The work
 at a lower priority (``niceness``, Linux), so a labeler that computes in this process (the
 embedded llama.cpp model) uses the CPU time training leaves idle.
 
+A labeler computing on the same few cores as training slows training even at the lowest
+priority (shared caches and memory bandwidth; bench/results/async_labelling.md), so the worker
+can be held to a duty cycle: after a call that took ``t`` seconds it rests
+``t * (1 / max_busy_fraction - 1)`` seconds, so the labeler computes at most that fraction of
+the time. Fewer labels arrive; the trade is measured, not guessed. :meth:`pause` holds the
+worker between calls (a benchmark measuring training without the labeler running, an
+evaluation phase).
+
 The labeler is any ``(task, requests) -> labels`` callable (:class:`~rl_bk.knowledge.labeler.
 LocalLabeler` in process, or a :class:`~rl_bk.labeling.client.LabelerClient` to the Serve
 app), built by ``make_labeler`` in the thread on first use, so loading a model never stalls
@@ -54,11 +62,15 @@ class AsyncLabelQueue:
         max_pending: int = 10_000,
         retry_after_s: float = 60.0,
         niceness: int = 10,
+        max_busy_fraction: float = 1.0,
         start: bool = True,
     ):
         if batch_size < 1 or max_pending < 1:
             raise ValueError(f"batch_size and max_pending must be >= 1, "
                              f"got {batch_size} and {max_pending}")  # fmt: skip
+        if not 0.0 < max_busy_fraction <= 1.0:
+            raise ValueError(f"max_busy_fraction is the share of time the labeler may compute, "
+                             f"in (0, 1]; got {max_busy_fraction}")  # fmt: skip
         self._make_labeler = make_labeler
         self._labeler: Labeler | None = None
         self.task = task
@@ -69,7 +81,8 @@ class AsyncLabelQueue:
             max_pending,
             retry_after_s,
         )
-        self.niceness = niceness
+        self.niceness, self.max_busy_fraction = niceness, max_busy_fraction
+        self._paused = False
         self._labels: dict[Hashable, Any] = {}
         self._new: dict[Hashable, Any] = {}  # received since the last take_new()
         self._pending: OrderedDict[Hashable, None] = OrderedDict()  # oldest first
@@ -80,6 +93,7 @@ class AsyncLabelQueue:
         self.error: str | None = None  # why the labeler could not be built, if it could not
         self.counts = dict.fromkeys(("requested", "received", "failed", "dropped", "batches"), 0)
         self.seconds_labelling = 0.0
+        self.seconds_resting = 0.0  # held back by max_busy_fraction
         self._thread: threading.Thread | None = None
         if start:
             self.start()
@@ -140,7 +154,8 @@ class AsyncLabelQueue:
         return {"labels_requested": float(c["requested"]), "labels_received": float(c["received"]),
                 "labels_pending": float(self.pending), "labels_failed": float(c["failed"]),
                 "labels_dropped": float(c["dropped"]), "label_batches": float(c["batches"]),
-                "labelling_seconds": self.seconds_labelling}  # fmt: skip
+                "labelling_seconds": self.seconds_labelling,
+                "labelling_rest_seconds": self.seconds_resting}  # fmt: skip
 
     def wait_for(self, keys: Iterable[Hashable], timeout_s: float) -> bool:
         """Blocks until every key has a label or has failed (or ``timeout_s`` passes): for a
@@ -167,6 +182,24 @@ class AsyncLabelQueue:
                 self._cond.wait(min(left, 0.05))
             return not self.pending
 
+    def pause(self, timeout_s: float = 300.0) -> bool:
+        """Holds the worker before its next labeler call and waits for the call in flight to
+        end (up to ``timeout_s``). Keys can still be asked for; they wait. True once idle."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            self._paused = True
+            while self._in_flight and not self._closed and self.error is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.5))
+            return True
+
+    def resume(self) -> None:
+        with self._cond:
+            self._paused = False
+            self._cond.notify_all()
+
     # -------------------------------------------------------------------- the worker side
     def start(self) -> None:
         if self._thread is None:
@@ -183,7 +216,7 @@ class AsyncLabelQueue:
 
     def _next_batch(self) -> list[Hashable] | None:
         with self._cond:
-            while not self._pending and not self._closed:
+            while (not self._pending or self._paused) and not self._closed:
                 self._cond.wait()
             if self._closed:
                 return None
@@ -219,6 +252,22 @@ class AsyncLabelQueue:
                         self.counts["failed"] += 1
                         self._failed_at[key] = now
                 self._cond.notify_all()
+            took = time.perf_counter() - started
+            self._rest(took * (1.0 / self.max_busy_fraction - 1.0))
+
+    def _rest(self, seconds: float) -> None:
+        """Waits ``seconds`` of unpaused time (time spent paused does not count, so a paused
+        benchmark phase does not let the labeler compute more than its share after it)."""
+        left = seconds
+        with self._cond:
+            while left > 0 and not self._closed:
+                if self._paused:
+                    self._cond.wait()
+                    continue
+                t0 = time.monotonic()
+                self._cond.wait(left)
+                left -= time.monotonic() - t0
+            self.seconds_resting += seconds - max(left, 0.0)
 
     def _label(self, batch: list[Hashable]) -> dict[Hashable, Any]:
         assert self._labeler is not None

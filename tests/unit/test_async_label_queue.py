@@ -141,3 +141,63 @@ def test_the_worker_thread_runs_at_a_lower_priority():
     q.close()
     assert seen["nice"] == min(19, base + 5)
     assert os.getpriority(os.PRIO_PROCESS, 0) == base  # the training thread is untouched
+
+
+class TimedLabeler:
+    """Takes ``seconds`` per call and records when each call started and ended."""
+
+    def __init__(self, seconds):
+        self.seconds, self.calls = seconds, []
+
+    def __call__(self, task, requests):
+        start = time.perf_counter()
+        time.sleep(self.seconds)
+        self.calls.append((start, time.perf_counter()))
+        return [HelpfulLabel(helpful=True) for _ in requests]
+
+
+def test_a_busy_fraction_makes_the_worker_rest_three_times_a_call_at_one_quarter():
+    labeler = TimedLabeler(0.05)
+    q = queue(labeler, batch_size=1, max_busy_fraction=0.25)
+    q.ask(["a", "b", "c"])
+    assert q.wait_until_idle(10)
+    q.close()
+    gaps = [nxt[0] - prev[1] for prev, nxt in zip(labeler.calls, labeler.calls[1:])]
+    # rest = t * (1 / 0.25 - 1) = 3t >= 0.15 s after each call; a wait never ends early
+    assert len(gaps) == 2 and min(gaps) >= 0.14
+    # two whole rests; close() ends the third early
+    assert q.metrics()["labelling_rest_seconds"] >= 0.28
+
+
+def test_without_a_busy_fraction_the_worker_never_rests():
+    q = queue(TimedLabeler(0.0), batch_size=1)
+    q.ask(["a", "b"])
+    assert q.wait_until_idle(5)
+    q.close()
+    assert q.metrics()["labelling_rest_seconds"] == 0.0
+
+
+def test_a_busy_fraction_outside_zero_to_one_is_refused():
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match="max_busy_fraction"):
+            queue(ScriptedLabeler(), max_busy_fraction=bad, start=False)
+
+
+def test_a_paused_queue_finishes_its_call_in_flight_then_calls_nothing_until_resumed():
+    gate = threading.Event()
+    labeler = ScriptedLabeler(gate=gate)
+    q = queue(labeler, batch_size=1)
+    q.ask(["good 1"])
+    deadline = time.monotonic() + 5
+    while q.metrics()["labels_pending"] and not q._in_flight and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the worker has taken the key
+    assert q.pause(timeout_s=0.1) is False  # the call in flight is blocked on the gate
+    gate.set()
+    assert q.pause(timeout_s=5) is True
+    q.ask(["good 2"])
+    time.sleep(0.2)
+    assert labeler.batches == [["good 1"]] and q.pending == 1
+    q.resume()
+    assert q.wait_until_idle(5)
+    assert q.labels() == {"good 1": 1.0, "good 2": 1.0}
+    q.close()

@@ -57,6 +57,7 @@ ONI_DEFAULTS: dict[str, Any] = {
     "llm_coeff": 0.4,
     "beta": 3.0,
     "label_batch_size": 32,
+    "label_busy_fraction": 1.0,
     "min_examples": 32,
     "classification_threshold": 0.5,
     "ranking_threshold": -0.5,
@@ -90,6 +91,7 @@ class ONIPPOConfig(PPOConfig):
         llm_coeff: float = NotProvided,
         beta: float = NotProvided,
         label_batch_size: int = NotProvided,
+        label_busy_fraction: float = NotProvided,
         min_examples: int = NotProvided,
         classification_threshold: float = NotProvided,
         ranking_threshold: float = NotProvided,
@@ -113,6 +115,10 @@ class ONIPPOConfig(PPOConfig):
             goal: the task in words: the labeller's criterion and cosine-BoW's target.
             extrinsic_coeff, llm_coeff, beta: r = ext * r_env + llm * r_int * N ** -beta.
             label_batch_size: captions (or pairs) per labeler call.
+            label_busy_fraction: the largest share of wall time a labeler computing on this
+                machine (LabelerSpec.computes_here: the embedded llama.cpp model) may spend
+                labelling; it rests in between. 1 = label flat out. A remote labeler is
+                never held back.
             min_examples: labelled examples before a reward model's output is paid.
             classification_threshold: p(helpful) above which classification pays 1.
             ranking_threshold: the normalised ranking reward is kept above this value.
@@ -144,6 +150,9 @@ class ONIPPOConfig(PPOConfig):
         if self.reward_type in MODEL_TYPES and self.num_learners > 1:
             self._value_error("ONI's online reward model lives on one learner; use "
                               "num_learners <= 1")  # fmt: skip
+        if not 0.0 < self.label_busy_fraction <= 1.0:
+            self._value_error(f"label_busy_fraction is a share of wall time in (0, 1], got "
+                              f"{self.label_busy_fraction}")  # fmt: skip
         for name in ("llm_coeff", "beta", "extrinsic_coeff"):
             if getattr(self, name) < 0:
                 self._value_error(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -179,7 +188,8 @@ class ONIPPOConfig(PPOConfig):
         reward_fn = OnlineIntrinsicReward(
             reward_type=self.reward_type, labeler=self.labeler, caption_key=self.caption_key,
             family=self.family, goal=self.goal, llm_coeff=self.llm_coeff, beta=self.beta,
-            label_batch_size=self.label_batch_size, min_examples=self.min_examples,
+            label_batch_size=self.label_batch_size,
+            label_busy_fraction=self.label_busy_fraction, min_examples=self.min_examples,
             classification_threshold=self.classification_threshold,
             ranking_threshold=self.ranking_threshold, ranking_quantile=self.ranking_quantile,
             cosine_threshold=self.cosine_threshold, pairs_per_batch=self.pairs_per_batch,

@@ -70,6 +70,7 @@ class OnlineIntrinsicReward:
         llm_coeff: float = 0.4,
         beta: float = 3.0,
         label_batch_size: int = 32,
+        label_busy_fraction: float = 1.0,
         min_examples: int = 32,
         classification_threshold: float = 0.5,
         ranking_threshold: float = -0.5,
@@ -91,6 +92,9 @@ class OnlineIntrinsicReward:
         self.family, self.goal = family, goal
         self.llm_coeff, self.beta = llm_coeff, beta
         self.label_batch_size, self.min_examples = label_batch_size, min_examples
+        # Only a labeler computing on training's CPUs is held back; a server's time is free.
+        self.label_busy_fraction = (label_busy_fraction
+                                    if labeler is not None and labeler.computes_here else 1.0)
         self.classification_threshold = classification_threshold
         self.ranking_threshold, self.ranking_quantile = ranking_threshold, ranking_quantile
         self.cosine_threshold, self.pairs_per_batch = cosine_threshold, pairs_per_batch
@@ -120,6 +124,7 @@ class OnlineIntrinsicReward:
                                                    criteria=self.goal, env=self.family),
                     lambda label: preference_target(label.choice),
                     batch_size=self.label_batch_size,
+                    max_busy_fraction=self.label_busy_fraction,
                 )  # fmt: skip
             else:
                 self._queue = AsyncLabelQueue(
@@ -128,6 +133,7 @@ class OnlineIntrinsicReward:
                                                    env=self.family),
                     lambda label: 1.0 if label.helpful else 0.0,
                     batch_size=self.label_batch_size,
+                    max_busy_fraction=self.label_busy_fraction,
                 )  # fmt: skip
         return self._queue
 

@@ -126,12 +126,16 @@ def train_motif(labeler: Labeler, episodes: Sequence[Chunk], out_dir: str | Path
     with torch.no_grad():
         train_acc = pair_accuracy(*forward(train)) if train else float("nan")
         test_acc = pair_accuracy(*forward(test)) if test else float("nan")
-        raw = MotifModel(net, 0.0, 1.0).score(captions)
+        # The dataset's reward statistics, over steps (with repeats); each distinct caption
+        # is scored once (a long dataset's every step at once took gigabytes).
+        distinct, counts = np.unique(np.asarray(captions, dtype=object), return_counts=True)
+        raw = MotifModel(net, 0.0, 1.0).score(list(distinct))
+    mean = float(np.average(raw, weights=counts))
+    std = float(np.sqrt(np.average((raw - mean) ** 2, weights=counts)))
     report = MotifReport(
         pairs=len(kept), decided=sum(t != 0.5 for _, t in kept), labels=labels,
         is_oracle=is_oracle, train_accuracy=train_acc, held_out_accuracy=test_acc,
-        mean=float(raw.mean()), std=float(max(raw.std(), 1e-8)),
-        distinct_captions=len(set(captions)),
+        mean=mean, std=max(std, 1e-8), distinct_captions=len(distinct),
     )  # fmt: skip
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
