@@ -5,6 +5,8 @@
     python bench/method_comparison.py --task crafter-text-ptgm --steps 50000 --seeds 0,1,2
     python bench/method_comparison.py --task babyai-gotoredball-glam --steps 256 --seeds 0
     python bench/method_comparison.py --task crafter-text-ellm --resume bench/runs/<task>/<run>
+    python bench/method_comparison.py --task nethack-score --methods oni-classification \
+        --set oni.reward_model_steps=32 --name steps32   # -> nethack-score-comparison-steps32
 
 One Tune sweep of the task's methods (its own grid: e.g. ``ellm`` once per labeler backend),
 the same seeds and budget for every variant, run by ``rl_bk.experiments.run`` as
@@ -45,6 +47,10 @@ def main() -> int:
     p.add_argument("--output-dir", type=Path, default=ROOT / "bench" / "runs")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     p.add_argument("--resume", type=Path, help="finish an interrupted run (its own settings)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one setting of a task section (YAML value), e.g. "
+                        "oni.reward_model_steps=32; repeatable")  # fmt: skip
+    p.add_argument("--name", default="", help="suffix of the results files' name")
     args = p.parse_args()
 
     from bench.paired_rounds import run_facts
@@ -57,6 +63,9 @@ def main() -> int:
     update: dict = {"seeds": seeds, "budgets": budgets}
     if args.ellm_label_timeout > 0:
         update["ellm"] = task.ellm.model_copy(update={"label_timeout_s": args.ellm_label_timeout})
+    for item in args.set:
+        section, value = _section_override(task, item)
+        update[section] = getattr(task, section).model_copy(update=value)
     task = task.model_copy(update=update)
     methods = args.methods.split(",") if args.methods else None
     started = time.time()
@@ -72,7 +81,7 @@ def main() -> int:
     summary = (run_dir / "summary.md").read_text()
     summary = summary.replace("backend=oracle |", "backend=oracle (ORACLE) |")
     args.results.mkdir(parents=True, exist_ok=True)
-    name = f"{args.task}-comparison"
+    name = f"{args.task}-comparison" + (f"-{args.name}" if args.name else "")
     shutil.copy(run_dir / "learning_curves.png", args.results / f"{name}.png")
     (args.results / f"{name}.json").write_text(json.dumps(
         {**facts, "summary_csv": (run_dir / "summary.csv").read_text()}, indent=2))  # fmt: skip
@@ -84,6 +93,26 @@ def main() -> int:
     )  # fmt: skip
     print(summary)
     return 0
+
+
+def _section_override(task, item: str) -> tuple[str, dict]:
+    """``"oni.reward_model_steps=32"`` -> ("oni", {"reward_model_steps": 32}), checked."""
+    import pydantic
+    import yaml
+
+    path, sep, raw = item.partition("=")
+    section, dot, key = path.partition(".")
+    if not sep or not dot:
+        raise SystemExit(f"--set wants SECTION.KEY=VALUE, got {item!r}")
+    block = getattr(task, section, None)
+    if not isinstance(block, pydantic.BaseModel) or key not in type(block).model_fields:
+        raise SystemExit(f"--set {item!r}: the task has no setting {section}.{key}")
+    value = yaml.safe_load(raw)
+    try:
+        type(block).model_validate({**block.model_dump(), key: value})
+    except pydantic.ValidationError as err:
+        raise SystemExit(f"--set {item!r}: {err}") from None
+    return section, {key: value}
 
 
 if __name__ == "__main__":

@@ -148,6 +148,17 @@ def test_unknown_reward_type_and_missing_settings_say_what_to_do():
         OnlineIntrinsicReward(reward_type="motif")
 
 
+def test_only_a_labeler_computing_on_this_machine_is_held_to_the_busy_fraction():
+    def busy(spec):
+        fn = OnlineIntrinsicReward(reward_type="retrieval", labeler=spec, label_busy_fraction=0.3)
+        return fn.label_busy_fraction
+
+    assert busy(LabelerSpec(backend="llamacpp")) == 0.3
+    assert busy(LabelerSpec(backend="llamacpp", serve_url="http://gpu-node:8000")) == 1.0
+    assert busy(LabelerSpec(backend="openai", base_url="http://gpu-node:8000/v1")) == 1.0
+    assert busy(LabelerSpec(backend="oracle")) == 1.0
+
+
 # --------------------------------------------------------------------------------- ELLM
 class TableEmbedder:
     def encode(self, texts):
