@@ -60,6 +60,10 @@ def test_oni_classification_fits_its_learner_only_model_on_oracle_labels(
         assert ONI_MODULE_ID in learner.module.keys()
         assert ONI_MODULE_ID not in algo.env_runner.module.keys() if hasattr(
             algo.env_runner.module, "keys") else True  # fmt: skip
+        # PPO's optimisers must not touch it: they would zero and step it under the fit.
+        assert learner.get_optimizers_for_module(ONI_MODULE_ID) == []
+        reward_params = {id(p) for p in learner.module[ONI_MODULE_ID].parameters()}
+        assert not reward_params & {id(p) for p in learner._params.values()}
         deadline = time.perf_counter() + 120
         fitted = {}
         while time.perf_counter() < deadline and not fitted.get("gradient_steps"):

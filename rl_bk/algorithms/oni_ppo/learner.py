@@ -6,7 +6,10 @@ ONI, whenever new labels came in while the label set is under ``reward_model_ful
 labels, one step per iteration otherwise), with its own Adam (ONI: lr 1e-4, minibatch 256;
 ONI-Ranking clips gradients at 10). It is not part of PPO's loss: it learns from the LLM's
 labels, not from the train batch, so it sits outside RLlib's loss and optimiser bookkeeping,
-and its optimiser state is not checkpointed (the weights are, with the module).
+and its optimiser state is not checkpointed (the weights are, with the module). It must stay
+outside: PPO zeroes the gradients of every registered optimiser before each minibatch and
+steps them all after it, which, with the fit running in a thread, wiped the fit's gradients
+and changed its weights under its backward pass ("modified by an inplace operation").
 
 By default the fit runs in a background thread (``reward_model_in_background``), started
 after an update and published (the weights rewards are scored with) after a later one: the
@@ -36,6 +39,12 @@ GRAD_CLIP = 10.0
 
 
 class ONIPPOTorchLearner(PPOTorchLearner):
+    @override(PPOTorchLearner)
+    def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
+        if module_id == ONI_MODULE_ID:
+            return  # fitted on labels with its own optimiser (see build)
+        super().configure_optimizers_for_module(module_id=module_id, config=config)
+
     @override(PPOTorchLearner)
     def build(self) -> None:
         super().build()
