@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -49,7 +50,7 @@ def main() -> int:
     p.add_argument("--no-llm", action="store_true", help="skip the llamacpp configurations")
     p.add_argument("--busy-fractions", default="1,0.5,0.25",
                    help="label_busy_fraction of each llamacpp configuration")
-    p.add_argument("--llm-batch", type=int, default=8,
+    p.add_argument("--llm-batch", type=int, default=2,
                    help="captions per llama.cpp call (small, so the duty cycle is fine-grained)")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args()
@@ -80,6 +81,8 @@ def main() -> int:
              for name, (m, params) in configs.items()}  # fmt: skip
     queues = {name: label_queue(algos[name]) for name in configs if "llamacpp" in name}
     labels: dict[str, dict] = {}
+    window_start: dict[str, float] = {}
+    windows: dict[str, list[tuple[float, float]]] = {name: [] for name in queues}
 
     def only_its_own_labeler_runs(name: str) -> None:
         for other, q in queues.items():
@@ -87,8 +90,11 @@ def main() -> int:
                 q.pause()
         if name in queues:
             queues[name].resume()
+        window_start[name] = time.perf_counter()
 
     def keep_label_counts(name: str, result: dict) -> None:
+        if name in windows:  # a timed iteration: when its labeler could compute
+            windows[name].append((window_start[name], time.perf_counter()))
         learners = result["learners"]
         labels[name] = {k.split("/", 1)[1]: float(v) for k, v in learners.items()
                         if k.startswith("intrinsic/label")}  # fmt: skip
@@ -102,12 +108,17 @@ def main() -> int:
         for a in algos.values():
             a.stop()
     rows = ratio_rows(rates, "oni-none")
+    # How much of the timed training its labeler computed in: the measured busy fraction
+    # (calls in flight when an iteration ended finish untimed, before the next one starts).
+    busy = {name: computing_share(list(q.call_intervals), windows[name])
+            for name, q in queues.items()}  # fmt: skip
     facts = {**run_facts("bench/async_labelling.py"), "task": TASK, "rounds": args.rounds,
              "warmup": args.warmup, "llm_batch": args.llm_batch, "rows": rows, "rates": rates,
-             "labels_at_the_end": labels}  # fmt: skip
+             "labels_at_the_end": labels, "labeler_computing_share": busy}  # fmt: skip
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "async_labelling.json").write_text(json.dumps(facts, indent=2))
     table = ratio_table(rows, "configuration", "no labelling")
+    shares = "\n".join(f"- {name}: {share:.2f}" for name, share in busy.items())
     counts = "\n".join(
         f"- {name}: {c.get('labels_requested', 0):.0f} requested, "
         f"{c.get('labels_received', 0):.0f} received, {c.get('labels_pending', 0):.0f} "
@@ -121,11 +132,21 @@ def main() -> int:
         "training iteration (4096 env steps, sampling + learning) per configuration per "
         "round; llama.cpp labels "
         f"{args.llm_batch} captions per call and is paused while other configurations train."
-        "\n\n" + table + "\n\nLabels at the end:\n\n" + counts + "\n"
+        "\n\n" + table + "\n\nShare of the timed training time in which the LLM computed (its calls "
+        "overlapping the iterations' wall time):\n\n" + shares
+        + "\n\nLabels at the end:\n\n" + counts + "\n"
     )  # fmt: skip
     print(table)
+    print(shares)
     print(counts)
     return 0
+
+
+def computing_share(calls: list[tuple[float, float]], windows: list[tuple[float, float]]) -> float:
+    """The share of the windows' total length covered by the calls (neither overlaps itself)."""
+    total = sum(b - a for a, b in windows)
+    covered = sum(max(0.0, min(b, d) - max(a, c)) for a, b in windows for c, d in calls)
+    return covered / total if total else float("nan")
 
 
 def label_queue(algo):

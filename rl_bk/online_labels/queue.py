@@ -35,7 +35,7 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
@@ -94,6 +94,9 @@ class AsyncLabelQueue:
         self.counts = dict.fromkeys(("requested", "received", "failed", "dropped", "batches"), 0)
         self.seconds_labelling = 0.0
         self.seconds_resting = 0.0  # held back by max_busy_fraction
+        # (start, end) of the latest labeler calls (time.perf_counter), for measuring how much
+        # of a stretch of training the labeler computed in.
+        self.call_intervals: deque[tuple[float, float]] = deque(maxlen=10_000)
         self._thread: threading.Thread | None = None
         if start:
             self.start()
@@ -188,6 +191,7 @@ class AsyncLabelQueue:
         deadline = time.monotonic() + timeout_s
         with self._cond:
             self._paused = True
+            self._cond.notify_all()  # a resting worker stops counting its rest
             while self._in_flight and not self._closed and self.error is None:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -252,7 +256,9 @@ class AsyncLabelQueue:
                         self.counts["failed"] += 1
                         self._failed_at[key] = now
                 self._cond.notify_all()
-            took = time.perf_counter() - started
+            ended = time.perf_counter()
+            self.call_intervals.append((started, ended))
+            took = ended - started
             self._rest(took * (1.0 / self.max_busy_fraction - 1.0))
 
     def _rest(self, seconds: float) -> None:

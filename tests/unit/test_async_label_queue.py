@@ -201,3 +201,14 @@ def test_a_paused_queue_finishes_its_call_in_flight_then_calls_nothing_until_res
     assert q.wait_until_idle(5)
     assert q.labels() == {"good 1": 1.0, "good 2": 1.0}
     q.close()
+
+
+def test_each_labeler_call_is_recorded_as_an_interval_in_order():
+    labeler = TimedLabeler(0.01)
+    q = queue(labeler, batch_size=1)
+    q.ask(["a", "b"])
+    assert q.wait_until_idle(5)
+    q.close()
+    (s1, e1), (s2, e2) = q.call_intervals
+    assert s1 < e1 <= s2 < e2
+    assert e1 - s1 >= 0.01 and e2 - s2 >= 0.01
