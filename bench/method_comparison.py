@@ -65,7 +65,8 @@ def main() -> int:
         update["ellm"] = task.ellm.model_copy(update={"label_timeout_s": args.ellm_label_timeout})
     for item in args.set:
         section, value = _section_override(task, item)
-        update[section] = getattr(task, section).model_copy(update=value)
+        # on top of any earlier change to the section (another --set, --ellm-label-timeout)
+        update[section] = update.get(section, getattr(task, section)).model_copy(update=value)
     task = task.model_copy(update=update)
     methods = args.methods.split(",") if args.methods else None
     started = time.time()

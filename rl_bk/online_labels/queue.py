@@ -243,23 +243,22 @@ class AsyncLabelQueue:
         while (batch := self._next_batch()) is not None:
             started = time.perf_counter()
             got = self._label(batch)
+            ended = time.perf_counter()
+            self.call_intervals.append((started, ended))
             with self._cond:
                 self._labels.update(got)
                 self._new.update(got)
                 self._in_flight = 0
                 self.counts["received"] += len(got)
                 self.counts["batches"] += 1
-                self.seconds_labelling += time.perf_counter() - started
+                self.seconds_labelling += ended - started
                 now = time.monotonic()
                 for key in batch:
                     if key not in got:
                         self.counts["failed"] += 1
                         self._failed_at[key] = now
                 self._cond.notify_all()
-            ended = time.perf_counter()
-            self.call_intervals.append((started, ended))
-            took = ended - started
-            self._rest(took * (1.0 / self.max_busy_fraction - 1.0))
+            self._rest((ended - started) * (1.0 / self.max_busy_fraction - 1.0))
 
     def _rest(self, seconds: float) -> None:
         """Waits ``seconds`` of unpaused time (time spent paused does not count, so a paused
