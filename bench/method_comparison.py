@@ -80,7 +80,6 @@ def main() -> int:
              "run_dir": str(run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT)
                             else run_dir)}  # fmt: skip
     summary = (run_dir / "summary.md").read_text()
-    summary = summary.replace("backend=oracle |", "backend=oracle (ORACLE) |")
     args.results.mkdir(parents=True, exist_ok=True)
     name = f"{args.task}-comparison" + (f"-{args.name}" if args.name else "")
     shutil.copy(run_dir / "learning_curves.png", args.results / f"{name}.png")

@@ -13,6 +13,12 @@ GAME_SCORE_MEAN = "env_runners/game_score_mean"  # NetHack: in-game score at epi
 TIME_TOTAL_S = "time_total_s"
 EPISODES_LIFETIME = "env_runners/num_episodes_lifetime"
 EPISODES_THIS_ITER = "env_runners/num_episodes"  # episodes that ended in this iteration
+#: Greedy evaluation (a task's ``evaluation:``, BK's protocol): each report is the mean over
+#: that evaluation's own episodes (50 for BK), so no smoothing across reports is needed.
+EVAL_PREFIX = "evaluation/"
+EVAL_SUCCESS_RATE = EVAL_PREFIX + SUCCESS_RATE
+EVAL_RETURN_MEAN = EVAL_PREFIX + EPISODE_RETURN_MEAN
+EVAL_EPISODES = EVAL_PREFIX + EPISODES_THIS_ITER
 #: Episodes behind a smoothed metric (reporting(metrics_num_episodes_for_smoothing=100)): a
 #: threshold counts as reached only once the window is full, not on a lucky first episode.
 SMOOTHING_EPISODES = 100

@@ -44,7 +44,7 @@ def base_ppo_config(
     """The task's PPO setup: env, model, hyper-parameters (then ``params``), runners, seed."""
     config = config or PPOConfig()
     ppo = {**task.ppo.model_dump(), **params}
-    return (
+    config = (
         config.environment(task.env, env_config=dict(task.env_config))
         .env_runners(**task.env_runners.model_dump())
         .learners(num_learners=0)  # the learner lives in the trial actor: right for 1 CPU/GPU
@@ -53,6 +53,26 @@ def base_ppo_config(
         .callbacks(EpisodeMetricsCallback)
         .debugging(seed=seed)
         .reporting(metrics_num_episodes_for_smoothing=100)
+    )
+    return with_evaluation(config, task)
+
+
+def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfig:
+    """The task's evaluation (BK: 50 greedy episodes every 20k env steps), if it has one.
+
+    RLlib counts the interval in training iterations; an iteration samples one train batch,
+    so the interval is the nearest whole number of batches. It runs on the trial's own (local)
+    env runner, so it takes no CPU beyond the trial's."""
+    e = task.evaluation
+    if e.every_env_steps is None:
+        return config
+    batch = int(config.train_batch_size_per_learner)
+    return config.evaluation(
+        evaluation_interval=max(1, round(e.every_env_steps / batch)),
+        evaluation_duration=e.episodes,
+        evaluation_duration_unit="episodes",
+        evaluation_num_env_runners=0,
+        evaluation_config=AlgorithmConfig.overrides(explore=not e.greedy),
     )
 
 
@@ -66,8 +86,19 @@ def _build_rnd(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algori
     return base_ppo_config(task, seed, params, config=RNDPPOConfig())
 
 
-#: Trial parameters of the bk-* methods that choose the knowledge, not PPO's training().
-KNOWLEDGE_PARAMS = ("backend", "candidate")
+#: Trial parameters of the bk-* methods that choose the knowledge, not PPO's training():
+#: the labeler, the code candidate, and whether the knowledge was told the mission.
+KNOWLEDGE_PARAMS = ("backend", "candidate", "include_mission")
+
+
+def knowledge_task(task: TaskConfig, params: Mapping[str, Any]) -> TaskConfig:
+    """``task`` with a trial's ``include_mission`` (if it names one) in its knowledge section:
+    the goal-aware variant of a task-agnostic task, or the reverse."""
+    if "include_mission" not in params:
+        return task
+    aware = bool(params["include_mission"])
+    knowledge = task.knowledge.model_copy(update={"include_mission": aware})
+    return task.model_copy(update={"knowledge": knowledge})
 
 
 def _shaped(kind: str) -> BuildFn:
@@ -80,11 +111,11 @@ def _shaped(kind: str) -> BuildFn:
         chosen = {k: params[k] for k in KNOWLEDGE_PARAMS if k in params}
         training = {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
         options = {"candidate": chosen["candidate"]} if "candidate" in chosen else {}
-        spec = source_spec(task, kind, chosen.get("backend"), options)
-        knowledge = task.knowledge
-        training = {"shaping_coeff": knowledge.shaping_coeff,
-                    "normalize_potential": knowledge.normalize_potential,
-            "extrinsic_coeff": knowledge.extrinsic_coeff, **training}  # fmt: skip
+        spec = source_spec(knowledge_task(task, chosen), kind, chosen.get("backend"), options)
+        k = task.knowledge
+        training = {"shaping_coeff": k.shaping_coeff, "extrinsic_coeff": k.extrinsic_coeff,
+                    "potential_normalization": k.potential_normalization,
+                    "shaping_convention": k.shaping_convention, **training}  # fmt: skip
         config = base_ppo_config(task, seed, training, config=ShapedPPOConfig())
         return config.training(potential=spec)
 

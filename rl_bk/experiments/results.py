@@ -12,7 +12,12 @@ Files written into the run folder:
 - ``curves.csv``: the points of those curves, for replotting.
 
 "Final" means the last reported value: a mean over the last 100 training episodes
-(stochastic policy), as RLlib reports it.
+(stochastic policy), as RLlib reports it. A task with greedy evaluation (``evaluation:``,
+BK's protocol) also gets the last evaluation's success and return, the env steps at which the
+greedy policy first reached the success threshold, and a greedy-success curve.
+
+Variants whose knowledge or labels came from the rule-based oracle say so in every table and
+legend: ``(ORACLE)``, or ``(GOAL-AWARE ORACLE)`` when the oracle was told the task's mission.
 """
 
 from __future__ import annotations
@@ -37,10 +42,22 @@ CURVE_NAMES = {
 }
 
 
-def curve_metrics(main_metric: str) -> dict[str, str]:
-    """Plot title -> result key: the episode return, then the main metric if different."""
+def curve_metrics(main_metric: str, records: Iterable[TrialRecord] = ()) -> dict[str, str]:
+    """Plot title -> result key: the episode return, then the main metric if different, then
+    the greedy evaluation's success when a success task was evaluated."""
     keys = dict.fromkeys([M.EPISODE_RETURN_MEAN, main_metric])
-    return {CURVE_NAMES.get(k, k): k for k in keys}
+    curves = {CURVE_NAMES.get(k, k): k for k in keys}
+    if main_metric == M.SUCCESS_RATE and any(M.EVAL_SUCCESS_RATE in r.progress for r in records):
+        curves["greedy success rate (evaluation)"] = M.EVAL_SUCCESS_RATE
+    return curves
+
+
+def display_label(variant: str) -> str:
+    """The variant as tables show it: oracle knowledge is marked (see the module)."""
+    if "backend=oracle" not in variant.split():
+        return variant
+    aware = "include_mission=True" in variant.split()
+    return f"{variant} ({'GOAL-AWARE ORACLE' if aware else 'ORACLE'})"
 
 
 #: Per-episode means that :func:`smooth_over_episodes` turns into last-100-episode means.
@@ -165,6 +182,12 @@ def trial_row(record: TrialRecord, success_threshold: float | None, main_metric:
         row[f"steps_to_success_{success_threshold:g}"] = steps_to_reach(
             p, M.SUCCESS_RATE, success_threshold
         )
+        if M.EVAL_SUCCESS_RATE in p:  # greedy evaluation: each value averages its episodes
+            row["eval_success_rate"] = _last(p, M.EVAL_SUCCESS_RATE)
+            row["eval_return_mean"] = _last(p, M.EVAL_RETURN_MEAN)
+            row[f"eval_steps_to_success_{success_threshold:g}"] = steps_to_reach(
+                p, M.EVAL_SUCCESS_RATE, success_threshold, min_episodes=0
+            )
     achievement_cols = [c for c in p.columns if c.startswith(M.ACHIEVEMENT_PREFIX)]
     if achievement_cols:
         row["achievements_per_episode"] = _last(p, M.ACHIEVEMENTS_PER_EPISODE)
@@ -175,6 +198,10 @@ def trial_row(record: TrialRecord, success_threshold: float | None, main_metric:
         name = (main_metric or M.SUCCESS_RATE).split("/")[-1]
         row[f"{name}_at_{budget_label(budget)}"] = value_at(p, main_metric or M.SUCCESS_RATE,
                                                             budget)  # fmt: skip
+    if success_threshold is not None and M.EVAL_SUCCESS_RATE in p:
+        for budget in budgets:
+            row[f"eval_success_rate_at_{budget_label(budget)}"] = value_at(
+                p, M.EVAL_SUCCESS_RATE, budget)
     return row
 
 
@@ -191,7 +218,7 @@ def summarize(trials: pd.DataFrame) -> pd.DataFrame:
     summary.columns = [f"{col}_{stat}" for col, stat in summary.columns]
     summary.insert(0, "seeds", grouped.size())
     for col in numeric:
-        if col.startswith("steps_to_success"):
+        if "steps_to_success" in col:
             summary[f"{col}_reached"] = grouped[col].apply(lambda s: int(s.notna().sum()))
     return summary.reset_index()
 
@@ -218,7 +245,7 @@ def summary_for_reading(summary: pd.DataFrame) -> pd.DataFrame:
         if not col.endswith("_mean"):
             continue
         base = col.removesuffix("_mean")
-        if base.startswith("steps_to_success"):
+        if "steps_to_success" in base:
             reached = summary[f"{base}_reached"]
             out[base.replace("_", " ")] = [
                 f"{_fmt(m)} ({r}/{n} seeds)" for m, r, n in zip(summary[col], reached, out["seeds"])
@@ -238,14 +265,17 @@ def learning_curves(
     """Curves on a common env-step grid per variant: mean, min and max over seeds.
 
     The grid spans only the steps where every seed has reported the metric (no value is
-    invented before a seed's first finished episode or after its last report).
+    invented before a seed's first finished episode or after its last report). A training
+    metric is plotted only once it averages a full window of episodes (100): the first
+    reports of a run average a handful, and one early success would start a curve at 1.
     """
     rows = []
     for label in dict.fromkeys(r.label for r in records):
         runs = [r.progress for r in records if r.label == label]
         for name, column in metrics.items():
             series = [
-                p[[M.ENV_STEPS, column]].dropna() for p in runs if column in p and M.ENV_STEPS in p
+                _enough_episodes(p, column)[[M.ENV_STEPS, column]].dropna()
+                for p in runs if column in p and M.ENV_STEPS in p
             ]
             series = [s for s in series if len(s)]
             if not series:
@@ -258,6 +288,15 @@ def learning_curves(
                 rows.append({"variant": label, "metric": name, "env_steps": x,
                              "mean": mean, "min": lo, "max": hi, "seeds": len(series)})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _enough_episodes(progress: pd.DataFrame, column: str,
+                     window: int = M.SMOOTHING_EPISODES) -> pd.DataFrame:  # fmt: skip
+    """The reports at which a training ``column`` averages at least ``window`` episodes (all
+    reports for evaluation columns, whose every value averages its own episodes)."""
+    if column.startswith(M.EVAL_PREFIX) or M.EPISODES_LIFETIME not in progress:
+        return progress
+    return progress[progress[M.EPISODES_LIFETIME].fillna(0) >= window]
 
 
 def plot_learning_curves(curves: pd.DataFrame, path: Path, title: str) -> None:
@@ -301,7 +340,8 @@ def write_results(
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     budgets = list(budgets)
-    records = [TrialRecord(r.label, r.seed, smooth_over_episodes(r.progress)) for r in records]
+    records = [TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress))
+               for r in records]  # fmt: skip
     trials = pd.DataFrame([trial_row(r, success_threshold, main_metric, budgets)
                            for r in records])  # fmt: skip
     trials.to_csv(run_dir / "trials.csv", index=False)
@@ -309,13 +349,13 @@ def write_results(
     summary.to_csv(run_dir / "summary.csv", index=False)
     (run_dir / "summary.md").write_text(
         f"# {title}\n\nMean ± std over seeds of each trial's last reported values "
-        "(means over its last 100 training episodes). Steps to success: mean over the "
-        "seeds that reached it.\n\n"
+        "(means over its last 100 training episodes; `eval` columns: the last greedy "
+        "evaluation). Steps to success: mean over the seeds that reached it.\n\n"
         + _markdown(summary_for_reading(summary))
         + "\n## Per trial\n\n"
         + _markdown(trials)
     )
-    curves = learning_curves(records, curve_metrics(main_metric))
+    curves = learning_curves(records, curve_metrics(main_metric, records))
     curves.to_csv(run_dir / "curves.csv", index=False)
     if len(curves):
         plot_learning_curves(curves, run_dir / "learning_curves.png", title)

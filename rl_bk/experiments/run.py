@@ -163,16 +163,18 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
     and records in ``knowledge.json`` which artifacts the run used and whose labels they hold."""
     import json
 
-    from rl_bk.experiments.methods import KNOWLEDGE_KINDS
+    from rl_bk.experiments.methods import KNOWLEDGE_KINDS, KNOWLEDGE_PARAMS, knowledge_task
     from rl_bk.knowledge.pipeline import DONE, build_knowledge
 
     used = {}
     for v in variants:
         if v.method not in KNOWLEDGE_KINDS:
             continue
-        backend = dict(v.params).get("backend")
-        folder = build_knowledge(task, KNOWLEDGE_KINDS[v.method], backend)
-        used[f"{v.method} backend={backend}"] = {
+        params = dict(v.params)
+        backend = params.get("backend")
+        folder = build_knowledge(knowledge_task(task, params), KNOWLEDGE_KINDS[v.method], backend)
+        chosen = " ".join(f"{k}={params[k]}" for k in KNOWLEDGE_PARAMS if k in params)
+        used[f"{v.method} {chosen}".strip()] = {
             "path": str(folder),
             **json.loads((folder / DONE).read_text()),
         }

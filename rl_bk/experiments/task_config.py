@@ -31,7 +31,15 @@ class _Strict(BaseModel):
 
 
 class PPOParams(_Strict):
-    """Arguments of ``PPOConfig.training(...)``; the defaults are BK's BabyAI settings."""
+    """Arguments of ``PPOConfig.training(...)``; the defaults are BK's BabyAI settings.
+
+    Every method of a task shares them, so differences come from the method. PPO is
+    clip-only, as in CleanRL-style PPO (BK, RND, ONI's sample-factory): RLlib's adaptive KL
+    loss is off. RLlib's ``vf_clip_param`` clamps each squared value error (not the value's
+    change, as CleanRL's value clipping does); its default of 10 binds once returns reach
+    ~3 (BK's x10 rewards plus shaping), which stops value learning, so it is set where it
+    never binds.
+    """
 
     lr: float = 3e-4
     gamma: float = 0.99
@@ -40,6 +48,9 @@ class PPOParams(_Strict):
     entropy_coeff: float = 0.01
     vf_loss_coeff: float = 0.5
     grad_clip: float | None = 0.5
+    use_kl_loss: bool = False
+    kl_coeff: float = Field(0.0, ge=0)
+    vf_clip_param: float = Field(1.0e6, gt=0)
     train_batch_size_per_learner: int = Field(2048, gt=0)
     minibatch_size: int = Field(256, gt=0)
     num_epochs: int = Field(4, gt=0)
@@ -65,6 +76,19 @@ class EnvRunnerParams(_Strict):
     num_cpus_per_env_runner: float = Field(0.5, gt=0)
 
 
+class EvaluationParams(_Strict):
+    """Evaluation beside training, on the trial's own env runner (``AlgorithmConfig.
+    evaluation``); results appear as ``evaluation/env_runners/...``.
+
+    BK evaluates every 20k env steps with 50 episodes of the greedy (argmax) policy
+    (``utils/evaluate.py``); ``every_env_steps`` None turns evaluation off.
+    """
+
+    every_env_steps: int | None = Field(None, gt=0)
+    episodes: int = Field(50, gt=0)
+    greedy: bool = True
+
+
 class StopParams(_Strict):
     num_env_steps: int = Field(1_000_000, gt=0)
     time_budget_s: float | None = None
@@ -84,8 +108,14 @@ class DatasetParams(_Strict):
 
 
 class CodeParams(_Strict):
-    """BK-Code: the LLM writes compute_potential(window) and improves it."""
+    """BK-Code: the LLM writes compute_potential(window) and improves it.
 
+    ``path``: a potential function written by hand (a Python file defining
+    ``compute_potential(window)``, as the LLM's would), used instead of asking the labeler;
+    the artifact records it as hand-written. A relative path is read from the repository root.
+    """
+
+    path: str | None = None
     rounds: int = Field(3, gt=0)
     candidates: int = Field(1, gt=0)  # Eureka-style: several codes, compared as trials
     segments_per_round: int = Field(5, gt=0)
@@ -193,8 +223,13 @@ class KnowledgeParams(_Strict):
 
     ``backend`` is the labeler every bk-* method of the task uses unless a trial's
     ``backend`` parameter (a sweep grid, or ``tune_run.py --backend``) names another.
-    ``include_mission``: requests carry the task's mission (BK's prompts withheld the goal;
-    our tasks have one fixed mission, and the oracle needs it).
+    ``include_mission``: requests carry the task's mission. BK's prompts withhold the goal,
+    and its knowledge is built once on the pre-training env and reused on every task, so the
+    default is False (one artifact for every task with the same dataset and settings); True
+    makes a goal-aware variant, a different method, with one artifact per mission. A trial's
+    ``include_mission`` parameter (a sweep grid) overrides it.
+
+    The shaping settings are BK's by default (``ShapedPPOConfig`` documents them).
     """
 
     backend: Literal["oracle", "llamacpp", "openai", "vllm", "fake"] = "oracle"
@@ -202,16 +237,20 @@ class KnowledgeParams(_Strict):
     model_path: str | None = None
     base_url: str | None = None
     model: str | None = None
-    include_mission: bool = True
+    include_mission: bool = False
     dataset: DatasetParams = DatasetParams()
     code: CodeParams = CodeParams()
     preference: PreferenceParams = PreferenceParams()
     goals: GoalParams = GoalParams()
     motif: MotifParams = MotifParams()
-    shaping_coeff: float = 1.0
+    shaping_coeff: float = Field(1.0, ge=0)
     #: weight of the env reward in what bk-* trials train on (BK: 10, see potential_shaping)
     extrinsic_coeff: float = Field(10.0, gt=0)
-    normalize_potential: bool = True
+    #: what Phi is divided by: BK's "discounted-sum-std", "std" (of Phi itself) or "none"
+    potential_normalization: Literal["discounted-sum-std", "std", "none"] = "discounted-sum-std"
+    #: BK's "bk" (F_t = gamma Phi(s_t) - Phi(s_{t-1}); the last step is not charged) or
+    #: Ng et al.'s "ng" (F_t = gamma Phi(s_{t+1}) - Phi(s_t), Phi(terminal) = 0)
+    shaping_convention: Literal["bk", "ng"] = "bk"
 
 
 class TaskConfig(_Strict):
@@ -227,6 +266,7 @@ class TaskConfig(_Strict):
     model: ModelParams = ModelParams()
     env_runners: EnvRunnerParams = EnvRunnerParams()
     stop: StopParams = StopParams()
+    evaluation: EvaluationParams = EvaluationParams()
     checkpoint_every: int = Field(25, gt=0)  # training iterations between trial checkpoints
     #: env-step budgets at which the tables also give the main metric (sample efficiency)
     budgets: list[int] = []

@@ -1,15 +1,20 @@
 """The offline knowledge pipeline, stage by stage: collect a dataset, label it, build a
 potential (BK) or a reward model (Motif).
 
-    collect  -> <root>/datasets/<env>-<hash>/            (Parquet, rl_bk.knowledge.dataset)
-    bk-code  -> <root>/<task>/bk-code/<backend>-<hash>/  (code-final.py, history.json)
-    bk-pref  -> <root>/<task>/bk-pref/<backend>-<hash>/  (model.pt, report.json)
-    bk-goal  -> <root>/<task>/bk-goal/<backend>-<hash>/  (goals.json, sentence_vectors.npz)
-    motif    -> <root>/<task>/motif/<backend>-<hash>/    (motif_model.pt, motif.json)
+    collect  -> <root>/datasets/<env>-<hash>/              (Parquet, rl_bk.knowledge.dataset)
+    bk-code  -> <root>/<data env>/bk-code/<backend>-<hash>/  (code-final.py, history.json)
+    bk-pref  -> <root>/<data env>/bk-pref/<backend>-<hash>/  (model.pt, report.json)
+    bk-goal  -> <root>/<data env>/bk-goal/<backend>-<hash>/  (goals.json, sentence_vectors.npz)
+    motif    -> <root>/<data env>/motif/<backend>-<hash>/    (motif_model.pt, motif.json)
+    ptgm     -> <root>/<data env>/ptgm/unlabelled-<hash>/
 
-Each folder's name carries a hash of every setting that shaped it (the task's ``knowledge``
-section, the backend, the dataset's own hash), so a changed setting builds a new artifact and
-an unchanged one is reused. A folder counts as built once ``DONE.json`` is in it: an
+Each folder's name carries a hash of every setting that shaped it (the kind's section of the
+task's ``knowledge``, the labeler, the dataset's own hash, and the mission the labeler was
+told, if any), and nothing else: the task's name is not part of it. So knowledge built on a
+pre-training env without the mission (BK's setting) is one artifact that every task sharing
+that dataset and those settings reuses, as BK reuses its knowledge on all its downstream
+tasks; a goal-aware build gets one artifact per mission. A changed setting builds a new
+artifact and an unchanged one is reused. A folder counts as built once ``DONE.json`` is in it: an
 interrupted build is redone, never half-used. The root is ``$RLBK_KNOWLEDGE_DIR`` or
 ``~/.cache/rl-bk/knowledge`` (on a cluster, point it at storage every node sees).
 
@@ -80,20 +85,35 @@ def artifact_dir(task: TaskConfig, kind: str, backend: str | None = None,
     if kind not in KINDS:
         raise ValueError(f"unknown knowledge kind {kind!r}; valid: {', '.join(KINDS)}")
     k = task.knowledge
+    home = (root or knowledge_root()) / dataset_env(task) / kind
     if kind in UNLABELLED_KINDS:  # no labeler: one artifact whatever the backend
         settings = {"section": task.ptgm.pretraining(), "dataset": dataset_dir(task, root).name}
-        return (root or knowledge_root()) / task.name / kind / f"unlabelled-{_digest(settings)}"
+        return home / f"unlabelled-{_digest(settings)}"
     backend = backend or k.backend
     section = {"bk-code": k.code, "bk-pref": k.preference, "bk-goal": k.goals,
                "motif": k.motif}[kind]  # fmt: skip
     settings = {
         "backend": backend, "packaged": k.packaged, "model_path": k.model_path,
-        "base_url": k.base_url, "model": k.model, "include_mission": k.include_mission,
-        "section": section.model_dump(mode="json"), "dataset": dataset_dir(task, root).name,
+        "base_url": k.base_url, "model": k.model, "mission": task_mission(task),
+        "family": family_of(task.env), "section": section.model_dump(mode="json"),
+        "dataset": dataset_dir(task, root).name,
     }  # fmt: skip
     if kind == "motif":  # the criterion the pairs are labelled by
         settings["goal"] = task.oni.goal
-    return (root or knowledge_root()) / task.name / kind / f"{backend}-{_digest(settings)}"
+    if kind == "bk-code" and k.code.path:  # a hand-written potential: its text is the setting
+        settings["code"] = hashlib.sha256(hand_written_code(task).encode()).hexdigest()
+        return home / f"hand-{_digest(settings)}"
+    return home / f"{backend}-{_digest(settings)}"
+
+
+def hand_written_code(task: TaskConfig) -> str:
+    """The text of the task's hand-written BK-Code potential (``knowledge.code.path``)."""
+    path = Path(task.knowledge.code.path or "")
+    if not path.is_absolute():
+        path = Path(__file__).resolve().parents[2] / path
+    if not path.is_file():
+        raise FileNotFoundError(f"knowledge.code.path: no potential function at {path}")
+    return path.read_text()
 
 
 def is_built(folder: Path) -> bool:
@@ -172,7 +192,8 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
     from rl_bk.experiments.methods import base_ppo_config
 
     d = task.knowledge.dataset
-    collect_task = task.model_copy(update={"env": env})
+    # No greedy evaluation while collecting: the dataset is the stochastic policy's episodes.
+    collect_task = task.model_copy(update={"env": env, "evaluation": type(task.evaluation)()})
     every = max(1, d.rnd_timesteps // d.collections)
     config = base_ppo_config(collect_task, d.seed, {}, config=RNDPPOConfig()).training(
         precollect_dir=str(folder), precollect_every_timesteps=every,
@@ -211,12 +232,29 @@ def _build_code(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
     from rl_bk.knowledge.code.writer import write_potential_code
 
     c, family, mission = task.knowledge.code, family_of(task.env), task_mission(task)
+    if c.path:
+        return _copy_hand_written_code(task, folder, family)
     result = write_potential_code(
         labeler, episodes, folder, family=family, mission=mission, rounds=c.rounds,
         segments_per_round=c.segments_per_round, horizon=c.horizon, candidates=c.candidates,
         seed=task.knowledge.dataset.seed,
     )  # fmt: skip
     return {"result": repr(result)}
+
+
+def _copy_hand_written_code(task: TaskConfig, folder: Path, family: str) -> dict:
+    """A hand-written potential as a BK-Code artifact: no labeler, said so in its facts."""
+    from rl_bk.knowledge.code.writer import FUNCTION_NAME
+
+    code = hand_written_code(task)
+    if f"def {FUNCTION_NAME}(" not in code:
+        raise ValueError(f"knowledge.code.path {task.knowledge.code.path}: the file must define "
+                         f"{FUNCTION_NAME}(window)")  # fmt: skip
+    (folder / "code-final.py").write_text(code)
+    meta = {"family": family, "horizon": task.knowledge.code.horizon,
+            "hand_written": task.knowledge.code.path}  # fmt: skip
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2))
+    return {"labels": f"hand-written:{task.knowledge.code.path}", "is_oracle": False}
 
 
 def _build_pref(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
@@ -291,9 +329,9 @@ def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
         facts = BUILDERS[kind](task, None, episodes, folder)
         return _finish(folder, started, kind=kind, labels=None, is_oracle=False, **facts)
     labeler = make_labeler(task, backend)
-    facts = BUILDERS[kind](task, labeler, episodes, folder)
-    return _finish(folder, started, kind=kind, labels=labeler.identity,
-                   is_oracle=labeler.is_oracle, **facts)  # fmt: skip
+    facts = {"labels": labeler.identity, "is_oracle": labeler.is_oracle,
+             **BUILDERS[kind](task, labeler, episodes, folder)}  # fmt: skip
+    return _finish(folder, started, kind=kind, **facts)
 
 
 def built_artifact(task: TaskConfig, kind: str, backend: str | None = None,

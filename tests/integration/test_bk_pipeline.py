@@ -45,7 +45,7 @@ def run_pipeline(task, tmp_path, monkeypatch):
 def test_bk_pipeline_end_to_end_with_the_oracle(ray_session, tmp_path, monkeypatch):
     results = run_pipeline(tiny_task("oracle"), tmp_path, monkeypatch)
     for kind, (done, learners) in results.items():
-        assert done["is_oracle"] and done["labels"] == "oracle/rules-v1", kind
+        assert done["is_oracle"] and done["labels"] == "oracle/rules-v2", kind
         assert np.isfinite(learners[SHAPING_REWARD_MEAN]), kind
     # The oracle's code runs: no batch fell back to zero potentials.
     assert results["bk-code"][1]["potential/code_errors"] == 0

@@ -110,7 +110,40 @@ def test_bk_trial_parameters_pick_the_artifact_the_rest_reach_training(task, tmp
     config = get_method("bk-code").build(task, 0, params)
     # Eureka-style: a sweep over `candidate` compares the writer's candidate codes as trials.
     assert config.potential == SourceSpec("bk-code", str(folder), {"candidate": 2})
-    assert config.shaping_coeff == 0.5 and config.normalize_potential is True
+    assert config.shaping_coeff == 0.5
+    # The rest are BK's defaults, from the task's knowledge section.
+    assert (config.extrinsic_coeff, config.potential_normalization, config.shaping_convention) \
+        == (10.0, "discounted-sum-std", "bk")
+
+
+def test_task_agnostic_knowledge_is_one_artifact_for_every_bk_task(task, tmp_path):
+    # BK's setting: knowledge built once on the pre-training env, without the mission, and
+    # reused on every downstream task.
+    assert task.knowledge.include_mission is False
+    artifacts = {pipeline.artifact_dir(load_task(name), "bk-pref", "oracle", tmp_path)
+                 for name in ("babyai-gotolocal-redball-s20", "babyai-gotolocal-purpleball-s20",
+                              "babyai-gotolocal-redkey-s20", "babyai-gotolocal-purplekey-s20")}
+    assert len(artifacts) == 1
+    assert "Pretraining" in next(iter(artifacts)).parent.parent.name
+
+
+def test_goal_aware_knowledge_is_one_artifact_per_mission(task, tmp_path, monkeypatch):
+    from rl_bk.experiments.methods import get_method, knowledge_task
+
+    aware = knowledge_task(task, {"include_mission": True})
+    purple = knowledge_task(load_task("babyai-gotolocal-purpleball-s20"), {"include_mission": True})
+    assert pipeline.task_mission(aware) == "go to the red ball"
+    agnostic = pipeline.artifact_dir(task, "bk-code", "oracle", tmp_path)
+    assert pipeline.artifact_dir(aware, "bk-code", "oracle", tmp_path) != agnostic
+    assert pipeline.artifact_dir(aware, "bk-code", "oracle", tmp_path) \
+        != pipeline.artifact_dir(purple, "bk-code", "oracle", tmp_path)
+    # A trial's include_mission picks the goal-aware artifact.
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
+    folder = pipeline.artifact_dir(aware, "bk-code", "oracle")
+    folder.mkdir(parents=True)
+    (folder / pipeline.DONE).write_text("{}")
+    config = get_method("bk-code").build(task, 0, {"backend": "oracle", "include_mission": True})
+    assert config.potential.path == str(folder)
 
 
 def test_ptgm_models_are_one_artifact_whatever_the_backend_or_rl_settings(tmp_path):

@@ -51,7 +51,7 @@ def one(task, request):
 
 
 def test_identity():
-    assert (ORACLE.name, ORACLE.model, ORACLE.is_oracle) == ("oracle", "rules-v1", True)
+    assert (ORACLE.name, ORACLE.model, ORACLE.is_oracle) == ("oracle", "rules-v2", True)
 
 
 # ---------------------------------------------------------------------------------- BabyAI
@@ -72,11 +72,48 @@ def test_babyai_preference_picks_the_nearer_target(a, b, choice):
     assert one("preference", req).choice == choice
 
 
-def test_babyai_preference_infers_env_and_ties_without_target():
+def test_babyai_preference_infers_env_and_follows_the_mission_when_told():
     req = PreferenceRequest(segment_a=[FAR], segment_b=[NEAR], criteria="go to the red ball")
     assert one("preference", req).choice == "B"  # env=None: inferred from the captions
+
+
+def test_babyai_preference_without_a_mission_uses_background_knowledge_only():
+    # BK's setting: no target known. FAR ends facing a blue key (an object right in front);
+    # NEAR ends 2 steps from the nearest object: FAR is better, whatever the red ball's place.
     vague = PreferenceRequest(segment_a=[FAR], segment_b=[NEAR], criteria="do well", env="babyai")
-    assert one("preference", vague).choice == "tie"
+    assert one("preference", vague).choice == "A"
+    # A wasted action (going forward into the wall in front) costs more than 1 step of
+    # distance: the same end, with a blocked move, loses.
+    blocked = [f"{NONE} You choose the action: go forward.", NEAR]
+    turned = [f"{NONE} You choose the action: turn left.", NEAR]
+    req = PreferenceRequest(segment_a=blocked, segment_b=turned, criteria="do well", env="babyai")
+    assert one("preference", req).choice == "B"
+    empty = "You see a wall 3 steps forward."
+    same = PreferenceRequest(segment_a=[empty], segment_b=[empty], criteria="x", env="babyai")
+    assert one("preference", same).choice == "tie"
+
+
+def test_babyai_code_without_a_mission_is_the_task_agnostic_potential():
+    from rl_bk.knowledge.descriptions import SIGNATURE, describe_env
+    from rl_bk.labeling.backends.babyai_background import task_agnostic_potential
+
+    code = one("reward_code", RewardCodeRequest(env_description=describe_env("babyai"),
+                                                 signature=SIGNATURE)).code  # fmt: skip
+    assert "red" not in code and "task-agnostic" in code
+    namespace: dict = {}
+    exec(code, namespace)
+    potential = namespace["compute_potential"]
+    windows = [
+        [{"caption": FAR, "action": None}],  # an object right in front: 1
+        [{"caption": NEAR, "action": None}],  # nearest object 2 steps away: 0.9
+        [{"caption": "You see a wall 2 steps forward", "action": None}],  # nothing: 0
+        [{"caption": NONE, "action": "go forward"}, {"caption": NONE, "action": None}],
+        [{"caption": CARRY, "action": "pick up the front object"},
+         {"caption": CARRY, "action": None}],  # already carrying: wasted
+    ]
+    values = [potential(w) for w in windows]
+    assert values == pytest.approx([1.0, 0.9, 0.0, 1.0 - 0.5, -0.5])
+    assert values == [task_agnostic_potential(w) for w in windows]  # one rule set
 
 
 def test_babyai_helpful_needs_the_target_colour_and_type():

@@ -156,7 +156,7 @@ def test_served_score_equals_the_local_potential(tmp_path, episodes):
         oracle(tmp_path), episodes[:3], tmp_path / "pref", family="babyai", mission=MISSION,
         pairs=40, epochs=1, register_as="bk-pref-test/v1", reward_models_root=root,
     )  # fmt: skip
-    assert report.registered == ["bk-pref-test", "v1"] and report.labels == "oracle/rules-v1"
+    assert report.registered == ["bk-pref-test", "v1"] and report.labels == "oracle/rules-v2"
     chunks = [episodes[3], Chunk(episodes[4].observations[:3], episodes[4].captions[:3],
                                  episodes[4].actions[:2])]  # fmt: skip
     local = PreferencePotential.from_dir(tmp_path / "pref")

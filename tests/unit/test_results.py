@@ -123,3 +123,44 @@ def test_budget_labels_stay_distinct_below_a_thousand_steps():
 
     assert [budget_label(b) for b in (64, 128, 256, 2000, 100_000)] == [
         "64", "128", "256", "2k", "100k"]  # fmt: skip
+
+
+def test_greedy_evaluation_gives_its_own_columns_and_steps_to_success():
+    # Evaluation reports come every few iterations; each averages its own episodes (BK: 50),
+    # so steps to success counts from the first one at the threshold, with no window.
+    p = progress([1000, 2000, 3000, 4000], [0.2, 0.4, 0.6, 0.7])
+    p[M.EPISODES_LIFETIME] = [10, 20, 30, 40]  # too few for the training threshold
+    p[M.EVAL_SUCCESS_RATE] = [np.nan, 0.92, np.nan, 0.96]
+    p[M.EVAL_RETURN_MEAN] = [np.nan, 0.8, np.nan, 0.85]
+    row = trial_row(TrialRecord("ppo", 0, p), 0.9, M.SUCCESS_RATE, budgets=[3000])
+    assert row["eval_steps_to_success_0.9"] == 2000
+    assert (row["eval_success_rate"], row["eval_return_mean"]) == (0.96, 0.85)
+    assert row["eval_success_rate_at_3k"] == 0.92  # the last evaluation within 3k steps
+    assert math.isnan(row["steps_to_success_0.9"])
+
+
+def test_training_curves_start_once_they_average_a_full_window_and_eval_is_plotted():
+    p = progress([1000, 2000, 3000], [1.0, 0.5, 0.6])  # one lucky first episode
+    p[M.EPISODES_LIFETIME] = [1, 120, 240]
+    p[M.EVAL_SUCCESS_RATE] = [0.0, np.nan, 0.5]
+    records = [TrialRecord("ppo", 0, p)]
+    metrics = curve_metrics(M.SUCCESS_RATE, records)
+    assert metrics["greedy success rate (evaluation)"] == M.EVAL_SUCCESS_RATE
+    curves = learning_curves(records, metrics, points=2)
+    train = curves[curves.metric == "success rate"]
+    assert train.env_steps.min() == 2000 and train["mean"].max() < 1.0
+    greedy = curves[curves.metric == "greedy success rate (evaluation)"]
+    assert list(greedy.env_steps) == [1000, 3000]
+
+
+def test_oracle_knowledge_is_marked_in_the_tables(tmp_path):
+    from rl_bk.experiments.results import display_label
+
+    assert display_label("bk-code backend=oracle include_mission=False") \
+        == "bk-code backend=oracle include_mission=False (ORACLE)"
+    assert display_label("bk-code backend=oracle include_mission=True").endswith(
+        "(GOAL-AWARE ORACLE)")
+    assert display_label("bk-code backend=llamacpp") == "bk-code backend=llamacpp"
+    records = [TrialRecord("bk-pref backend=oracle", 0, progress([100, 200], [0.1, 0.5]))]
+    write_results(records, tmp_path, title="t", success_threshold=0.5)
+    assert "| bk-pref backend=oracle (ORACLE) | 1 |" in (tmp_path / "summary.md").read_text()

@@ -31,9 +31,14 @@ def test_method_without_grid_is_one_variant_and_unknown_method_fails():
 
 def test_bk_variants_always_name_their_labeler():
     # Results must say whose knowledge a bk-* trial used: the oracle or which LLM.
+    # BK's task-agnostic knowledge and the goal-aware variant run side by side.
     task = load_task("babyai-gotolocal-redball-s20")
-    assert expand_variants(task, ["bk-code"]) == [Variant("bk-code", (("backend", "oracle"),))]
-    assert expand_variants(task, ["bk-code"])[0].label == "bk-code backend=oracle"
+    assert expand_variants(task, ["bk-code"]) == [
+        Variant("bk-code", (("backend", "oracle"), ("include_mission", aware)))
+        for aware in (False, True)
+    ]
+    assert expand_variants(task, ["bk-code"])[0].label \
+        == "bk-code backend=oracle include_mission=False"
 
 
 def test_precollect_reaches_rnd_trials_only_and_stays_out_of_the_label():

@@ -20,10 +20,11 @@ value predictions (the last one for the observation after the last step: the boo
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
 from typing import NamedTuple
 
 import numpy as np
+
+from rl_bk.running_stats import RewardForwardFilter  # noqa: F401  (RND's scale, shared with BK)
 
 #: PPO's floor on the advantage std (RLlib's GeneralAdvantageEstimation uses the same).
 MIN_ADVANTAGE_STD = 1e-4
@@ -118,42 +119,6 @@ def merge_moments(mean, var, count, batch_mean, batch_var, batch_count):
     new_mean = mean + delta * batch_count / total
     m2 = var * count + batch_var * batch_count + delta**2 * count * batch_count / total
     return new_mean, m2 / total, total
-
-
-class RewardForwardFilter:
-    """Discounted running sums of reward streams: ``f_t = gamma * f_{t-1} + r_t``.
-
-    Their variance sets the intrinsic rewards' scale (the std of an intrinsic return, the
-    quantity the intrinsic value head has to fit). A stream is one episode; RLlib cuts
-    episodes into chunks across train batches, so each stream's last sum is kept and the
-    next chunk of the same episode continues from it. Streams absent from a call have
-    ended and are forgotten, which bounds the memory.
-
-    CleanRL runs one filter per env slot across episodes; RLlib's chunks do not say which
-    env slot they came from, so here a stream restarts at 0 with each episode.
-    """
-
-    def __init__(self, gamma: float):
-        self.gamma = gamma
-        self._last: dict[Hashable, float] = {}
-
-    def update(self, streams: Sequence[tuple[Hashable, np.ndarray]]) -> list[np.ndarray]:
-        """The filtered values of each ``(stream_id, rewards)`` chunk, in the given order
-        (a later chunk of the same stream in the same call continues the earlier one)."""
-        last = dict(self._last)
-        carried: dict[Hashable, float] = {}
-        out = []
-        for stream_id, rewards in streams:
-            f = carried.get(stream_id, last.get(stream_id, 0.0))
-            rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
-            filtered = np.empty_like(rewards)
-            for t, r in enumerate(rewards):
-                f = self.gamma * f + r
-                filtered[t] = f
-            carried[stream_id] = f
-            out.append(filtered)
-        self._last = carried
-        return out
 
 
 def scale_by_return_std(rewards: np.ndarray, return_var: float) -> np.ndarray:

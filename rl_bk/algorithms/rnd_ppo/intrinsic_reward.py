@@ -16,7 +16,7 @@ What it does, per train batch:
    chunk that holds the chunk's last observation, so ``s_{t+1}`` is always the next row of
    the same chunk; the artificial row itself gets 0 (it is masked out of every loss);
 4. scales the rewards by the running std of their discounted sum
-   (:class:`~rl_bk.algorithms.rnd_ppo.advantages.RewardForwardFilter` with ``int_gamma``;
+   (:class:`~rl_bk.running_stats.RewardForwardFilter` with ``int_gamma``;
    the variance is kept in the RND module, so it is checkpointed with it);
 5. writes them to the policy's batch as ``Columns.INTRINSIC_REWARDS``, and gives the RND
    module its own batch (observations and loss mask) for the predictor's loss.
@@ -33,20 +33,16 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.framework import try_import_torch
 
-from rl_bk.algorithms.rnd_ppo.advantages import RewardForwardFilter, scale_by_return_std
+from rl_bk.algorithms.rnd_ppo.advantages import scale_by_return_std
 from rl_bk.algorithms.rnd_ppo.rl_module import RND_MODULE_ID
+from rl_bk.connectors.learner.episode_chunks import episode_id_of
+from rl_bk.running_stats import RewardForwardFilter
 
 torch, _ = try_import_torch()
 
 INTRINSIC_REWARD_MEAN_KEY = "intrinsic_reward_mean"  # after scaling: what GAE sees
 INTRINSIC_REWARD_RAW_MEAN_KEY = "intrinsic_reward_raw_mean"  # the predictor's error
 INTRINSIC_RETURN_STD_KEY = "intrinsic_return_std"  # the scale divided by
-
-
-def _stream_id(episode: Any) -> str:
-    # AddOneTsToEpisodesAndTruncate appends "_<index in batch>" to each chunk's id, so that
-    # chunks stay apart in the batch; the episode's own id is what continues across batches.
-    return episode.id_.rsplit("_", 1)[0]
 
 
 class ComputeIntrinsicRewards(ConnectorV2):
@@ -88,7 +84,7 @@ class ComputeIntrinsicRewards(ConnectorV2):
         for ep, rows in zip(chunks, lengths):
             # Step t's reward is the novelty of s_{t+1}: the next row of the same chunk.
             raw[start : start + rows - 1] = novelty[start + 1 : start + rows]
-            streams.append((_stream_id(ep), raw[start : start + rows - 1]))
+            streams.append((episode_id_of(ep, renamed=True), raw[start : start + rows - 1]))
             start += rows
         rnd.update_intrinsic_return_stats(np.concatenate(self.forward_filter.update(streams)))
         scaled = scale_by_return_std(raw, rnd.intrinsic_return_var)

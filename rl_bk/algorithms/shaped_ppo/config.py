@@ -1,16 +1,19 @@
-"""PPO with potential-based reward shaping from a configured potential source.
+"""PPO with potential-based reward shaping from a configured potential source (BK's stage 3).
 
 The algorithm is RLlib's PPO; what changes is the learner connector pipeline: right after
 PPO's ``AddOneTsToEpisodesAndTruncate`` a :class:`PotentialBasedShaping` piece rewrites the
-rewards of the train batch (one call to the potential source per batch, see that module for
-the formula, episode boundaries and where it departs from BK), and PPO's GAE then runs on
-the shaped rewards. The env runners never see the shaping, so the episode return RLlib
+rewards of the train batch (one call to the potential source per batch; the formula, the two
+episode-end conventions and the normalisations are in that module), and PPO's GAE then runs
+on the shaped rewards. The env runners never see the shaping, so the episode return RLlib
 reports stays the environment's; the learner reports ``shaping_return_mean`` beside it.
 
     config = (ShapedPPOConfig()
               .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
               .training(potential=SourceSpec("bk-code", "/path/to/artifact"),
-                        shaping_coeff=1.0, normalize_potential=True))
+                        shaping_coeff=1.0, extrinsic_coeff=10.0))
+
+The defaults are BK's (``train_rs.py``): ``extrinsic_coeff`` 10, Phi divided by the std of
+its discounted running sum, each potential difference paid one step late.
 """
 
 from __future__ import annotations
@@ -21,17 +24,28 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
-from rl_bk.connectors.learner.potential_shaping import PotentialBasedShaping
+from rl_bk.algorithms.training_settings import set_defaults, set_provided
+from rl_bk.connectors.learner.potential_shaping import (
+    CONVENTIONS,
+    NORMALIZATIONS,
+    PotentialBasedShaping,
+)
 from rl_bk.knowledge.sources import LazySource, SourceSpec
+
+#: BK's values (mansicer/background-knowledge-rl, train_rs.py and utils/config.py).
+SHAPING_DEFAULTS: dict[str, Any] = {
+    "potential": None,
+    "shaping_coeff": 1.0,
+    "extrinsic_coeff": 10.0,
+    "potential_normalization": "discounted-sum-std",
+    "shaping_convention": "bk",
+}
 
 
 class ShapedPPOConfig(PPOConfig):
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
-        self.potential: SourceSpec | None = None
-        self.shaping_coeff: float = 1.0
-        self.extrinsic_coeff: float = 1.0
-        self.normalize_potential: bool = True
+        set_defaults(self, SHAPING_DEFAULTS)
 
     @override(PPOConfig)
     def training(
@@ -40,28 +54,26 @@ class ShapedPPOConfig(PPOConfig):
         potential: SourceSpec | None = NotProvided,
         shaping_coeff: float = NotProvided,
         extrinsic_coeff: float = NotProvided,
-        normalize_potential: bool = NotProvided,
+        potential_normalization: str = NotProvided,
+        shaping_convention: str = NotProvided,
         **kwargs: Any,
     ) -> ShapedPPOConfig:
         """
         Args:
             potential: where Phi comes from: a source kind ("bk-code", "bk-pref",
                 "bk-goal") and its artifact folder.
-            shaping_coeff: the shaping term's weight, ``coeff * (gamma Phi(s') - Phi(s))``.
+            shaping_coeff: the shaping term's weight, ``coeff * F_t``.
             extrinsic_coeff: the environment reward's weight in the reward PPO trains on
-                (BK: 10; see rl_bk/connectors/learner/potential_shaping.py for why).
-            normalize_potential: divide Phi by the running std of the potentials seen, so
-                one coefficient fits sources of different scales.
+                (BK: 10).
+            potential_normalization: what Phi is divided by: ``"discounted-sum-std"``
+                (BK's: the running std of Phi's discounted running sum), ``"std"`` (the
+                running std of Phi) or ``"none"``.
+            shaping_convention: ``"bk"`` (BK's: ``F_t = gamma Phi(s_t) - Phi(s_{t-1})``, the
+                step that ends an episode is not charged) or ``"ng"`` (Ng et al.:
+                ``F_t = gamma Phi(s_{t+1}) - Phi(s_t)``, ``Phi(terminal) = 0``).
         """
         super().training(**kwargs)
-        if potential is not NotProvided:
-            self.potential = potential
-        if shaping_coeff is not NotProvided:
-            self.shaping_coeff = shaping_coeff
-        if extrinsic_coeff is not NotProvided:
-            self.extrinsic_coeff = extrinsic_coeff
-        if normalize_potential is not NotProvided:
-            self.normalize_potential = normalize_potential
+        set_provided(self, locals(), SHAPING_DEFAULTS)
         return self
 
     @override(PPOConfig)
@@ -76,6 +88,12 @@ class ShapedPPOConfig(PPOConfig):
             self._value_error(f"shaping_coeff must be >= 0, got {self.shaping_coeff}")
         if self.extrinsic_coeff <= 0:
             self._value_error(f"extrinsic_coeff must be > 0, got {self.extrinsic_coeff}")
+        if self.potential_normalization not in NORMALIZATIONS:
+            self._value_error(f"potential_normalization must be one of {', '.join(NORMALIZATIONS)}"
+                              f", got {self.potential_normalization!r}")  # fmt: skip
+        if self.shaping_convention not in CONVENTIONS:
+            self._value_error(f"shaping_convention must be one of {', '.join(CONVENTIONS)}, "
+                              f"got {self.shaping_convention!r}")  # fmt: skip
 
     @override(PPOConfig)
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
@@ -88,8 +106,9 @@ class ShapedPPOConfig(PPOConfig):
         pipeline.prepend(
             PotentialBasedShaping(
                 potential_fn=LazySource(self.potential), gamma=self.gamma,
-                coeff=self.shaping_coeff,
-                extrinsic_coeff=self.extrinsic_coeff, normalize=self.normalize_potential,
+                coeff=self.shaping_coeff, extrinsic_coeff=self.extrinsic_coeff,
+                normalization=self.potential_normalization,
+                convention=self.shaping_convention,
             ),
         )  # fmt: skip
         return pipeline

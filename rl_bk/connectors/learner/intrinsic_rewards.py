@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 
-from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, chunks_with_real_steps
 
 INTRINSIC_REWARD_MEAN = "intrinsic_reward_mean"
 INTRINSIC_RETURN_MEAN = "intrinsic_return_mean"
@@ -38,7 +38,8 @@ INTRINSIC_RETURN_MEAN = "intrinsic_return_mean"
 class EpisodeSteps:
     """``n`` real steps of one episode chunk: ``infos`` of the n + 1 states (before and after
     each step), ``actions`` and extrinsic ``rewards`` of the n steps, and whether the chunk's
-    last step ended the episode."""
+    last step ended the episode (``truncated`` as RLlib marks it: True for any chunk that did
+    not terminate)."""
 
     episode_id: str
     infos: list[dict]
@@ -52,7 +53,10 @@ class EpisodeSteps:
 
     @property
     def ends_episode(self) -> bool:
-        return self.terminated or self.truncated
+        # Termination only: after PPO's AddOneTsToEpisodesAndTruncate every unterminated
+        # chunk reads as truncated, a chunk cut as much as a time limit, so ``truncated``
+        # cannot end an episode's state (that state is kept under a size bound instead).
+        return self.terminated
 
 
 class IntrinsicRewardFn(Protocol):
@@ -63,10 +67,12 @@ class IntrinsicRewardFn(Protocol):
     def metrics(self) -> dict[str, float]: ...
 
 
-def episode_steps(episode: Any, n: int) -> EpisodeSteps:
-    """The first ``n`` real steps of an RLlib single-agent episode chunk."""
+def episode_steps(piece: EpisodeChunk) -> EpisodeSteps:
+    """The real steps of an RLlib single-agent episode chunk, under its episode's own id (the
+    same in every chunk of the episode, so per-episode state survives train batches)."""
+    episode, n = piece.episode, piece.steps
     return EpisodeSteps(
-        episode_id=str(episode.id_),
+        episode_id=piece.episode_id,
         infos=[dict(i) for i in episode.get_infos(slice(0, n + 1))],
         actions=np.asarray(episode.get_actions(slice(0, n)), dtype=np.int64).reshape(n),
         rewards=np.asarray(episode.get_rewards(slice(0, n)), dtype=np.float64).reshape(n),
@@ -89,8 +95,8 @@ class AddIntrinsicRewards(ConnectorV2):
         found = chunks_with_real_steps(self, episodes, shared_data)
         if not found:
             return batch
-        chunks = [ep for ep, _ in found]
-        pieces = [episode_steps(ep, n) for ep, n in found]
+        chunks = [c.episode for c in found]
+        pieces = [episode_steps(c) for c in found]
         bonuses = self.reward_fn(pieces, rl_module)
         total, steps = 0.0, 0
         for ep, piece, bonus in zip(chunks, pieces, bonuses):

@@ -3,84 +3,86 @@
 Where it sits: a learner ConnectorV2 piece working on episodes, after PPO's
 ``AddOneTsToEpisodesAndTruncate`` and before the batch is built, so GAE sees the shaped
 rewards. It turns each episode chunk into a :class:`~rl_bk.knowledge.trajectory.Chunk`
-(observations, captions and mission from the infos, actions) and rewrites its rewards:
+(observations, captions and mission from the infos, actions), gets one potential per state
+from ``potential_fn`` (one call for the whole train batch, so a source that asks a Serve
+deployment makes one request per batch, never one per env step) and rewrites the rewards:
 
-    r'_t = extrinsic_coeff * r_t + coeff * (gamma * Phi(s_{t+1}) - Phi(s_t))   each real step t
+    r'_t = extrinsic_coeff * r_t + coeff * F_t
 
-with ``Phi(s_{t+1}) = 0`` when step t terminated the episode (a terminal state has no
-future, so shaping cannot change which policies are optimal: Ng et al. 1999). When the chunk
-ends without termination (a time limit, or a chunk boundary) ``Phi(s_{t+1})`` is kept,
-because PPO bootstraps the value there. The artificial last timestep PPO appends (reward 0,
-masked out of the loss) is left untouched.
+Two conventions for ``F_t`` (``convention``):
 
-The potentials of the whole train batch come from one call to ``potential_fn``, so a source
-that asks a Serve deployment (a reward model, an embedding) makes one request per batch,
-never one per env step.
+- ``"bk"`` (BK's ``train_rs.py``, the default): ``F_t = gamma * Phi(s_t) - Phi(s_{t-1})``.
+  Each potential difference is paid one step after the step that caused it, and the step that
+  ends an episode is never charged the potential of the state it leaves: reaching the goal
+  from a state of high potential costs nothing. BK pays the remaining ``-Phi(s_T)`` on the
+  first step of the env's next episode; here an episode's first step earns
+  ``(gamma - 1) * Phi(s_0)`` instead (neither depends on the agent's action there).
+- ``"ng"`` (Ng et al. 1999): ``F_t = gamma * Phi(s_{t+1}) - Phi(s_t)`` with
+  ``Phi(terminal) = 0``. The discounted return changes by ``-Phi(s_0)`` only, so the optimal
+  policy is unchanged; but a positive potential makes the step that reaches the goal pay
+  ``-Phi``, which a short-sighted learner reads as "success costs".
 
-Departures from BK's reference implementation (documented because they change numbers):
-- BK computes the shaping term with a one-step shift (Phi of the current and previous
-  observation, paid on the next step); here it is paid on the step that caused it.
-- BK does not reset Phi at episode ends; here Phi(terminal) = 0, which is what keeps the
-  optimal policy unchanged.
+When a chunk ends without termination (a time limit, or a chunk boundary) ``Phi(s_{t+1})``
+is kept in both, because PPO bootstraps the value there. The artificial last timestep PPO
+appends (reward 0, masked out of the loss) is left untouched.
 
-Why ``extrinsic_coeff`` (BK: 10): with Phi(terminal) = 0, reaching the goal from a state of
-high potential pays ``-Phi`` on that last step. The discounted sum is unchanged (the
-shaping telescopes to ``-Phi(s_0)``), but a short-sighted learner sees "touching the goal
-costs Phi", and a positive potential normalised to unit std outweighs a success reward of
-at most 1: in our first 150k-step runs, oracle BK-Code with ``extrinsic_coeff = 1`` learnt to
-hover next to the red ball (success 0.12, below a random policy's 0.17). BK scales the
-environment's reward by 10 for every bk-* method, which keeps the success reward the larger
-signal; so do we by default (``knowledge.extrinsic_coeff`` in a task file).
+Episodes that span train batches: RLlib cuts an episode into chunks, one per train batch, and
+a potential that reads a window of history gives the first state of the next chunk a value
+computed from less history than the same state got at the end of the previous chunk; the
+shaping would then not telescope across the cut. So the last potentials of each unfinished
+episode are kept, keyed by the episode's own id (not the chunk's, which RLlib renames per
+batch: :mod:`rl_bk.connectors.learner.episode_chunks`), and the next chunk starts from them.
 
-Optionally Phi is divided by a running standard deviation of the potentials seen so far
-(``normalize=True``), so that one ``coeff`` works across potential sources of very different
-scales. The env runners still report the environment's (extrinsic) return; this piece logs
-the mean shaping term per step and per episode chunk.
+Scale (``normalization``):
+
+- ``"discounted-sum-std"`` (BK's, from RND): Phi is divided by the running standard
+  deviation of its discounted running sum ``f_t = gamma * f_{t-1} + Phi(s_t)``, over all
+  states seen so far. No mean is removed. BK runs one such sum per env slot across episodes;
+  RLlib's chunks do not say which slot they came from, so here the sum restarts with each
+  episode (:class:`~rl_bk.running_stats.RewardForwardFilter`).
+- ``"std"``: the running std of Phi itself. For a dense potential in [0, 1] this is ~40x
+  smaller than BK's divisor (with gamma 0.99), so shaping is ~40x stronger.
+- ``"none"``: Phi as the source gives it.
+
+The running statistics and the kept potentials are not part of RLlib's checkpoints: after a
+restore they start afresh (one batch re-estimates the scale).
+
+Why ``extrinsic_coeff`` (BK: 10): BK scales the environment's reward by 10 for every bk-*
+method, which keeps the success reward the larger signal next to the shaping term.
+
+The env runners still report the environment's (extrinsic) return; this piece logs the mean
+shaping term per step and per chunk, the potential's mean, and the divisor it used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 
-from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps
+from rl_bk.connectors.learner.episode_chunks import (
+    EpisodeChunk,
+    chunks_with_real_steps,
+    in_episode_order,
+)
 from rl_bk.knowledge.trajectory import Chunk
+from rl_bk.running_stats import RewardForwardFilter, RunningStd
 
 #: The train batch's chunks -> one potential per state (``len(chunk) + 1``) for each chunk,
 #: in one call. Any :class:`~rl_bk.knowledge.potential.PotentialSource` is one.
 PotentialFn = Callable[[Sequence[Chunk]], Sequence[np.ndarray]]
 
+Convention = Literal["bk", "ng"]
+Normalization = Literal["discounted-sum-std", "std", "none"]
+CONVENTIONS: tuple[str, ...] = ("bk", "ng")
+NORMALIZATIONS: tuple[str, ...] = ("discounted-sum-std", "std", "none")
+
 SHAPING_REWARD_MEAN = "shaping_reward_mean"  # per real step, logged by the learner
 SHAPING_RETURN_MEAN = "shaping_return_mean"  # sum over a chunk's real steps
 POTENTIAL_MEAN = "potential_mean"  # after normalisation
-
-
-class RunningStd:
-    """Welford's running variance of every value seen (batches of any size)."""
-
-    def __init__(self, epsilon: float = 1e-8):
-        self.count, self.mean, self.m2, self.epsilon = 0, 0.0, 0.0, epsilon
-
-    def update(self, values: np.ndarray) -> None:
-        values = np.asarray(values, dtype=np.float64).reshape(-1)
-        if values.size == 0:
-            return
-        n, mean = values.size, float(values.mean())
-        delta = mean - self.mean
-        total = self.count + n
-        self.m2 += float(((values - mean) ** 2).sum()) + delta**2 * self.count * n / total
-        self.mean += delta * n / total
-        self.count = total
-
-    @property
-    def std(self) -> float:
-        return float(np.sqrt(self.m2 / self.count)) if self.count > 1 else 1.0
-
-    def scale(self, values: np.ndarray) -> np.ndarray:
-        return values / (self.std + self.epsilon)
+POTENTIAL_DIVISOR = "potential_divisor"  # what Phi was divided by (1 without normalisation)
 
 
 def shaped_rewards(
@@ -91,27 +93,40 @@ def shaped_rewards(
     coeff: float,
     terminated: bool,
     extrinsic_coeff: float = 1.0,
+    convention: Convention = "ng",
+    previous: float | None = None,
 ) -> np.ndarray:
-    """``extrinsic_coeff * r + coeff * (gamma * Phi' - Phi)`` for one chunk's real steps.
+    """``extrinsic_coeff * r + coeff * F`` for one chunk's n real steps (see the module).
 
     Args:
         rewards: the chunk's n real rewards.
-        potentials: n + 1 potentials, of the observations before and after each step.
-        terminated: whether the chunk's last step ended the episode (then Phi' = 0 there).
+        potentials: n + 1 potentials, of the states before and after each step.
+        terminated: whether the chunk's last step ended the episode.
+        convention: ``"ng"``: ``F_t = gamma * Phi(s_{t+1}) - Phi(s_t)``, ``Phi = 0`` after
+            termination; ``"bk"``: ``F_t = gamma * Phi(s_t) - Phi(s_{t-1})``.
+        previous: ``"bk"`` only: ``Phi(s_{-1})``, the potential of the state before the
+            chunk's first (the previous chunk's second-to-last state); None at an episode's
+            start, where ``Phi(s_0)`` stands in for it.
     """
     phi = np.asarray(potentials, dtype=np.float64)
-    if len(phi) != len(rewards) + 1:
-        raise ValueError(f"need {len(rewards) + 1} potentials for {len(rewards)} steps, "
-                         f"got {len(phi)}")  # fmt: skip
-    next_phi = phi[1:].copy()
-    if terminated:
-        next_phi[-1] = 0.0
+    n = len(rewards)
+    if len(phi) != n + 1:
+        raise ValueError(f"need {n + 1} potentials for {n} steps, got {len(phi)}")
     extrinsic = extrinsic_coeff * np.asarray(rewards, dtype=np.float64)
-    return extrinsic + coeff * (gamma * next_phi - phi[:-1])
+    if convention == "ng":
+        next_phi = phi[1:].copy()
+        if terminated and n:
+            next_phi[-1] = 0.0
+        return extrinsic + coeff * (gamma * next_phi - phi[:-1])
+    if convention == "bk":
+        before = np.concatenate([[phi[0] if previous is None else previous], phi[: n - 1]])
+        return extrinsic + coeff * (gamma * phi[:n] - before[:n])
+    raise ValueError(f"unknown shaping convention {convention!r}; valid: {', '.join(CONVENTIONS)}")
 
 
-def as_chunk(episode, n: int) -> Chunk:
-    """The first ``n`` real steps of an RLlib episode chunk, as knowledge sources read them."""
+def as_chunk(piece: EpisodeChunk) -> Chunk:
+    """The real steps of an RLlib episode chunk, as knowledge sources read them."""
+    episode, n = piece.episode, piece.steps
     infos = list(episode.get_infos(slice(0, n + 1)))
     observations = np.asarray(episode.get_observations(slice(0, n + 1)), dtype=np.float32)
     return Chunk(
@@ -120,13 +135,38 @@ def as_chunk(episode, n: int) -> Chunk:
         actions=np.asarray(episode.get_actions(slice(0, n)), dtype=np.int64).reshape(n),
         rewards=np.asarray(episode.get_rewards(slice(0, n)), dtype=np.float32).reshape(n),
         terminated=bool(episode.is_terminated),
+        truncated=bool(episode.is_truncated),
         mission=infos[0].get("mission") if infos else None,
-        episode_id=str(episode.id_),
+        episode_id=piece.episode_id,
     )
 
 
+class PotentialScale:
+    """The divisor of Phi under each normalisation (see the module); updated once per batch
+    with every real state's raw potential, per episode stream, in time order."""
+
+    def __init__(self, normalization: Normalization, gamma: float):
+        if normalization not in NORMALIZATIONS:
+            raise ValueError(f"unknown potential normalization {normalization!r}; valid: "
+                             f"{', '.join(NORMALIZATIONS)}")  # fmt: skip
+        self.normalization = normalization
+        self.stats = RunningStd()
+        self.filter = RewardForwardFilter(gamma) if normalization == "discounted-sum-std" else None
+
+    def update(self, streams: Sequence[tuple[str, np.ndarray]]) -> float:
+        """Adds each ``(episode id, potentials)`` stream; returns the divisor to use now."""
+        if self.normalization == "none":
+            return 1.0
+        values = [v for _, v in streams]
+        if self.filter is not None:
+            values = self.filter.update(streams)
+        if values:
+            self.stats.update(np.concatenate(values))
+        return self.stats.std + self.stats.epsilon
+
+
 class PotentialBasedShaping(ConnectorV2):
-    """Adds ``coeff * (gamma * Phi(s') - Phi(s))`` to every real step's reward (see module)."""
+    """Adds ``coeff * F_t`` (see the module) to every real step's reward."""
 
     def __init__(
         self,
@@ -137,43 +177,82 @@ class PotentialBasedShaping(ConnectorV2):
         gamma: float,
         coeff: float = 1.0,
         extrinsic_coeff: float = 1.0,
-        normalize: bool = False,
+        normalization: Normalization = "discounted-sum-std",
+        convention: Convention = "bk",
         **kwargs: Any,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
+        if convention not in CONVENTIONS:
+            raise ValueError(f"unknown shaping convention {convention!r}; valid: "
+                             f"{', '.join(CONVENTIONS)}")  # fmt: skip
         self.potential_fn, self.gamma, self.coeff = potential_fn, gamma, coeff
-        self.extrinsic_coeff = extrinsic_coeff
-        self.normalizer = RunningStd() if normalize else None
+        self.extrinsic_coeff, self.convention = extrinsic_coeff, convention
+        self.scale = PotentialScale(normalization, gamma)
+        #: episode id -> raw (Phi of the second-to-last, Phi of the last state) of its latest
+        #: chunk, for the episode's next chunk; only unfinished episodes are kept.
+        self._carry: dict[str, tuple[float, float]] = {}
+
+    def _potentials(self, found: list[EpisodeChunk]) -> list[np.ndarray | None]:
+        """Raw potentials per chunk (None for chunks without real steps), in batch order."""
+        live = [i for i, c in enumerate(found) if c.steps > 0]
+        raw = self.potential_fn([as_chunk(found[i]) for i in live])
+        out: list[np.ndarray | None] = [None] * len(found)
+        for i, phi in zip(live, raw):
+            out[i] = np.array(phi, dtype=np.float64, copy=True)
+        return out
 
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
                  metrics=None, **kwargs):  # fmt: skip
         found = chunks_with_real_steps(self, episodes, shared_data)
-        if not found:
+        if not any(c.steps for c in found):
             return batch
-        chunks, lengths = [ep for ep, _ in found], [n for _, n in found]
-        raw = self.potential_fn([as_chunk(ep, n) for ep, n in zip(chunks, lengths)])
-        potentials = [np.asarray(p, dtype=np.float64) for p in raw]
-        if self.normalizer is not None:
-            self.normalizer.update(np.concatenate(potentials))
-            potentials = [self.normalizer.scale(p) for p in potentials]
+        potentials = self._potentials(found)
 
-        bonus_total, steps = 0.0, 0
-        for ep, n, phi in zip(chunks, lengths, potentials):
-            if n == 0:
+        # Continue each episode from its previous chunk (time order within the batch too).
+        carry, previous = self._carry, {}
+        next_carry: dict[str, tuple[float, float]] = {}
+        for i in in_episode_order(found):
+            piece, phi = found[i], potentials[i]
+            if phi is None:
                 continue
+            kept = next_carry.get(piece.episode_id) or carry.get(piece.episode_id)
+            if kept is not None and not piece.starts_episode:
+                previous[i] = kept[0]
+                phi[0] = kept[1]  # the same state, valued with the longer history it had
+            if not piece.terminated:
+                before_last = phi[-2] if len(phi) > 1 else phi[-1]
+                next_carry[piece.episode_id] = (float(before_last), float(phi[-1]))
+        self._carry = next_carry  # an episode absent from this batch has ended
+
+        divisor = self.scale.update([
+            (found[i].episode_id, potentials[i][: found[i].steps])  # type: ignore[index]
+            for i in in_episode_order(found) if potentials[i] is not None
+        ])  # fmt: skip
+
+        bonus_total, steps, chunks = 0.0, 0, 0
+        for i, piece in enumerate(found):
+            phi = potentials[i]
+            if phi is None:
+                continue
+            n, ep = piece.steps, piece.episode
             # A copy: get_rewards may return a view that set_rewards then overwrites.
             rewards = np.array(ep.get_rewards(slice(0, n)), dtype=np.float64, copy=True)
-            new = shaped_rewards(rewards, phi, gamma=self.gamma, coeff=self.coeff,
-                                 terminated=bool(ep.is_terminated),
-                                 extrinsic_coeff=self.extrinsic_coeff)  # fmt: skip
+            prev = previous.get(i)
+            new = shaped_rewards(
+                rewards, phi / divisor, gamma=self.gamma, coeff=self.coeff,
+                terminated=bool(ep.is_terminated), extrinsic_coeff=self.extrinsic_coeff,
+                convention=self.convention, previous=None if prev is None else prev / divisor,
+            )  # fmt: skip
             ep.set_rewards(new_data=new, at_indices=slice(0, n))
             bonus_total += float((new - self.extrinsic_coeff * rewards).sum())
             steps += n
+            chunks += 1
         if metrics is not None and steps:
             metrics.log_value(SHAPING_REWARD_MEAN, bonus_total / steps, window=1)
-            metrics.log_value(SHAPING_RETURN_MEAN, bonus_total / len(chunks), window=1)
-            all_phi = np.concatenate(potentials)
-            metrics.log_value(POTENTIAL_MEAN, float(all_phi.mean()), window=1)
+            metrics.log_value(SHAPING_RETURN_MEAN, bonus_total / chunks, window=1)
+            used = np.concatenate([p for p in potentials if p is not None])
+            metrics.log_value(POTENTIAL_MEAN, float(used.mean()) / divisor, window=1)
+            metrics.log_value(POTENTIAL_DIVISOR, divisor, window=1)
             source_metrics = getattr(self.potential_fn, "metrics", None)
             for key, value in (source_metrics() if callable(source_metrics) else {}).items():
                 metrics.log_value(f"potential/{key}", value, window=1)

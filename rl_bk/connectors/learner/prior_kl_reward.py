@@ -56,7 +56,8 @@ class AddPriorKLReward(ConnectorV2):
 
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
                  metrics=None, **kwargs):  # fmt: skip
-        found = [(ep, n) for ep, n in chunks_with_real_steps(self, episodes, shared_data) if n]
+        found = [(c.episode, c.steps) for c in chunks_with_real_steps(self, episodes, shared_data)
+                 if c.steps]
         if not found:
             return batch
         obs = np.concatenate([np.asarray(ep.get_observations(slice(0, n)), np.float32)

@@ -6,12 +6,16 @@ It reads the same captions an LLM would read (``rl_bk.captioning``), not the env
 
 Rules per env family (the request's ``env``; when None, inferred from the caption format):
 
-- BabyAI: the mission (``GoalsRequest.mission``, ``PreferenceRequest.criteria``,
-  ``HelpfulRequest.task``) names target objects. Goals are the mission's sub-goals in the
-  order they must be done (without a mission: go to / open the nearest visible objects);
-  helpful = the caption shows (or the agent carries) a target; preference = the segment whose
-  last caption shows a target nearer (sideways + forward steps; visible beats not visible;
-  equal, or no target in the criteria, is a tie).
+- BabyAI with a mission (the goal-aware oracle: ``GoalsRequest.mission``,
+  ``PreferenceRequest.criteria``, ``HelpfulRequest.task`` name target objects): goals are the
+  mission's sub-goals in the order they must be done; helpful = the caption shows (or the
+  agent carries) a target; preference = the segment whose last caption shows a target nearer
+  (sideways + forward steps; visible beats not visible; equal is a tie).
+- BabyAI without a mission (BK's setting, the task-agnostic oracle): only what BK's prompts
+  tell an LLM (:mod:`~rl_bk.labeling.backends.babyai_background`). Goals: go to / open the
+  nearest visible objects; preference: the segment that ends nearer an object, with fewer
+  wasted actions (blocked moves, acting on nothing); reward code: the same rules as a
+  potential.
 - Crafter: crafter's recipes as a prerequisite map (``data.yaml``: a table takes 2 wood, a
   furnace 4 stone and a nearby table, ...). Goals = every step achievable now from the
   inventory and what is in view, urgent needs first, then the most advanced; helpful = the
@@ -23,7 +27,8 @@ Rules per env family (the request's ``env``; when None, inferred from the captio
   game's score; helpful = positive score; preference = higher segment score, plus progress in
   the status line (depth, experience level, gold). Goals come from the keywords too.
 - reward_code: a documented potential function, marked as oracle-written: for BabyAI "go to"
-  missions the target's distance in the latest caption, otherwise a generic keyword score.
+  missions the target's distance in the latest caption, for BabyAI without a mission the
+  task-agnostic potential above, otherwise a generic keyword score.
 
 Unknown env (None and not inferable, or minedojo): neutral answers: ``tie``, ``no``, ``[]``.
 ``action_scores`` and free text need an LLM: UnsupportedError.
@@ -38,6 +43,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from rl_bk.labeling.backends.babyai_background import segment_score, task_agnostic_code
 from rl_bk.labeling.backends.base import Backend, BackendError, UnsupportedError
 from rl_bk.labeling.grammars import (
     BABYAI_COLORS,
@@ -188,8 +194,9 @@ def _babyai_goals(req: GoalsRequest) -> list[str]:
 
 def _babyai_preference(req: PreferenceRequest) -> str:
     targets = parse_babyai_mission(req.criteria)
-    if not targets:
-        return "tie"
+    if not targets:  # BK's setting: no mission, so background knowledge only
+        a, b = segment_score(req.segment_a), segment_score(req.segment_b)
+        return "tie" if abs(a - b) < 1e-9 else "A" if a > b else "B"
     da = babyai_target_distance(req.segment_a[-1], targets)
     db = babyai_target_distance(req.segment_b[-1], targets)
     if da == db:
@@ -470,7 +477,7 @@ def _nethack_goals(req: GoalsRequest) -> list[str]:
 
 # ------------------------------------------------------------------------------ reward code
 _ORACLE_HEADER = (
-    "    # Written by the rule-based oracle (rules-v1), not by an LLM: an upper-bound baseline.\n"
+    "    # Written by the rule-based oracle (rules-v2), not by an LLM: an upper-bound baseline.\n"
 )
 _CAPTION_HELPER = """\
     def _latest_caption(value):
@@ -549,6 +556,8 @@ def oracle_reward_code(req: RewardCodeRequest) -> str:
         what = f"{t.color} {t.kind}" if t.color else t.kind
         pattern = f"{t.color} {t.kind}" if t.color else t.kind
         body += _GOTO_BODY.format(goal=t.goal, what=what, pattern=pattern)
+    elif env == "babyai":  # no mission (BK's setting): background knowledge only
+        return f"{sig}\n{task_agnostic_code(names, returns_tuple)}"
     else:
         body += _GENERIC_BODY
     body += "    return (value, {})\n" if returns_tuple else "    return value\n"
@@ -560,7 +569,9 @@ class OracleBackend(Backend):
     """Rule-based labels; see the module docstring. Takes no configuration."""
 
     name = "oracle"
-    model = "rules-v1"
+    # v2: BabyAI without a mission answers from background knowledge (babyai_background);
+    # a new version keeps the label store from serving v1's ties and generic code.
+    model = "rules-v2"
     is_oracle = True
 
     def label(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:

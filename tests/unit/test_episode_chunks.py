@@ -1,0 +1,82 @@
+"""Per-episode state in learner connectors survives train batches: one episode cut into two
+chunks, each run through RLlib's own AddOneTsToEpisodesAndTruncate (which renames chunks
+``<id>_<index>``) and then our piece, as two consecutive train batches (no Ray)."""
+
+import numpy as np
+from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
+from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps, episode_id_of
+from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards
+from rl_bk.goal_suggestion import GoalMatcher
+
+
+class OneHotEmbedder:
+    """Equal texts have similarity 1, different texts 0."""
+
+    def __init__(self):
+        self.index: dict[str, int] = {}
+
+    def encode(self, texts):
+        ids = [self.index.setdefault(t, len(self.index)) for t in texts]
+        out = np.zeros((len(texts), 512), np.float32)
+        out[np.arange(len(texts)), ids] = 1.0
+        return out
+
+
+def add(ep, achieved, terminated=False):
+    ep.add_env_step(np.zeros(2, np.float32), 0, 0.0,
+                    infos={"caption": "c", "achieved": achieved}, terminated=terminated)  # fmt: skip
+
+
+def train_batch(piece, chunks):
+    shared = {}
+    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=chunks, shared_data=shared)
+    piece(rl_module=None, batch={}, episodes=chunks, shared_data=shared)
+    return np.asarray(chunks[-1].get_rewards())[:-1]  # without PPO's artificial step
+
+
+def test_the_episode_id_is_the_same_in_every_chunk_after_rllib_renames_them():
+    ep = SingleAgentEpisode(observations=[np.zeros(2, np.float32)], infos=[{}],
+                            len_lookback_buffer=0)  # fmt: skip
+    add(ep, [])
+    nxt = ep.cut()
+    add(nxt, [])
+    own_id = ep.id_
+    ids = []
+    for chunk in (ep.to_numpy(), nxt.to_numpy()):
+        shared = {}
+        AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=[chunk],
+                                        shared_data=shared)  # fmt: skip
+        assert chunk.id_ == own_id + "_0"  # what RLlib 2.60 does to every chunk
+        ids += [c.episode_id for c in chunks_with_real_steps(_Iter(), [chunk], shared)]
+    assert ids == [own_id, own_id]
+    assert episode_id_of(nxt, renamed=False) == nxt.id_
+
+
+class _Iter(AddIntrinsicRewards):
+    def __init__(self):
+        pass
+
+
+def test_ellm_pays_each_goal_once_per_episode_across_train_batches():
+    reward = ELLMIntrinsicReward(suggester="novelty", family="crafter")
+    reward.matcher = GoalMatcher(embedder=OneHotEmbedder())
+    piece = AddIntrinsicRewards(reward_fn=reward, extrinsic_coeff=0.0)
+    ep = SingleAgentEpisode(observations=[np.zeros(2, np.float32)],
+                            infos=[{"caption": "c", "achieved": []}], len_lookback_buffer=0)
+    add(ep, [])
+    add(ep, ["collect wood"])
+    nxt = ep.cut()
+    add(nxt, ["collect wood"])  # the same goal again, in the next train batch
+    add(nxt, ["place stone"])
+    other = SingleAgentEpisode(observations=[np.zeros(2, np.float32)],
+                               infos=[{"caption": "c", "achieved": []}], len_lookback_buffer=0)
+    add(other, [])
+    first = train_batch(piece, [ep.to_numpy()])  # renamed <id>_0
+    second = train_batch(piece, [other.to_numpy(), nxt.to_numpy()])  # renamed <id>_1
+    np.testing.assert_allclose(first, [0.0, 1.0])
+    # Keyed by the chunk's renamed id, or forgetting the episode because RLlib marks every
+    # unterminated chunk truncated, "collect wood" would pay again here.
+    np.testing.assert_allclose(second, [0.0, 1.0])
