@@ -19,6 +19,8 @@ EVAL_PREFIX = "evaluation/"
 EVAL_SUCCESS_RATE = EVAL_PREFIX + SUCCESS_RATE
 EVAL_RETURN_MEAN = EVAL_PREFIX + EPISODE_RETURN_MEAN
 EVAL_EPISODES = EVAL_PREFIX + EPISODES_THIS_ITER
+#: Present only in the reports of iterations that evaluated (rl_bk/callbacks/episode_metrics.py)
+EVAL_TRAINED_ENV_STEPS = EVAL_PREFIX + "trained_env_steps"
 #: Episodes behind a smoothed metric (reporting(metrics_num_episodes_for_smoothing=100)): a
 #: threshold counts as reached only once the window is full, not on a lucky first episode.
 SMOOTHING_EPISODES = 100

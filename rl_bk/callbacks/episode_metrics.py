@@ -38,9 +38,21 @@ def episode_end_metrics(info: dict[str, Any]) -> dict[str, float]:
     return metrics
 
 
+#: Added to each greedy evaluation's results: the env steps trained when it ran. RLlib 2.60
+#: repeats the last evaluation's ``evaluation/env_runners/...`` values in the reports of the
+#: iterations that did not evaluate, but not this key, so it marks the fresh ones.
+TRAINED_ENV_STEPS = "trained_env_steps"
+
+
 class EpisodeMetricsCallback(RLlibCallback):
     def on_episode_end(self, *, episode, metrics_logger=None, **kwargs) -> None:
         if metrics_logger is None:
             return
         for key, value in episode_end_metrics(episode.get_infos(-1)).items():
             metrics_logger.log_value(key, value, reduce="mean", window=WINDOW)
+
+    def on_evaluate_end(self, *, algorithm, evaluation_metrics, **kwargs) -> None:
+        from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+        evaluation_metrics[TRAINED_ENV_STEPS] = algorithm.metrics.peek(
+            (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=None)

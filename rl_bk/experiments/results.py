@@ -75,7 +75,8 @@ class TrialRecord:
 def smooth_over_episodes(
     progress: pd.DataFrame, window: int = M.SMOOTHING_EPISODES
 ) -> pd.DataFrame:
-    """Per-episode metrics as means over (at least) the last ``window`` episodes.
+    """Per-episode metrics as means over (at least) the last ``window`` episodes, and each
+    evaluation's values only where it ran (:func:`fresh_evaluations`).
 
     RLlib 2.60's env runners clear their episode metrics at every report, so a reported
     ``success_rate`` or ``episode_return_mean`` is the mean over the episodes that ended in
@@ -84,6 +85,7 @@ def smooth_over_episodes(
     together hold ``window`` episodes (whole iterations, so slightly more), as
     ``env_runners/num_episodes`` counts them.
     """
+    progress = fresh_evaluations(progress)
     if M.EPISODES_THIS_ITER not in progress:
         return progress
     columns = [c for c in progress.columns if c in SMOOTHED or c.startswith(M.ACHIEVEMENT_PREFIX)]
@@ -102,6 +104,21 @@ def smooth_over_episodes(
                     break
             smoothed[i] = total / weight if weight else np.nan
         out[col] = smoothed
+    return out
+
+
+def fresh_evaluations(progress: pd.DataFrame) -> pd.DataFrame:
+    """The evaluation columns only in the reports of iterations that evaluated.
+
+    RLlib 2.60 repeats the last evaluation's values in every later report until the next
+    one; our callback marks the fresh ones (``evaluation/trained_env_steps``), and the others
+    are blanked, so curves and "first report at 0.9" count each evaluation once."""
+    if M.EVAL_TRAINED_ENV_STEPS not in progress:
+        return progress
+    stale = progress[M.EVAL_TRAINED_ENV_STEPS].isna()
+    out = progress.copy()
+    columns = [c for c in out.columns if c.startswith(M.EVAL_PREFIX)]
+    out.loc[stale, columns] = np.nan
     return out
 
 

@@ -28,6 +28,26 @@ def test_ppo_from_a_task_trains_and_reports_task_metrics(ray_session):
     assert "episode_return_mean" in runners
 
 
+def test_greedy_evaluation_runs_at_its_interval_and_marks_its_reports(ray_session):
+    # The smoke task evaluates 4 greedy episodes every 2048 env steps (2 iterations of 1024).
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    config = get_method("ppo").build(task, 0, {})
+    assert config.evaluation_interval == 2 and config.evaluation_config == {"explore": False}
+    config.env_runners(num_env_runners=0)
+    algo = config.build_algo()
+    try:
+        results = [algo.train() for _ in range(3)]
+    finally:
+        algo.stop()
+    assert "evaluation" not in results[0]
+    fresh = results[1]["evaluation"]
+    assert fresh["trained_env_steps"] == results[1][M.ENV_STEPS]
+    assert fresh["env_runners"]["num_episodes"] >= 4
+    assert 0.0 <= fresh["env_runners"]["success_rate"] <= 1.0
+    # RLlib repeats the last evaluation's numbers in the next report, without the mark.
+    assert "trained_env_steps" not in results[2].get("evaluation", {})
+
+
 def test_smoke_sweep_writes_table_plot_and_tensorboard(ray_session, tmp_path):
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
     options = RunOptions(methods=["ppo"], output_dir=tmp_path, smoke=True, num_samples=2)

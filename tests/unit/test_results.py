@@ -164,3 +164,14 @@ def test_oracle_knowledge_is_marked_in_the_tables(tmp_path):
     records = [TrialRecord("bk-pref backend=oracle", 0, progress([100, 200], [0.1, 0.5]))]
     write_results(records, tmp_path, title="t", success_threshold=0.5)
     assert "| bk-pref backend=oracle (ORACLE) | 1 |" in (tmp_path / "summary.md").read_text()
+
+
+def test_evaluations_repeated_by_rllib_count_once():
+    # RLlib repeats an evaluation's values in the next reports; only the report that ran it
+    # carries the callback's trained_env_steps.
+    p = progress([1000, 2000, 3000, 4000], [0.1, 0.2, 0.3, 0.4])
+    p[M.EVAL_SUCCESS_RATE] = [np.nan, 0.95, 0.95, 0.5]
+    p[M.EVAL_TRAINED_ENV_STEPS] = [np.nan, 2000, np.nan, 4000]
+    fresh = smooth_over_episodes(p)[M.EVAL_SUCCESS_RATE]
+    assert (fresh.iloc[1], fresh.iloc[3]) == (0.95, 0.5) and np.isnan(fresh.iloc[2])
+    assert value_at(fresh, M.EVAL_SUCCESS_RATE, 3500) == 0.95  # the evaluation at 2000
