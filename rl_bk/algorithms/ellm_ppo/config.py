@@ -12,7 +12,7 @@ see that module). The policy is PPO's own; for ELLM's goal-conditioned policy th
 wrapped instead (:mod:`rl_bk.goal_suggestion.goal_observation`; the ``ellm`` method does it
 when the task's ``ellm.goal_conditioned`` is true).
 
-Departures from ELLM's reference (anchors-seeds §2): PPO instead of double DQN (every method
+Departures from ELLM's reference (yuqingd/ellm): PPO instead of double DQN (every method
 of a task shares the task's PPO); the env's reward is kept (``extrinsic_coeff``, default 1;
 ELLM's pretraining zeroed it: set 0 for that); the match uses the packaged all-MiniLM-L6-v2
 at threshold 0.9 (ELLM: paraphrase-MiniLM-L3 at 0.99) on achieved texts the env writes in

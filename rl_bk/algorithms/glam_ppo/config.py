@@ -10,7 +10,7 @@ settings, built at call time so values Tune sets apply). PPO's learner, loss and
 RLlib's own: the module gives the action logits (the action texts' log-likelihoods) and the
 values, and RLlib's GAE asks for values only (one prompt pass; see ``compute_values``).
 
-Defaults are GLAM's (anchors-seeds §3): the whole LLM fine-tuned (``lora_r=None``), clip 0.2,
+Defaults are GLAM's (flowersteam/Grounding_LLMs_with_online_RL): the whole LLM fine-tuned (``lora_r=None``), clip 0.2,
 entropy 0.01, value 0.5, grad-norm clip 0.5, 4 epochs, γ 0.99, λ 0.99, lr 1e-6, no KL term.
 Task files usually set PPO's settings themselves. Two adaptations to RLlib's PPO:
 
@@ -42,7 +42,7 @@ GLAM_DEFAULTS: dict[str, Any] = {
     "max_prompt_tokens": 512,
 }
 
-#: GLAM's PPO settings (anchors-seeds §3c), as this config's defaults.
+#: GLAM's PPO settings (flowersteam/Grounding_LLMs_with_online_RL), as this config's defaults.
 GLAM_PPO_DEFAULTS: dict[str, Any] = {
     "lr": 1e-6,
     "gamma": 0.99,

@@ -17,7 +17,7 @@ What it wires:
 
 PPO (clipped surrogate, GAE, one value head) is unchanged: ONI's reference trains APPO with
 V-trace; here every method of a task shares the task's PPO, so comparisons stay fair. Defaults
-are ONI's (anchors-seeds §4): llm_coeff 0.4, beta 3, classification threshold 0.5, ranking
+are ONI's (facebookresearch/oni): llm_coeff 0.4, beta 3, classification threshold 0.5, ranking
 threshold -0.5 on the normalised scale, reward-model lr 1e-4, minibatch 256, 32 steps per new
 labels below 25k labels. ``extrinsic_coeff`` defaults to 1: ONI used 0.1 on NetHack Score and
 10 elsewhere, so task files set it.

@@ -16,7 +16,7 @@ and the goal prior. What this config wires:
 - the callback: env steps, not high-level decisions, are the results' env steps
   (:mod:`rl_bk.algorithms.ptgm_ppo.env_steps`).
 
-PTGM's reference (anchors-seeds §5) trains its high level with PPO (lr 1e-4, γ 0.999, 5
+PTGM's reference (PKU-RL/PTGM) trains its high level with PPO (lr 1e-4, γ 0.999, 5
 epochs, batch 40 on one env) over 100 goals of 100 env steps each, with ``kl_reward`` 0.05 in
 its README command. The task file sets the PPO side; ``prior_kl_coeff=0`` is the "no KL"
 ablation.

