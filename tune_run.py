@@ -67,6 +67,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="RUN_DIR",
         help="continue an interrupted run from its trials' checkpoints",
     )
+    p.add_argument(
+        "--storage",
+        help="where Tune's results and the knowledge artifacts go on a cluster: a folder every "
+        "node mounts, or s3://, gs://, file:// (default: the task's `storage:`, else local)",
+    )
+    p.add_argument(
+        "--labeler",
+        choices=["local", "serve"],
+        help="where trials get labels: in their own process (local) or from one Ray Serve "
+        "labeler deployment all trials share (serve) (default: the task's `labeler.mode`)",
+    )
+    p.add_argument(
+        "--labeler-app",
+        metavar="NAME",
+        help="use the Serve labeler app of this name that is already running (implies "
+        "--labeler serve; start one with `rl-bk serve --address auto --app-name NAME`)",
+    )
     p.add_argument("--list", action="store_true", help="list tasks, methods and environments")
     return p.parse_args(argv)
 
@@ -84,6 +101,25 @@ def _list() -> str:
     lines.append("environments (env_registry):")
     lines += [f"  {s.name:52s} {s.description}" for s in env_registry.ENV_SPECS.values()]
     return "\n".join(lines)
+
+
+def _with_flags(task, args: argparse.Namespace):
+    """The task with what the command line overrides: labeler backend, storage, labeler app."""
+    update: dict = {}
+    if args.backend:
+        update["knowledge"] = task.knowledge.model_copy(update={"backend": args.backend})
+    if args.storage:
+        update["storage"] = args.storage
+    labeler: dict = {}
+    if args.labeler:
+        labeler["mode"] = args.labeler
+    if args.labeler_app:
+        if args.labeler == "local":
+            raise ValueError("--labeler-app attaches to a Serve app: drop --labeler local")
+        labeler.update(mode="serve", app_name=args.labeler_app, attach=True)
+    if labeler:
+        update["labeler"] = task.labeler.model_copy(update=labeler)
+    return task.model_copy(update=update) if update else task
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         fixed = [f for f, v in (("--task", args.task), ("--methods", args.methods),
                                 ("--num-samples", args.num_samples),
                                 ("--stop-timesteps", args.stop_timesteps), ("--smoke", args.smoke),
-                                ("--wandb", args.wandb), ("--backend", args.backend))
+                                ("--wandb", args.wandb), ("--backend", args.backend),
+                                ("--storage", args.storage), ("--labeler", args.labeler),
+                                ("--labeler-app", args.labeler_app))
                  if v]  # fmt: skip
         if fixed:
             print(f"tune_run.py: error: --resume continues a run with its own settings; drop "
@@ -124,9 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         task = load_task(args.task, smoke=args.smoke)
-        if args.backend:
-            knowledge = task.knowledge.model_copy(update={"backend": args.backend})
-            task = task.model_copy(update={"knowledge": knowledge})
+        task = _with_flags(task, args)
         methods = [m.strip() for m in (args.methods or "").split(",") if m.strip()] or None
         for m in methods or task.methods:
             get_method(m)

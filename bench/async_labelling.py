@@ -132,7 +132,8 @@ def main() -> int:
         "training iteration (4096 env steps, sampling + learning) per configuration per "
         "round; llama.cpp labels "
         f"{args.llm_batch} captions per call and is paused while other configurations train."
-        "\n\n" + table + "\n\nShare of the timed training time in which the LLM computed (its calls "
+        "\n\n" + table
+        + "\n\nShare of the timed training time in which the LLM computed (its calls "
         "overlapping the iterations' wall time):\n\n" + shares
         + "\n\nLabels at the end:\n\n" + counts + "\n"
     )  # fmt: skip

@@ -43,16 +43,26 @@ def _add_backend_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace) -> LabelerConfig:
+    import json
+
     fields = ("backend", "packaged", "model_path", "base_url", "model", "api_key_env",
-              "store_path", "host", "port")  # fmt: skip
-    return load_labeler_config(args.config, **{f: getattr(args, f, None) for f in fields})
+              "store_path", "host", "port", "app_name", "num_replicas", "max_replicas",
+              "num_cpus", "num_gpus")  # fmt: skip
+    overrides = {f: getattr(args, f, None) for f in fields}
+    if getattr(args, "resources", None):
+        try:
+            overrides["resources"] = json.loads(args.resources)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"--resources must be a JSON object, e.g. '{{\"llm_node\": 1}}': "
+                              f"{err}") from None  # fmt: skip
+    return load_labeler_config(args.config, **overrides)
 
 
 def serve_main(args: argparse.Namespace) -> int:
     import ray
 
     from rl_bk.labeling.backends.registry import preflight
-    from serve_deployments.labeler import start_labeler
+    from serve_deployments.labeler import ensure_labeler_app
 
     cfg = _config(args)
     preflight(cfg)
@@ -60,8 +70,9 @@ def serve_main(args: argparse.Namespace) -> int:
         ray.init(address=args.address, logging_level="ERROR")
     else:
         ray.init(include_dashboard=False, logging_level="ERROR")
-    start_labeler(cfg)
-    url = f"http://{cfg.host}:{cfg.port}{cfg.route_prefix.rstrip('/')}"
+    ensure_labeler_app(cfg)
+    route = cfg.route_prefix if cfg.app_name == "labeler" else f"/{cfg.app_name}"
+    url = f"http://{cfg.host}:{cfg.port}{route.rstrip('/')}"
     print(f"labeler up: backend {cfg.backend}, {url}  (GET {url}/metrics; Ctrl-C stops)")
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -182,6 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", help="HTTP host (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="HTTP port (default 8000)")
     p.add_argument("--address", help="a running Ray cluster, e.g. 'auto'")
+    p.add_argument("--app-name", help="the Serve app's name (default labeler); trials attach "
+                   "to it with tune_run.py --labeler-app NAME")  # fmt: skip
+    p.add_argument("--num-replicas", type=int, help="replicas (default 1)")
+    p.add_argument("--max-replicas", type=int, help="autoscale up to this many replicas")
+    p.add_argument("--num-cpus", type=float, help="CPUs per replica (default 0.25)")
+    p.add_argument("--num-gpus", type=float, help="GPUs per replica (default 0)")
+    p.add_argument("--resources", help='custom Ray resources per replica as JSON, e.g. '
+                   '\'{"llm_node": 1}\' (cluster.yaml\'s GPU workers have it)')  # fmt: skip
     p = sub.add_parser("label", help="label a file of requests or captions")
     p.add_argument("task", help="goals, preference, helpful, reward_code or action_scores")
     p.add_argument("file", help="a .jsonl of requests, or a .txt of captions")

@@ -40,9 +40,17 @@ class LabelerConfig(BaseModel):
     route_prefix: str = "/"
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
-    num_cpus: float = Field(0.25, gt=0)  # per replica; llama.cpp uses n_threads regardless
+    num_cpus: float = Field(0.25, ge=0)  # per replica; llama.cpp uses n_threads regardless
+    num_gpus: float = Field(0.0, ge=0)  # per replica (vLLM on a GPU node)
+    #: custom Ray resources per replica, e.g. {"llm_node": 1} to run only on GPU workers
+    resources: dict[str, float] = {}
     num_replicas: int = Field(1, ge=1)
+    max_replicas: int | None = Field(None, ge=1)  # above num_replicas: Serve autoscales
+    target_ongoing_requests: float = Field(2.0, gt=0)  # per replica, when autoscaling
     max_ongoing_requests: int = Field(64, ge=1)
+    # @serve.batch: handle calls merged into one backend call per task
+    max_batch_size: int = Field(64, ge=1)
+    batch_wait_timeout_s: float = Field(0.01, ge=0)
 
 
 class ConfigError(ValueError):

@@ -7,13 +7,20 @@
 
 One deployment, ``LabelerServer``: it builds the configured backend and opens the shared
 label store in each replica, serves :mod:`serve_deployments.http_api` over HTTP, and answers
-``label(task, requests)`` calls through a DeploymentHandle (what the RLlib-side client uses).
-Backend calls block (llama.cpp computes on the CPU); FastAPI runs the sync endpoints in a
-thread pool and Serve runs the sync handle method in one, so the event loop stays free.
+``label(task, requests)`` calls through a DeploymentHandle (what trials use).
+
+Calls through the handle are merged by ``@serve.batch``: the calls that arrive at a replica
+within ``batch_wait_timeout_s`` (up to ``max_batch_size`` of them, from any number of trials)
+become one store lookup and one backend call per task, so the LLM sees one batch where trials
+sent many small ones. A merged call that fails is redone call by call, so one caller's bad
+request fails only that caller. Backend calls block (llama.cpp computes on the CPU): they run
+in a worker thread, so the replica's event loop keeps collecting the next batch.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import defaultdict
 from typing import Any
 
 from ray import serve
@@ -34,6 +41,9 @@ class LabelerServer:
     def __init__(self, config: dict[str, Any]):
         cfg = LabelerConfig.model_validate(config)
         self.service = LabelService(make_backend(cfg), LabelStore(cfg.store_path))
+        self._label_calls.set_max_batch_size(cfg.max_batch_size)
+        self._label_calls.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)
+        self.merged = {"calls": 0, "batches": 0}  # handle calls, and the batches they became
 
     def __serve_build_asgi_app__(self):
         # Serve serves a copy of an app passed to @serve.ingress(app); building it here, in the
@@ -42,8 +52,39 @@ class LabelerServer:
         app.state.service = self.service
         return app
 
-    def label(self, task: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
+    async def label(self, task: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
         """Handle API: typed labels for a batch (BackendError propagates to the caller)."""
+        reply = await self._label_calls((task, requests))
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.01)
+    async def _label_calls(self, calls: list[tuple[str, list[dict[str, Any]]]]) -> list[Any]:
+        """One reply (or the exception) per call; the calls of each task merged into one."""
+        replies: list[Any] = [None] * len(calls)
+        by_task: dict[str, list[int]] = defaultdict(list)
+        for i, (task, _) in enumerate(calls):
+            by_task[task].append(i)
+        self.merged["calls"] += len(calls)
+        for task, members in by_task.items():
+            self.merged["batches"] += 1
+            merged = [r for i in members for r in calls[i][1]]
+            try:
+                replies_of = self._split(await asyncio.to_thread(self._reply, task, merged),
+                                         [len(calls[i][1]) for i in members])  # fmt: skip
+            except Exception:  # one caller's bad request must not fail the others
+                replies_of = []
+                for i in members:
+                    try:
+                        replies_of.append(await asyncio.to_thread(self._reply, task, calls[i][1]))
+                    except Exception as err:
+                        replies_of.append(err)
+            for i, reply in zip(members, replies_of):
+                replies[i] = reply
+        return replies
+
+    def _reply(self, task: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
         result = self.service.label(task, requests)
         return {
             "labels": [lab.model_dump() for lab in result.labels],
@@ -53,17 +94,37 @@ class LabelerServer:
             "oracle": result.is_oracle,
         }
 
+    @staticmethod
+    def _split(reply: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
+        out, start = [], 0
+        for n in sizes:
+            out.append({**reply, "labels": reply["labels"][start:start + n],
+                        "from_store": reply["from_store"][start:start + n]})  # fmt: skip
+            start += n
+        return out
+
     def describe(self) -> dict[str, Any]:
-        return self.service.stats()
+        return {**self.service.stats(), "merged": dict(self.merged)}
 
 
 def build_labeler_app(args: dict[str, Any]) -> serve.Application:
-    """Serve's app builder (``import_path: serve_deployments.labeler:build_labeler_app``)."""
+    """Serve's app builder (``import_path: serve_deployments.labeler:build_labeler_app``).
+
+    Replicas: ``num_replicas``, or autoscaling between it and ``max_replicas``; each asks for
+    ``num_cpus``, ``num_gpus`` and any custom ``resources`` (on a cluster, the GPU worker
+    type's ``llm_node`` puts the LLM there and nowhere else)."""
     cfg = LabelerConfig.model_validate(args)
+    actor = {"num_cpus": cfg.num_cpus, "num_gpus": cfg.num_gpus}
+    if cfg.resources:
+        actor["resources"] = dict(cfg.resources)
+    if cfg.max_replicas is not None and cfg.max_replicas > cfg.num_replicas:
+        scaling = {"num_replicas": "auto", "autoscaling_config": {
+            "min_replicas": cfg.num_replicas, "max_replicas": cfg.max_replicas,
+            "target_ongoing_requests": cfg.target_ongoing_requests}}  # fmt: skip
+    else:
+        scaling = {"num_replicas": cfg.num_replicas}
     return LabelerServer.options(
-        num_replicas=cfg.num_replicas,
-        max_ongoing_requests=cfg.max_ongoing_requests,
-        ray_actor_options={"num_cpus": cfg.num_cpus},
+        max_ongoing_requests=cfg.max_ongoing_requests, ray_actor_options=actor, **scaling,
     ).bind(cfg.model_dump())
 
 
@@ -72,3 +133,34 @@ def start_labeler(cfg: LabelerConfig) -> DeploymentHandle:
     serve.start(http_options={"host": cfg.host, "port": cfg.port})
     return serve.run(build_labeler_app(cfg.model_dump()), name=cfg.app_name,
                      route_prefix=cfg.route_prefix)  # fmt: skip
+
+
+class LabelerAppMissing(ValueError):
+    """``attach`` was asked for, and no labeler app of that name is running."""
+
+
+def ensure_labeler_app(cfg: LabelerConfig, attach: bool = False) -> DeploymentHandle:
+    """The labeler app named ``cfg.app_name`` on the connected Ray cluster: started from
+    ``cfg`` unless one of that name is running (then it is used as it is, whoever started
+    it); with ``attach``, never started (a clear error if it is not running)."""
+    from ray.serve.exceptions import RayServeException
+
+    running = False
+    try:
+        status = serve.status()
+        app = status.applications.get(cfg.app_name)
+        running = app is not None and str(app.status).endswith("RUNNING")
+    except RayServeException:  # Serve not started on this cluster
+        running = False
+    if running:
+        return serve.get_app_handle(cfg.app_name)
+    if attach:
+        raise LabelerAppMissing(
+            f"no labeler app named {cfg.app_name!r} is running on this Ray cluster: start one "
+            f"(`rl-bk serve --address auto --app-name {cfg.app_name} ...`) or let tune_run.py "
+            "start it (drop --labeler-app, keep --labeler serve)"
+        )
+    serve.start(http_options={"host": cfg.host, "port": cfg.port})
+    # Apps share Serve's one HTTP proxy: each but the default needs a route of its own.
+    route = cfg.route_prefix if cfg.app_name == "labeler" else f"/{cfg.app_name}"
+    return serve.run(build_labeler_app(cfg.model_dump()), name=cfg.app_name, route_prefix=route)

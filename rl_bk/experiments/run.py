@@ -7,6 +7,12 @@ Layout of a run folder, ``<output_dir>/<task>/<timestamp>[-smoke]/``:
 - ``tune/``: Tune's experiment: per-trial ``progress.csv``, ``result.json``, TensorBoard
   event files (``tensorboard --logdir <run>/tune``) and the final checkpoints;
 - the tables and plot of :mod:`rl_bk.experiments.results`.
+
+With the task's ``storage`` (``tune_run.py --storage``), Tune's experiment goes to
+``<storage>/results/<task>/<timestamp>/tune`` instead, where trials on any node write and a
+resumed run reads, and knowledge artifacts are published under ``<storage>/knowledge/``
+(on a shared mount that folder *is* the knowledge root); the tables stay in the local run
+folder, read from Tune's results.
 """
 
 from __future__ import annotations
@@ -127,6 +133,24 @@ def _callbacks(task: TaskConfig, options: RunOptions, run_dir: Path) -> list:
     return callbacks
 
 
+def tune_location(task: TaskConfig, run_dir: Path) -> str:
+    """Where Tune keeps the run's experiment: the run folder, or the task's storage."""
+    if task.storage is None:
+        return str(run_dir / "tune")
+    from rl_bk.storage import join
+
+    return join(task.storage, "results", task.name, run_dir.name, "tune")
+
+
+def _use_storage_for_knowledge(task: TaskConfig) -> None:
+    """On a shared mount the knowledge root is ``<storage>/knowledge`` (every node reads it
+    there, no copies); behind a URI artifacts are built locally and published."""
+    from rl_bk.storage import is_uri, join
+
+    if task.storage is not None and not is_uri(task.storage):
+        os.environ["RLBK_KNOWLEDGE_DIR"] = join(task.storage, "knowledge")
+
+
 def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callbacks: list):
     from ray import tune
 
@@ -141,7 +165,7 @@ def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callback
     )  # fmt: skip
     return tune.RunConfig(
         name="tune",
-        storage_path=str(run_dir),
+        storage_path=tune_location(task, run_dir).rsplit("/", 1)[0],
         stop=stop,
         callbacks=callbacks,
         progress_reporter=reporter,
@@ -164,7 +188,7 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
     import json
 
     from rl_bk.experiments.methods import KNOWLEDGE_KINDS, KNOWLEDGE_PARAMS, knowledge_task
-    from rl_bk.knowledge.pipeline import DONE, build_knowledge
+    from rl_bk.knowledge.pipeline import DONE, build_knowledge, publish_artifact
 
     used = {}
     for v in variants:
@@ -172,14 +196,31 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
             continue
         params = dict(v.params)
         backend = params.get("backend")
-        folder = build_knowledge(knowledge_task(task, params), KNOWLEDGE_KINDS[v.method], backend)
+        ktask, kind = knowledge_task(task, params), KNOWLEDGE_KINDS[v.method]
+        folder = build_knowledge(ktask, kind, backend)
+        location = publish_artifact(ktask, kind, backend)  # where trials read it
         chosen = " ".join(f"{k}={params[k]}" for k in KNOWLEDGE_PARAMS if k in params)
         used[f"{v.method} {chosen}".strip()] = {
-            "path": str(folder),
+            "path": location,
             **json.loads((folder / DONE).read_text()),
         }
     if used:
         (run_dir / "knowledge.json").write_text(json.dumps(used, indent=2, sort_keys=True))
+
+
+def _start_labeler_apps(task: TaskConfig, variants: list) -> None:
+    """With ``labeler: {mode: serve}``: the Serve app of every labeler backend the sweep
+    uses, started (or found) before any knowledge build or trial needs it."""
+    from rl_bk.experiments.labeler_app import start_labeler_apps, uses_labeler_app
+    from rl_bk.experiments.methods import KNOWLEDGE_METHODS, LABELLING_METHODS
+
+    if not uses_labeler_app(task):
+        return
+    backends = [dict(v.params).get("backend") for v in variants
+                if v.method in KNOWLEDGE_METHODS or v.method in LABELLING_METHODS]  # fmt: skip
+    if backends:
+        names = start_labeler_apps(task, backends)
+        logger.info("labels from the Serve labeler app(s) %s", ", ".join(names))
 
 
 def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
@@ -208,8 +249,10 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
     (run_dir / RESOLVED_TASK_FILE).write_text(yaml.safe_dump(resolved, sort_keys=False))
     callbacks = _callbacks(task, options, run_dir)
 
+    _use_storage_for_knowledge(task)
     _init_ray(options.address)
     env_registry.register_all()
+    _start_labeler_apps(task, variants)
     _prepare_knowledge(task, variants, run_dir)
     _check_fits(task, {"variant": variants[0].as_config(), "seed": seeds[0]})
     tuner = tune.Tuner(
@@ -234,13 +277,17 @@ def resume_experiment(run_dir: Path, options: RunOptions) -> Path:
     from rl_bk.experiments.task_config import load_task
 
     run_dir = run_dir.resolve()
-    if not (run_dir / RESOLVED_TASK_FILE).is_file() or not (run_dir / "tune").is_dir():
-        raise ValueError(f"{run_dir} is not a run folder of tune_run.py (no task.yaml and tune/)")
+    if not (run_dir / RESOLVED_TASK_FILE).is_file():
+        raise ValueError(f"{run_dir} is not a run folder of tune_run.py (no task.yaml)")
     task = load_task(run_dir / RESOLVED_TASK_FILE)
+    _use_storage_for_knowledge(task)
     _init_ray(options.address)
     env_registry.register_all()
+    from rl_bk.experiments.sweep import expand_variants
+
+    _start_labeler_apps(task, expand_variants(task, list(task.methods)))
     tuner = tune.Tuner.restore(
-        str(run_dir / "tune"), trainable=trainable_for(task),
+        tune_location(task, run_dir), trainable=trainable_for(task),
         resume_unfinished=True, resume_errored=True,
     )  # fmt: skip
     _write(task, tuner.fit(), run_dir)

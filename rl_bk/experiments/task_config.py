@@ -253,6 +253,35 @@ class KnowledgeParams(_Strict):
     shaping_convention: Literal["bk", "ng"] = "bk"
 
 
+class LabelerParams(_Strict):
+    """Where trials get their labels (online: ELLM, ONI; offline: knowledge builds).
+
+    ``local`` (the default on one machine): each trial labels in its own process, and the
+    driver builds knowledge in its own. ``serve``: one Ray Serve labeler deployment per
+    labeler backend, started before the sweep (or, with ``attach``, one already running under
+    ``app_name``), which every trial and every knowledge build calls through its deployment
+    handle; its replicas merge the calls of all trials (``@serve.batch``) and own the label
+    store. Who labels (backend, model) is the ``knowledge`` section's; the rest here says where
+    the deployment runs.
+    """
+
+    mode: Literal["local", "serve"] = "local"
+    app_name: str = "labeler"  # a backend other than the task's gets "<app_name>-<backend>"
+    attach: bool = False  # True: use the running app, never start one
+    num_replicas: int = Field(1, ge=1)
+    max_replicas: int | None = Field(None, ge=1)  # above num_replicas: autoscaling
+    #: CPUs reserved per replica. 0 by default: on one machine a trial takes every CPU, and a
+    #: reserved share would leave no room for it (the replica still computes, unreserved)
+    num_cpus: float = Field(0.0, ge=0)
+    num_gpus: float = Field(0.0, ge=0)
+    #: custom resources per replica: {"llm_node": 1} on cluster.yaml's GPU workers
+    resources: dict[str, float] = {}
+    max_batch_size: int = Field(64, ge=1)  # handle calls merged per backend call
+    batch_wait_timeout_s: float = Field(0.01, ge=0)
+    store_path: str | None = None  # the deployment's label store (None: its node's default)
+    timeout_s: float = Field(60.0, gt=0)  # a call's limit before it counts as failed
+
+
 class TaskConfig(_Strict):
     name: str
     description: str
@@ -271,6 +300,10 @@ class TaskConfig(_Strict):
     #: env-step budgets at which the tables also give the main metric (sample efficiency)
     budgets: list[int] = []
     knowledge: KnowledgeParams = KnowledgeParams()
+    labeler: LabelerParams = LabelerParams()
+    #: where Tune's results and the knowledge artifacts go: a folder every node sees (a shared
+    #: mount) or a URI (s3://, gs://, file://); None: this machine's results/ and cache
+    storage: str | None = None
     oni: ONIParams = ONIParams()
     ellm: ELLMParams = ELLMParams()
     ptgm: PTGMParams = PTGMParams()

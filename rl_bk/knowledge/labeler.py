@@ -80,3 +80,27 @@ class LocalLabeler:
 
     def __call__(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:
         return list(self.service.label(task, list(requests)).labels)
+
+
+class HandleLabeler:
+    """The offline stages' labeler when a sweep shares one Serve labeler app: its calls go
+    through the app's deployment handle, so the deployment owns the label store and batches
+    these calls with the trials'."""
+
+    def __init__(self, app_name: str, timeout_s: float = 600.0):
+        from rl_bk.labeling.client import HandleTransport
+
+        self.app_name, self.timeout_s = app_name, timeout_s
+        self.transport = HandleTransport(app_name=app_name)
+        from ray import serve
+
+        described = serve.get_app_handle(app_name).describe.remote().result(timeout_s=timeout_s)
+        self.identity = f"{described['backend']}/{described['model']}"
+        self.is_oracle = bool(described["oracle"])
+
+    def __call__(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:
+        from rl_bk.labeling.tasks import get_task
+
+        spec = get_task(task)
+        reply = self.transport.label(task, [r.model_dump() for r in requests], self.timeout_s)
+        return [spec.label.model_validate(x) for x in reply["labels"]]

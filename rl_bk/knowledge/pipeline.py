@@ -220,8 +220,12 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
 
 # ------------------------------------------------------------------------------ stage 2+3
 def make_labeler(task: TaskConfig, backend: str | None = None):
-    from rl_bk.knowledge.labeler import LocalLabeler
+    """The labeler of the offline stages: in this process, or the sweep's Serve app."""
+    from rl_bk.experiments.labeler_app import app_name, uses_labeler_app
+    from rl_bk.knowledge.labeler import HandleLabeler, LocalLabeler
 
+    if uses_labeler_app(task):
+        return HandleLabeler(app_name(task, backend))
     k = task.knowledge
     return LocalLabeler(backend=backend or k.backend, store_path=os.environ.get("RLBK_LABEL_STORE"),
                         packaged=k.packaged, model_path=k.model_path, base_url=k.base_url,
@@ -334,18 +338,42 @@ def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
     return _finish(folder, started, kind=kind, **facts)
 
 
-def built_artifact(task: TaskConfig, kind: str, backend: str | None = None,
-                   root: Path | None = None) -> Path:  # fmt: skip
-    """The folder of the built artifact of ``kind``, or a clear error saying how to build it."""
+def published_location(task: TaskConfig, kind: str, backend: str | None = None,
+                       root: Path | None = None) -> str:  # fmt: skip
+    """Where trials read the artifact of ``kind``: the local folder, or with the task's
+    ``storage`` its copy under ``<storage>/knowledge/`` (a shared mount or a URI)."""
     folder = artifact_dir(task, kind, backend, root)
-    if not is_built(folder):
+    if task.storage is None:
+        return str(folder)
+    from rl_bk.storage import join
+
+    return join(task.storage, "knowledge", folder.relative_to(root or knowledge_root()).as_posix())
+
+
+def publish_artifact(task: TaskConfig, kind: str, backend: str | None = None) -> str:
+    """Copies a built artifact to the task's storage (nothing to do without one); where."""
+    from rl_bk.storage import publish
+
+    location = published_location(task, kind, backend)
+    return publish(artifact_dir(task, kind, backend), location)
+
+
+def built_artifact(task: TaskConfig, kind: str, backend: str | None = None,
+                   root: Path | None = None) -> str:  # fmt: skip
+    """Where the built artifact of ``kind`` is (a folder, or a URI under the task's storage:
+    loaders fetch it with :func:`rl_bk.storage.fetch`), or a clear error on how to build it."""
+    from rl_bk.storage import exists
+
+    location = published_location(task, kind, backend, root)
+    if not exists(location, DONE):
         b = backend or task.knowledge.backend
         raise KnowledgeMissingError(
             f"{kind} has no knowledge built for task {task.name} with backend {b} (looked in "
-            f"{folder}); build it with `rl-bk knowledge build --task {task.name} --kinds "
+            f"{location}); build it with `rl-bk knowledge build --task {task.name} --kinds "
             f"{kind} --backend {b}`, or let tune_run.py build it"
+            + (" (with --storage, tune_run.py publishes it there)" if task.storage else "")
         )
-    return folder
+    return location
 
 
 def source_spec(task: TaskConfig, kind: str, backend: str | None = None,
@@ -353,10 +381,10 @@ def source_spec(task: TaskConfig, kind: str, backend: str | None = None,
     """The built artifact of ``kind`` as a potential source spec, or a clear error."""
     from rl_bk.knowledge.sources import SourceSpec
 
-    folder = built_artifact(task, kind, backend, root)
+    location = built_artifact(task, kind, backend, root)
     if kind == "bk-goal":
         g = task.knowledge.goals
         options = {"top_k": g.top_k, "horizon": g.horizon,
                    **({"threshold": g.threshold} if g.threshold is not None else {}),
                    **(options or {})}  # fmt: skip
-    return SourceSpec(kind, str(folder), dict(options or {}))
+    return SourceSpec(kind, location, dict(options or {}))

@@ -42,11 +42,15 @@ class SourceSpec:
                                      f"valid: {', '.join(sorted(LOADERS))}")  # fmt: skip
 
     def build(self) -> PotentialSource:
+        """The source, loaded from the artifact (fetched to this node first if ``path`` is a
+        storage URI)."""
+        from rl_bk.storage import fetch
+
         module_name, attr = LOADERS[self.kind].split(":")
         target: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             target = getattr(target, part)
-        return target(self.path, **self.options)
+        return target(str(fetch(self.path)), **self.options)
 
 
 class LazySource:

@@ -23,7 +23,8 @@ class LabelerSpec:
     """``backend``: oracle | llamacpp | openai | fake (with ``packaged``, ``model_path``,
     ``base_url``, ``model`` as for ``rl-bk serve``); ``store_path``: the label store (None:
     the default one). ``serve_url``: label through a running labeler app instead: an
-    ``http://`` base URL, or ``"handle"`` for a Serve deployment handle inside the cluster.
+    ``http://`` base URL, or ``"handle"`` for a Serve deployment handle inside the cluster
+    (the app named ``serve_app``).
     ``n_threads``: llama.cpp threads (1 leaves the other core to training). ``isolate``: run
     the labeler in a Ray actor process of its own (default: for llamacpp, when Ray is up)."""
 
@@ -34,6 +35,7 @@ class LabelerSpec:
     model: str | None = None
     store_path: str | None = None
     serve_url: str | None = None
+    serve_app: str = "labeler"
     n_threads: int = 1
     fake_delay_s: float = 0.0
     timeout_s: float = 120.0
@@ -59,7 +61,7 @@ class LabelerSpec:
         if self.serve_url is not None:
             from rl_bk.labeling.client import HandleTransport, HTTPTransport
 
-            transport = (HandleTransport() if self.serve_url == "handle"
+            transport = (HandleTransport(app_name=self.serve_app) if self.serve_url == "handle"
                          else HTTPTransport(self.serve_url))  # fmt: skip
             return ServedLabeler(transport, self.timeout_s)
         from rl_bk.labeling.backends.registry import make_backend, preflight

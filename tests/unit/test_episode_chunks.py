@@ -26,13 +26,14 @@ class OneHotEmbedder:
 
 
 def add(ep, achieved, terminated=False):
-    ep.add_env_step(np.zeros(2, np.float32), 0, 0.0,
-                    infos={"caption": "c", "achieved": achieved}, terminated=terminated)  # fmt: skip
+    info = {"caption": "c", "achieved": achieved}
+    ep.add_env_step(np.zeros(2, np.float32), 0, 0.0, infos=info, terminated=terminated)
 
 
 def train_batch(piece, chunks):
     shared = {}
-    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=chunks, shared_data=shared)
+    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=chunks,
+                                    shared_data=shared)  # fmt: skip
     piece(rl_module=None, batch={}, episodes=chunks, shared_data=shared)
     return np.asarray(chunks[-1].get_rewards())[:-1]  # without PPO's artificial step
 

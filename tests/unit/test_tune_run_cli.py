@@ -84,3 +84,23 @@ def test_wandb_flag_without_wandb_says_what_to_install(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)  # makes `import wandb` fail
     code, err = run(capsys, "--task", "babyai-gotolocal-redball-s20", "--smoke", "--wandb")
     assert code == 2 and "pip install 'rl-bk[wandb]'" in err
+
+
+def test_cluster_flags_set_the_tasks_storage_and_labeler_app():
+    from rl_bk.experiments.task_config import load_task
+
+    task = load_task("babyai-gotolocal-redball-s20")
+    args = tune_run.parse_args(["--task", "t", "--storage", "s3://lab/rl-bk",
+                                "--labeler-app", "shared", "--backend", "llamacpp"])  # fmt: skip
+    out = tune_run._with_flags(task, args)
+    assert out.storage == "s3://lab/rl-bk" and out.knowledge.backend == "llamacpp"
+    assert (out.labeler.mode, out.labeler.app_name, out.labeler.attach) == ("serve", "shared", True)
+    started = tune_run._with_flags(task, tune_run.parse_args(["--task", "t", "--labeler", "serve"]))
+    assert (started.labeler.mode, started.labeler.attach) == ("serve", False)
+    assert tune_run._with_flags(task, tune_run.parse_args(["--task", "t"])) == task
+
+
+def test_labeler_app_with_local_labels_is_refused(capsys):
+    code, err = run(capsys, "--task", "babyai-gotolocal-redball-s20", "--labeler", "local",
+                    "--labeler-app", "x")  # fmt: skip
+    assert code == 2 and "--labeler-app attaches to a Serve app: drop --labeler local" in err

@@ -10,8 +10,9 @@ settings, built at call time so values Tune sets apply). PPO's learner, loss and
 RLlib's own: the module gives the action logits (the action texts' log-likelihoods) and the
 values, and RLlib's GAE asks for values only (one prompt pass; see ``compute_values``).
 
-Defaults are GLAM's (flowersteam/Grounding_LLMs_with_online_RL): the whole LLM fine-tuned (``lora_r=None``), clip 0.2,
-entropy 0.01, value 0.5, grad-norm clip 0.5, 4 epochs, γ 0.99, λ 0.99, lr 1e-6, no KL term.
+Defaults are GLAM's (flowersteam/Grounding_LLMs_with_online_RL): the whole LLM fine-tuned
+(``lora_r=None``), clip 0.2, entropy 0.01, value 0.5, grad-norm clip 0.5, 4 epochs, γ 0.99, λ
+0.99, lr 1e-6, no KL term.
 Task files usually set PPO's settings themselves. Two adaptations to RLlib's PPO:
 
 - RLlib's ``vf_clip_param`` clamps the squared value error (GLAM clips the value's change

@@ -1,8 +1,8 @@
 """GLAM's observation: a text prompt of the goal and the last few captions and actions.
 
-GLAM's policy reads a prompt (flowersteam/Grounding_LLMs_with_online_RL) listing the possible actions, the goal, the
-last ``n_obs`` observations (3 in GLAM) and the actions taken between them, ending on an open
-action line the LLM's action scores continue. Written in our words, it is::
+GLAM's policy reads a prompt (flowersteam/Grounding_LLMs_with_online_RL) listing the possible
+actions, the goal, the last ``n_obs`` observations (3 in GLAM) and the actions taken between
+them, ending on an open action line the LLM's action scores continue. Written in our words, it is::
 
     Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle
     Goal of the agent: go to the red ball

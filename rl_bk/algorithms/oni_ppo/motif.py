@@ -145,7 +145,10 @@ def train_motif(labeler: Labeler, episodes: Sequence[Chunk], out_dir: str | Path
 
 
 def load_motif_model(folder: str | Path) -> MotifModel:
-    folder = Path(folder)
+    """The model of a built Motif folder (or storage URI: fetched to this node first)."""
+    from rl_bk.storage import fetch
+
+    folder = fetch(folder)
     if not (folder / MODEL_FILE).is_file():
         raise FileNotFoundError(f"no Motif reward model in {folder}; build one with "
                                 "`rl-bk knowledge build --task <task> --kinds motif`")  # fmt: skip

@@ -27,10 +27,12 @@ import numpy as np
 
 @functools.lru_cache(maxsize=4)
 def _models(folder: str):
-    """One copy of the pre-trained models per process, shared by its vectorised envs."""
+    """One copy of the pre-trained models per process, shared by its vectorised envs (a
+    storage URI is fetched to this node first)."""
     from rl_bk.knowledge.ptgm import PTGMModels
+    from rl_bk.storage import fetch
 
-    return PTGMModels.load(folder)
+    return PTGMModels.load(str(fetch(folder)))
 
 
 class HighLevelGoalEnv(gym.Env):

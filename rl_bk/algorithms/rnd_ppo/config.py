@@ -22,7 +22,8 @@ What it wires, so that nothing else has to be set:
   It is added at algorithm setup, not through ``.callbacks(...)``, so a later
   ``.callbacks(EpisodeMetricsCallback)`` does not replace it.
 
-Defaults are BK's RND settings (mansicer/background-knowledge-rl ``utils/config.py``, CleanRL's ``ppo_rnd_envpool.py``).
+Defaults are BK's RND settings (mansicer/background-knowledge-rl ``utils/config.py``;
+CleanRL's ``ppo_rnd_envpool.py``).
 Only single-agent, non-recurrent policies on flat Box observations are supported.
 """
 
