@@ -84,8 +84,8 @@ class TwoNodeCluster:
 
     def alive_nodes(self) -> int:
         probe = subprocess.run(
-            ["python", "-c", "import ray; ray.init(address='%s', logging_level='ERROR'); "
-             "print(sum(n['Alive'] for n in ray.nodes()))" % self.address],
+            ["python", "-c", f"import ray; ray.init(address='{self.address}', "
+             "logging_level='ERROR'); print(sum(n['Alive'] for n in ray.nodes()))"],
             env=self.env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         lines = probe.stdout.strip().splitlines()
