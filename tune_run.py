@@ -70,7 +70,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--storage",
         help="where Tune's results and the knowledge artifacts go on a cluster: a folder every "
-        "node mounts, or s3://, gs://, file:// (default: the task's `storage:`, else local)",
+        "node mounts, or s3://, gs://, file:// (default: $RLBK_STORAGE, then the task's "
+        "`storage:`, else this machine's disk)",
     )
     p.add_argument(
         "--labeler",
@@ -108,8 +109,9 @@ def _with_flags(task, args: argparse.Namespace):
     update: dict = {}
     if args.backend:
         update["knowledge"] = task.knowledge.model_copy(update={"backend": args.backend})
-    if args.storage:
-        update["storage"] = args.storage
+    storage = args.storage or os.environ.get("RLBK_STORAGE")  # cluster.yaml sets it
+    if storage:
+        update["storage"] = storage
     labeler: dict = {}
     if args.labeler:
         labeler["mode"] = args.labeler

@@ -28,3 +28,15 @@ def test_schema_check_rejects_a_typo():
     broken["available_node_types"]["cpu_worker"]["min_worker"] = 1
     with pytest.raises(Exception, match="min_worker"):
         validate_config(prepare_config(broken))
+
+
+def test_workers_can_join_and_every_node_sees_the_storage():
+    config = load()
+    # Token auth is on everywhere, and every node gets the launching machine's token.
+    assert config["file_mounts"]["~/.ray/auth_token"] == "~/.ray/auth_token"
+    starts = config["head_start_ray_commands"] + config["worker_start_ray_commands"]
+    assert all("RAY_AUTH_MODE=token" in c for c in starts if "ray start" in c)
+    # Trials go to the workers; results and knowledge to the storage every node reads.
+    assert any("--num-cpus=0" in c for c in config["head_start_ray_commands"])
+    assert any("RLBK_STORAGE=" in c for c in config["setup_commands"])
+    assert config["available_node_types"]["gpu_worker"]["resources"] == {"llm_node": 1}
