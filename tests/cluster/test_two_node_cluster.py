@@ -9,52 +9,16 @@ that touches storage, the labeler app or tune_run.py's cluster path.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-from tests.cluster.two_nodes import TwoNodeCluster, can_run
+from tests.cluster.conftest import task_file, tune_run
+from tests.cluster.two_nodes import can_run
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(can_run() is not None, reason=str(can_run()))]  # fmt: skip
 
-ROOT = Path(__file__).resolve().parents[2]
 METHODS = "ppo,bk-code,bk-pref,bk-goal,oni-retrieval,ellm"
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    # The worker sees neither the head's knowledge cache nor the driver's results folder.
-    hidden = [Path("~/.cache/rl-bk").expanduser(), tmp_path / "results"]
-    env = {"PYTHONPATH": str(ROOT)}  # workers import this checkout, as the driver does
-    os.environ.update(env)
-    c = TwoNodeCluster(hidden, head_cpus=0, worker_cpus=4, log_dir=tmp_path / "logs").start()
-    yield c
-    c.stop()
-
-
-def task_file(tmp_path: Path) -> Path:
-    """The BK smoke task, with the labeler app on the head's llm_node (as cluster.yaml puts
-    it on a GPU node) and the knowledge and results on the shared storage."""
-    path = tmp_path / "task.yaml"
-    path.write_text(
-        f"extends: {ROOT / 'tune_configs' / 'babyai-gotolocal-redball-s20.yaml'}\n"
-        "name: two-node\n"
-        "labeler: {mode: serve, resources: {llm_node: 1}}\n"
-        f"storage: {tmp_path / 'shared'}\n"
-    )
-    return path
-
-
-def tune_run(cluster: TwoNodeCluster, *args: str, log: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(ROOT / "tune_run.py"), "--address", cluster.address, *args]
-    with open(log, "w") as out:
-        return subprocess.run(command, env=cluster.env, cwd=ROOT, stdout=out,
-                              stderr=subprocess.STDOUT, timeout=1800)  # fmt: skip
 
 
 def test_every_trial_runs_on_the_worker_node_and_the_summary_lists_them(cluster, tmp_path):
