@@ -151,3 +151,21 @@ class RewardModelServer:
 
 def build_reward_model_app(args: dict[str, Any]) -> serve.Application:
     return RewardModelServer.options(ray_actor_options={"num_cpus": 0.25}).bind(args.get("root"))
+
+
+def ensure_reward_model_app(root: str | None, app_name: str = "reward_models",
+                            num_cpus: float = 0.0) -> Any:  # fmt: skip
+    """The reward-model app on the connected Ray cluster, started on ``root`` (the registry
+    folder) unless one of that name is running; its handle. ``num_cpus`` 0: on one machine
+    trials take every CPU (the replica computes unreserved)."""
+    from ray.serve.exceptions import RayServeException
+
+    try:
+        app = serve.status().applications.get(app_name)
+        if app is not None and str(app.status).endswith("RUNNING"):
+            return serve.get_app_handle(app_name)
+    except RayServeException:
+        pass
+    serve.start()
+    deployment = RewardModelServer.options(ray_actor_options={"num_cpus": num_cpus})
+    return serve.run(deployment.bind(root), name=app_name, route_prefix=f"/{app_name}")

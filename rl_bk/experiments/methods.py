@@ -88,7 +88,9 @@ def _build_rnd(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algori
 
 #: Trial parameters of the bk-* methods that choose the knowledge, not PPO's training():
 #: the labeler, the code candidate, and whether the knowledge was told the mission.
-KNOWLEDGE_PARAMS = ("backend", "candidate", "include_mission")
+KNOWLEDGE_PARAMS = ("backend", "candidate", "include_mission", "served")
+#: The reward-model app that serves bk-pref's Phi to trials with ``served`` (one per sweep).
+REWARD_MODEL_APP = "reward_models"
 
 
 def knowledge_task(task: TaskConfig, params: Mapping[str, Any]) -> TaskConfig:
@@ -111,6 +113,18 @@ def _shaped(kind: str) -> BuildFn:
         chosen = {k: params[k] for k in KNOWLEDGE_PARAMS if k in params}
         training = {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
         options = {"candidate": chosen["candidate"]} if "candidate" in chosen else {}
+        if kind == "bk-pref" and chosen.get("served", task.knowledge.preference.served):
+            # Phi from the reward-model app, one call per train batch (run.py registers the
+            # model and starts the app before the sweep).
+            from rl_bk.knowledge.pipeline import (
+                SERVED_POTENTIAL_VERSION,
+                published_location,
+                served_potential_name,
+            )
+
+            where = published_location(knowledge_task(task, chosen), kind, chosen.get("backend"))
+            options.update(served=(served_potential_name(where), SERVED_POTENTIAL_VERSION),
+                           endpoint=f"handle:{REWARD_MODEL_APP}")  # fmt: skip
         spec = source_spec(knowledge_task(task, chosen), kind, chosen.get("backend"), options)
         k = task.knowledge
         training = {"shaping_coeff": k.shaping_coeff, "extrinsic_coeff": k.extrinsic_coeff,

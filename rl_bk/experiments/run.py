@@ -204,8 +204,32 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
             "path": location,
             **json.loads((folder / DONE).read_text()),
         }
+        if v.method == "bk-pref" and params.get("served", task.knowledge.preference.served):
+            _serve_potential(ktask, backend)
     if used:
         (run_dir / "knowledge.json").write_text(json.dumps(used, indent=2, sort_keys=True))
+
+
+def reward_models_root(task: TaskConfig) -> Path:
+    """The reward-model registry the sweep's reward-model app reads: on the task's storage
+    when it is a shared mount, else this machine's default."""
+    from rl_bk.reward_models.registry import default_root
+    from rl_bk.storage import is_uri
+
+    if task.storage is not None and not is_uri(task.storage):
+        return Path(task.storage) / "reward_models"
+    return default_root()
+
+
+def _serve_potential(task: TaskConfig, backend: str | None) -> None:
+    """A bk-pref variant with ``served``: its model registered, the reward-model app up."""
+    from rl_bk.experiments.methods import REWARD_MODEL_APP
+    from rl_bk.knowledge.pipeline import register_served_potential
+    from serve_deployments.reward_model import ensure_reward_model_app
+
+    root = reward_models_root(task)
+    register_served_potential(task, backend, root)
+    ensure_reward_model_app(str(root), REWARD_MODEL_APP)
 
 
 def _start_labeler_apps(task: TaskConfig, variants: list) -> None:

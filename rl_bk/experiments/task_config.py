@@ -123,11 +123,17 @@ class CodeParams(_Strict):
 
 
 class PreferenceParams(_Strict):
-    """BK-Pref: segment pairs labelled by the LLM train a preference-transformer potential."""
+    """BK-Pref: segment pairs labelled by the LLM train a preference-transformer potential.
+
+    ``served``: trials read Phi from the reward-model app (one Serve deployment for the sweep,
+    the model registered there as ``bk-pref-<artifact>``), one call per train batch, instead
+    of running the model in the learner; a trial's ``served`` parameter overrides it.
+    """
 
     pairs: int = Field(500, gt=0)
     horizon: int = Field(5, gt=0)
     epochs: int = Field(5, gt=0)
+    served: bool = False
 
 
 class GoalParams(_Strict):

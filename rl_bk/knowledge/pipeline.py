@@ -95,7 +95,9 @@ def artifact_dir(task: TaskConfig, kind: str, backend: str | None = None,
     settings = {
         "backend": backend, "packaged": k.packaged, "model_path": k.model_path,
         "base_url": k.base_url, "model": k.model, "mission": task_mission(task),
-        "family": family_of(task.env), "section": section.model_dump(mode="json"),
+        "family": family_of(task.env),
+        # RL-time choices (how Phi is computed, not what it is) do not make a new artifact
+        "section": section.model_dump(mode="json", exclude={"served"}),
         "dataset": dataset_dir(task, root).name,
     }  # fmt: skip
     if kind == "motif":  # the criterion the pairs are labelled by
@@ -388,3 +390,28 @@ def source_spec(task: TaskConfig, kind: str, backend: str | None = None,
                    **({"threshold": g.threshold} if g.threshold is not None else {}),
                    **(options or {})}  # fmt: skip
     return SourceSpec(kind, location, dict(options or {}))
+
+
+SERVED_POTENTIAL_VERSION = "1"
+
+
+def served_potential_name(location: str) -> str:
+    """The name a bk-pref artifact is registered under in the reward-model registry."""
+    return f"bk-pref-{location.rstrip('/').rsplit('/', 1)[-1]}"
+
+
+def register_served_potential(task: TaskConfig, backend: str | None, root: Path) -> str:
+    """Exports a built bk-pref artifact's model to the reward-model registry at ``root`` (once;
+    the name is the artifact's), so the reward-model app can serve its Phi. Returns the name."""
+    from rl_bk.knowledge.preference.model import script
+    from rl_bk.knowledge.preference.training import load_model
+    from rl_bk.reward_models.registry import save_reward_model
+
+    folder = artifact_dir(task, "bk-pref", backend)
+    name = served_potential_name(str(folder))
+    if not (root / name / SERVED_POTENTIAL_VERSION / "meta.json").is_file():
+        model, config = load_model(folder)
+        save_reward_model(script(model, config.obs_dim), name, SERVED_POTENTIAL_VERSION,
+                          kind="potential", input="vector", input_dim=config.input_dim,
+                          notes=f"bk-pref from {folder}", root=root)  # fmt: skip
+    return name

@@ -123,3 +123,8 @@ class TwoNodeCluster:
     def stop(self) -> None:
         self._kill(self._worker)
         self._kill(self._head)
+        # `ray start --head` left its address for later ray.init() calls to connect to; a
+        # dead head's address would make them fail instead of starting their own instance.
+        current = Path("/tmp/ray/ray_current_cluster")
+        if current.is_file() and current.read_text().strip().endswith(f":{self.port}"):
+            current.unlink()

@@ -49,7 +49,8 @@ class PreferencePotential:
     ):
         """``served``: score through the registered TorchScript model ``(name, version)``
         rather than the local one. ``endpoint``: None (in-process ``RewardModels`` on
-        ``reward_models_root``), an ``http://`` base URL of the app, or a deployment handle."""
+        ``reward_models_root``), an ``http://`` base URL of the app, ``"handle:<app name>"``
+        (the app's deployment handle, looked up on first use), or a deployment handle."""
         self.model_dir = Path(model_dir)
         self.horizon = horizon
         self.served = tuple(served) if served else None
@@ -191,6 +192,12 @@ class PreferencePotential:
 
     def _score(self, inputs: list[list[float]]) -> list[float]:
         name, version = self.served  # type: ignore[misc]
+        if isinstance(self.endpoint, str) and self.endpoint.startswith("handle:"):
+            if self._scorer is None:  # the app's handle, looked up where it is used
+                from ray import serve
+
+                self._scorer = serve.get_app_handle(self.endpoint.split(":", 1)[1])
+            return self._scorer.score.remote(name, version, inputs).result()
         if isinstance(self.endpoint, str):
             url = f"{self.endpoint.rstrip('/')}/v1/reward_models/{name}/{version}/score"
             body = json.dumps({"inputs": inputs}).encode()

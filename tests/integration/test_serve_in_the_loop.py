@@ -1,6 +1,7 @@
-"""One Serve labeler deployment for a whole sweep (``labeler: {mode: serve}``): knowledge
-builds and every trial's online labels go through its handle, and its replica merges the
-calls of concurrent callers into one backend call."""
+"""Ray Serve in the training loop: one labeler deployment for a whole sweep (``labeler:
+{mode: serve}``), through whose handle knowledge builds and every trial's online labels go
+and whose replica merges concurrent callers' calls; and bk-pref's Phi read from the
+reward-model app, one call per train batch."""
 
 import pandas as pd
 import pytest
@@ -58,3 +59,23 @@ def test_a_sweep_labels_through_one_serve_app(ray_session, tmp_path):
     by_task = stats["service"]["by_task"]
     assert by_task.get("preference", 0) >= 64 and by_task.get("helpful", 0) > 0
     assert stats["merged"]["calls"] > 0
+
+
+def test_bk_pref_reads_phi_from_the_reward_model_app(ray_session, tmp_path):
+    from ray import serve
+
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    task = task.model_copy(update={"sweep": {"bk-pref": {"served": [False, True]}}})
+    try:
+        run_dir = run_experiment(task, RunOptions(methods=["bk-pref"], output_dir=tmp_path,
+                                                  smoke=True))  # fmt: skip
+        passes = serve.get_app_handle("reward_models").forward_passes.remote().result()
+    finally:
+        serve.delete("reward_models")
+    trials = pd.read_csv(run_dir / "trials.csv")
+    assert sorted(trials["variant"]) == [
+        "bk-pref backend=oracle served=False (ORACLE)",
+        "bk-pref backend=oracle served=True (ORACLE)",
+    ]
+    assert (trials["env_steps"] >= 4096).all()
+    assert passes >= 4  # the served trial's batches were scored by the app
