@@ -50,7 +50,8 @@ class LabelerConfig(BaseModel):
     max_ongoing_requests: int = Field(64, ge=1)
     # @serve.batch: handle calls merged into one backend call per task
     max_batch_size: int = Field(64, ge=1)
-    batch_wait_timeout_s: float = Field(0.01, ge=0)
+    #: how long a call for new labels waits for others to merge with (stored labels never wait)
+    batch_wait_timeout_s: float = Field(0.02, ge=0)
 
 
 class ConfigError(ValueError):

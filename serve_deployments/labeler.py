@@ -9,12 +9,14 @@ One deployment, ``LabelerServer``: it builds the configured backend and opens th
 label store in each replica, serves :mod:`serve_deployments.http_api` over HTTP, and answers
 ``label(task, requests)`` calls through a DeploymentHandle (what trials use).
 
-Calls through the handle are merged by ``@serve.batch``: the calls that arrive at a replica
-within ``batch_wait_timeout_s`` (up to ``max_batch_size`` of them, from any number of trials)
-become one store lookup and one backend call per task, so the LLM sees one batch where trials
-sent many small ones. A merged call that fails is redone call by call, so one caller's bad
-request fails only that caller. Backend calls block (llama.cpp computes on the CPU): they run
-in a worker thread, so the replica's event loop keeps collecting the next batch.
+A call through the handle is answered from the label store at once where it can be (a
+stored label costs one store read, no batching wait). What the store lacks is merged by
+``@serve.batch``: the calls that arrive at a replica within ``batch_wait_timeout_s`` (up to
+``max_batch_size`` of them, from any number of trials) become one backend call per task, so
+the LLM sees one batch where trials sent many small ones. A merged call that fails is redone
+call by call, so one caller's bad request fails only that caller. Backend calls block
+(llama.cpp computes on the CPU): they run in a worker thread, so the replica's event loop
+keeps answering stored labels and collecting the next batch.
 """
 
 from __future__ import annotations
@@ -54,12 +56,21 @@ class LabelerServer:
 
     async def label(self, task: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
         """Handle API: typed labels for a batch (BackendError propagates to the caller)."""
-        reply = await self._label_calls((task, requests))
-        if isinstance(reply, Exception):
-            raise reply
+        stored = self.service.stored(task, requests)
+        missing = [i for i, lab in enumerate(stored) if lab is None]
+        b = self.service.backend
+        reply = {"labels": [None if lab is None else lab.model_dump() for lab in stored],
+                 "from_store": [lab is not None for lab in stored], "backend": b.name,
+                 "model": b.model, "oracle": b.is_oracle}  # fmt: skip
+        if missing:
+            new = await self._label_calls((task, [requests[i] for i in missing]))
+            if isinstance(new, Exception):
+                raise new
+            for i, lab, hit in zip(missing, new["labels"], new["from_store"]):
+                reply["labels"][i], reply["from_store"][i] = lab, hit
         return reply
 
-    @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.01)
+    @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.02)
     async def _label_calls(self, calls: list[tuple[str, list[dict[str, Any]]]]) -> list[Any]:
         """One reply (or the exception) per call; the calls of each task merged into one."""
         replies: list[Any] = [None] * len(calls)

@@ -283,7 +283,8 @@ class LabelerParams(_Strict):
     #: custom resources per replica: {"llm_node": 1} on cluster.yaml's GPU workers
     resources: dict[str, float] = {}
     max_batch_size: int = Field(64, ge=1)  # handle calls merged per backend call
-    batch_wait_timeout_s: float = Field(0.01, ge=0)
+    #: how long a call for new labels waits for others to merge with (stored labels never wait)
+    batch_wait_timeout_s: float = Field(0.02, ge=0)
     store_path: str | None = None  # the deployment's label store (None: its node's default)
     timeout_s: float = Field(60.0, gt=0)  # a call's limit before it counts as failed
 

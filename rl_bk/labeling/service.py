@@ -54,6 +54,23 @@ class LabelService:
         self.metrics = ServiceMetrics()
         self._lock = threading.Lock()  # metrics only; backends guard themselves
 
+    def stored(self, task: str, requests: Sequence[BaseModel | dict]) -> list[BaseModel | None]:
+        """The stored label of each request, None where there is none: one store read, no
+        backend call (a server answers these at once and batches only the rest)."""
+        spec = get_task(task)
+        requests = [r if isinstance(r, spec.request) else spec.request.model_validate(r)
+                    for r in requests]  # fmt: skip
+        b = self.backend
+        found = self.store.get_many(b.name, b.model, task, list(requests))
+        hits = sum(lab is not None for lab in found)
+        if hits:
+            with self._lock:
+                m = self.metrics
+                m.requests += hits
+                m.store_hits += hits
+                m.by_task[task] = m.by_task.get(task, 0) + hits
+        return list(found)
+
     def label(self, task: str, requests: Sequence[BaseModel]) -> LabelResult:
         """One label per request. Raises BackendError if the backend fails on a miss."""
         spec = get_task(task)

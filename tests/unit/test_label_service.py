@@ -36,3 +36,19 @@ def test_a_malformed_answer_loses_only_its_own_request(tmp_path):
     again = service.label("helpful", [req("a red ball")])
     assert again.from_store == [True] and again.labels[0].helpful is True
     assert service.metrics.backend_errors == 1
+
+
+def test_stored_reads_the_store_only_and_counts_its_hits(tmp_path):
+    from rl_bk.labeling.backends.fake import FakeBackend
+    from rl_bk.labeling.service import LabelService
+    from rl_bk.labeling.store import LabelStore
+    from rl_bk.labeling.tasks import HelpfulRequest
+
+    backend = FakeBackend()
+    service = LabelService(backend, LabelStore(tmp_path / "s.db"))
+    a, b = HelpfulRequest(caption="a", task="t"), HelpfulRequest(caption="b", task="t")
+    service.label("helpful", [a])
+    found = service.stored("helpful", [a, b])
+    assert found[0] is not None and found[1] is None
+    assert backend.batches == 1  # the lookup asked the backend nothing
+    assert service.metrics.store_hits == 1
