@@ -172,6 +172,7 @@ def test_evaluations_repeated_by_rllib_count_once():
     p = progress([1000, 2000, 3000, 4000], [0.1, 0.2, 0.3, 0.4])
     p[M.EVAL_SUCCESS_RATE] = [np.nan, 0.95, 0.95, 0.5]
     p[M.EVAL_TRAINED_ENV_STEPS] = [np.nan, 2000, np.nan, 4000]
-    fresh = smooth_over_episodes(p)[M.EVAL_SUCCESS_RATE]
-    assert (fresh.iloc[1], fresh.iloc[3]) == (0.95, 0.5) and np.isnan(fresh.iloc[2])
+    fresh = smooth_over_episodes(p)
+    values = fresh[M.EVAL_SUCCESS_RATE]
+    assert (values.iloc[1], values.iloc[3]) == (0.95, 0.5) and np.isnan(values.iloc[2])
     assert value_at(fresh, M.EVAL_SUCCESS_RATE, 3500) == 0.95  # the evaluation at 2000
