@@ -14,6 +14,10 @@ before anything runs; the tables are rewritten after every study. Re-running the
 continues: finished studies are read, an interrupted one resumes from its checkpoints (the
 same as ``tune_run.py --resume <its run folder>``).
 
+Each study runs one method at a time, and the numbers of every finished method are kept in
+``bench/results/bk-reproduction.json``: a reproduction that spans sessions or machines (Tune's
+folders are not committed) resumes from the method it was running.
+
 The question each table answers (the issue's goal): does every bk-* method reach 0.9 greedy
 success in fewer env steps than PPO on the mean over seeds (a seed that never reaches it
 counts at the budget, so such a mean is a lower bound, marked ≥), and does at least one
@@ -40,7 +44,9 @@ RESULTS = ROOT / "bench" / "results" / "bk-reproduction"
 RUNS = ROOT / "bench" / "runs" / "bk-reproduction"
 
 #: (study name, task file): run in this order; each takes its methods, seeds and budget from
-#: the task file.
+#: the task file. A study runs one method at a time (a "part"), and each finished part's
+#: numbers are kept in the results JSON, so a reproduction that spans sessions (and machines:
+#: Tune's folders are not committed) loses at most the part it was running.
 STUDIES = [
     ("redball-s20", "babyai-gotolocal-redball-s20"),
     ("purpleball-s20", "babyai-gotolocal-purpleball-s20"),
@@ -49,6 +55,14 @@ STUDIES = [
     ("redball-s25", "babyai-gotolocal-redball-s25"),
     ("redball-s30", "babyai-gotolocal-redball-s30"),
 ]
+
+
+def parts() -> list[tuple[str, str, str]]:
+    """(part name, study, method) in the order they run."""
+    from rl_bk.experiments.task_config import load_task
+
+    return [(f"{study}/{method}", study, method) for study, task in STUDIES
+            for method in load_task(task).methods]  # fmt: skip
 
 
 def _plan(facts: dict) -> list[str]:
@@ -92,52 +106,54 @@ def _plan(facts: dict) -> list[str]:
     return lines
 
 
-def _table(name: str, run_dir: Path, steps: int, budgets: list[int]) -> list[str]:
-    from bench.study import censored_mean, mean_sd, seed_numbers, steps_mean, steps_per_seed
+def _table(name: str, numbers: dict, steps: int, budgets: list[int],
+           runs: list[str]) -> list[str]:  # fmt: skip
+    from bench.study import censored_mean, mean_sd, steps_mean, steps_per_seed
 
-    numbers = seed_numbers(run_dir, budgets)
     cols = ["eval steps to 0.9 (per seed)", "mean steps to 0.9",
             *[f"eval @{b // 1000}k" for b in budgets], "final eval return",
             "train steps to 0.9"]  # fmt: skip
-    lines = [f"### {name}", "", f"Run: `{run_dir.relative_to(ROOT)}`; curves: "
-             f"`bk-reproduction-{name}.png`.", "",
+    lines = [f"### {name}", "", f"Runs: {', '.join(f'`{r}`' for r in runs)}; curves: "
+             f"`bk-reproduction-{name}-<method>.png`.", "",
              "| variant | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]  # fmt: skip
     for label, n in numbers.items():
-        cells = [steps_per_seed(n.eval_steps), steps_mean(n.eval_steps, steps),
-                 *[mean_sd(n.eval_at[b]) for b in budgets], mean_sd(n.final_eval_return),
-                 steps_per_seed(n.train_steps)]  # fmt: skip
+        cells = [steps_per_seed(n["eval_steps"]), steps_mean(n["eval_steps"], steps),
+                 *[mean_sd(n["eval_at"][str(b)]) for b in budgets],
+                 mean_sd(n["final_eval_return"]), steps_per_seed(n["train_steps"])]  # fmt: skip
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     ppo = numbers.get("ppo")
-    if ppo is not None:
-        base, _ = censored_mean(ppo.eval_steps, steps)
+    if ppo is not None and any(label.startswith("bk-") for label in numbers):
+        base, _ = censored_mean(ppo["eval_steps"], steps)
         lines += ["", "Against PPO (greedy evaluation, env steps to 0.9):", ""]
         for label, n in numbers.items():
             if not label.startswith("bk-"):
                 continue
-            mean, censored = censored_mean(n.eval_steps, steps)
+            mean, censored = censored_mean(n["eval_steps"], steps)
             wins = sum((not math.isnan(b)) and (math.isnan(p) or b < p)
-                       for b, p in zip(n.eval_steps, ppo.eval_steps))  # fmt: skip
+                       for b, p in zip(n["eval_steps"], ppo["eval_steps"]))  # fmt: skip
             verdict = "fewer" if mean < base else "not fewer"
             lines.append(f"- {label}: mean {mean / 1000:.0f}k{' (lower bound)' if censored else ''}"
                          f" vs PPO {base / 1000:.0f}k: {verdict}; sooner than PPO on "
-                         f"{wins}/{len(n.eval_steps)} seeds")  # fmt: skip
+                         f"{wins}/{len(n['eval_steps'])} seeds")  # fmt: skip
     return [*lines, ""]
 
 
-def write_report(facts: dict, finished: dict[str, str]) -> None:
+def write_report(facts: dict, finished: dict[str, dict]) -> None:
     from rl_bk.experiments.task_config import load_task
 
     lines = [*_plan(facts), "", "## Results", ""]
     for name, task_name in STUDIES:
-        if name not in finished:
+        mine = {p: f for p, f in finished.items() if p.split("/")[0] == name}
+        if not mine:
             lines += [f"### {name}", "", "Not run yet.", ""]
             continue
         t = load_task(task_name)
-        run_dir = Path(finished[name])
-        lines += _table(name, run_dir, t.stop.num_env_steps, list(t.budgets))
-        curves = run_dir / "learning_curves.png"
-        if curves.is_file():
-            shutil.copy(curves, RESULTS.parent / f"bk-reproduction-{name}.png")
+        numbers = {label: n for f in mine.values() for label, n in f["numbers"].items()}
+        missing = [m for m in t.methods if f"{name}/{m}" not in mine]
+        lines += _table(name, numbers, t.stop.num_env_steps, list(t.budgets),
+                        [f["run_dir"] for f in mine.values()])  # fmt: skip
+        if missing:
+            lines += [f"Still to run in this study: {', '.join(missing)}.", ""]
     path = RESULTS.with_suffix(".md")
     notes = ""
     if path.is_file() and "## Reading (written by hand)" in path.read_text():
@@ -146,6 +162,21 @@ def write_report(facts: dict, finished: dict[str, str]) -> None:
     path.write_text("\n".join(lines) + ("\n" + notes if notes else ""))
     RESULTS.with_suffix(".json").write_text(json.dumps({**facts, "finished": finished},
                                                        indent=2))  # fmt: skip
+
+
+def _finish(part: str, run_dir: Path, budgets: list[int]) -> dict:
+    """A finished part's numbers, kept in the results JSON; its curves copied beside it."""
+    from dataclasses import asdict
+
+    from bench.study import seed_numbers
+
+    numbers = {label: asdict(n) for label, n in seed_numbers(run_dir, budgets).items()}
+    numbers = json.loads(json.dumps(numbers))  # as the JSON keeps them (budget keys: str)
+    curves = run_dir / "learning_curves.png"
+    if curves.is_file():
+        shutil.copy(curves, RESULTS.parent / f"bk-reproduction-{part.replace('/', '-')}.png")
+    rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
+    return {"run_dir": str(rel), "numbers": numbers}
 
 
 def main() -> int:
@@ -159,28 +190,27 @@ def main() -> int:
         raise SystemExit(f"unknown studies; valid: {', '.join(n for n, _ in STUDIES)}")
 
     from bench.paired_rounds import run_facts
-    from bench.study import find_run, is_finished, run_or_resume
+    from bench.study import run_or_resume
     from rl_bk.experiments.task_config import load_task
 
     facts = run_facts("bench/bk_reproduction.py")
+    finished: dict[str, dict] = {}
     previous = RESULTS.with_suffix(".json")
-    if previous.is_file():  # a continued reproduction keeps the command and date it began
+    if previous.is_file():  # a continued reproduction keeps its start and its finished parts
         old = json.loads(previous.read_text())
         facts = {k: old[k] for k in ("command", "machine", "date") if k in old} or facts
-    finished = {n: str(find_run(args.runs / n)) for n, _ in STUDIES
-                if is_finished(find_run(args.runs / n))}  # fmt: skip
+        finished = old.get("finished", {})
     write_report(facts, finished)
     if args.report_only:
         return 0
-    for name, task_name in STUDIES:
-        if name not in names or name in finished:
+    for part, study, method in parts():
+        if study not in names or part in finished:
             continue
-        task = load_task(task_name)
-        run_dir = run_or_resume(task, list(task.methods), task.stop.num_env_steps,
-                                args.runs / name)  # fmt: skip
-        finished[name] = str(run_dir)
+        task = load_task(dict(STUDIES)[study])
+        run_dir = run_or_resume(task, [method], task.stop.num_env_steps, args.runs / part)
+        finished[part] = _finish(part, run_dir, list(task.budgets))
         write_report(facts, finished)
-        print(f"[bk-reproduction] {name} done: {run_dir}", flush=True)
+        print(f"[bk-reproduction] {part} done: {run_dir}", flush=True)
     return 0
 
 
