@@ -156,6 +156,10 @@ def knowledge_main(args: argparse.Namespace) -> int:
 
         os.environ["RLBK_KNOWLEDGE_DIR"] = str(Path(args.knowledge_dir).resolve())
     task = load_task(args.task, smoke=args.smoke)
+    if args.goal_aware:
+        from rl_bk.experiments.methods import knowledge_task
+
+        task = knowledge_task(task, {"include_mission": True})
     if args.kinds:
         kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     else:  # what the task's methods need (all BK kinds if none of them needs any)
@@ -221,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         help="labeler (default: the task's knowledge.backend)",
     )
     p.add_argument("--force", action="store_true", help="rebuild even if built")
+    p.add_argument("--goal-aware", action="store_true",
+                   help="the goal-aware variant: the labeler is told the task's mission (BK's "
+                   "default withholds it, and one artifact serves every task)")  # fmt: skip
     p.add_argument("--smoke", action="store_true", help="the task's --smoke settings")
     p.add_argument(
         "--knowledge-dir", help="default $RLBK_KNOWLEDGE_DIR or ~/.cache/rl-bk/knowledge"
