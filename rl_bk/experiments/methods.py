@@ -62,7 +62,10 @@ def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfi
 
     RLlib counts the interval in training iterations; an iteration samples one train batch,
     so the interval is the nearest whole number of batches. It runs on the trial's own (local)
-    env runner, so it takes no CPU beyond the trial's."""
+    env runner, so it takes no CPU beyond the trial's, on one env, episode after episode, as
+    BK's ``evaluate`` does: with several envs in parallel RLlib stops once enough episodes
+    have ended and drops the ones still running, which are the long ones, so the successes
+    (short episodes) would be over-counted."""
     e = task.evaluation
     if e.every_env_steps is None:
         return config
@@ -72,7 +75,8 @@ def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfi
         evaluation_duration=e.episodes,
         evaluation_duration_unit="episodes",
         evaluation_num_env_runners=0,
-        evaluation_config=AlgorithmConfig.overrides(explore=not e.greedy),
+        evaluation_config=AlgorithmConfig.overrides(explore=not e.greedy,
+                                                    num_envs_per_env_runner=1),
     )
 
 

@@ -32,7 +32,9 @@ def test_greedy_evaluation_runs_at_its_interval_and_marks_its_reports(ray_sessio
     # The smoke task evaluates 4 greedy episodes every 2048 env steps (2 iterations of 1024).
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
     config = get_method("ppo").build(task, 0, {})
-    assert config.evaluation_interval == 2 and config.evaluation_config == {"explore": False}
+    # Greedy, on one env episode after episode (parallel envs would over-count short ones).
+    assert config.evaluation_interval == 2
+    assert config.evaluation_config == {"explore": False, "num_envs_per_env_runner": 1}
     config.env_runners(num_env_runners=0)
     algo = config.build_algo()
     try:
