@@ -117,7 +117,7 @@ def arm_rows(run_dir: Path, budgets: list[int]) -> dict[str, Any]:
 
 
 def write_report(arms: list[Arm], done: dict[str, dict], facts: dict, budgets: list[int]) -> None:
-    from bench.study import mean_sd, steps_per_seed
+    from bench.study import mean_sd, steps_per_seed, write_keeping_reading
 
     lines = [
         "# BK hypotheses: screening runs on GoToLocal-RedBall-S20",
@@ -159,12 +159,7 @@ def write_report(arms: list[Arm], done: dict[str, dict], facts: dict, budgets: l
                  mean_sd(r[f"train@{budgets[-1] // 1000}k"])]
         lines.append(f"| {a.name} | " + " | ".join(cells) + " |")
     lines += ["", "Run folders: `bench/runs/bk-hypotheses/<arm>/` (not committed).", ""]
-    path = RESULTS.with_suffix(".md")
-    notes = ""
-    if path.is_file() and "## Reading (written by hand)" in path.read_text():
-        notes = "## Reading (written by hand)" + path.read_text().split(
-            "## Reading (written by hand)", 1)[1]  # keep what a person wrote
-    path.write_text("\n".join(lines) + ("\n" + notes if notes else ""))
+    write_keeping_reading(RESULTS.with_suffix(".md"), "\n".join(lines))
     RESULTS.with_suffix(".json").write_text(json.dumps({**facts, "arms": done}, indent=2,
                                                        default=str))  # fmt: skip
 

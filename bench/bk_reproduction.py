@@ -139,6 +139,7 @@ def _table(name: str, numbers: dict, steps: int, budgets: list[int],
 
 
 def write_report(facts: dict, finished: dict[str, dict]) -> None:
+    from bench.study import write_keeping_reading
     from rl_bk.experiments.task_config import load_task
 
     lines = [*_plan(facts), "", "## Results", ""]
@@ -154,12 +155,7 @@ def write_report(facts: dict, finished: dict[str, dict]) -> None:
                         [f["run_dir"] for f in mine.values()])  # fmt: skip
         if missing:
             lines += [f"Still to run in this study: {', '.join(missing)}.", ""]
-    path = RESULTS.with_suffix(".md")
-    notes = ""
-    if path.is_file() and "## Reading (written by hand)" in path.read_text():
-        notes = "## Reading (written by hand)" + path.read_text().split(
-            "## Reading (written by hand)", 1)[1]  # keep what a person wrote
-    path.write_text("\n".join(lines) + ("\n" + notes if notes else ""))
+    write_keeping_reading(RESULTS.with_suffix(".md"), "\n".join(lines))
     RESULTS.with_suffix(".json").write_text(json.dumps({**facts, "finished": finished},
                                                        indent=2))  # fmt: skip
 

@@ -120,7 +120,6 @@ def labels_per_second(store_dir: str, seconds: float) -> list[dict]:
 
 
 def paired_throughput(rounds: int, warmup: int) -> dict:
-    from bench.paired_rounds import ratio_rows, train_in_rounds
     from rl_bk.experiments.labeler_app import start_labeler_apps
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
@@ -132,20 +131,27 @@ def paired_throughput(rounds: int, warmup: int) -> dict:
         served = task.model_copy(update={"labeler": task.labeler.model_copy(
             update={"mode": "serve", "app_name": f"loop-{method}"})})  # fmt: skip
         start_labeler_apps(served, ["oracle"])
-        algos = {f"{method} in-process": get_method(method).build(task, 0, {"backend": "oracle"}),
-                 f"{method} Serve app": get_method(method).build(served, 0, {"backend": "oracle"})}
-        algos = {k: v.build_algo() for k, v in algos.items()}
-        try:
-            rates = train_in_rounds(algos, rounds, warmup)
-        finally:
-            for a in algos.values():
-                a.stop()
-        out[method] = ratio_rows(rates, f"{method} in-process")
+        out[method] = paired({
+            f"{method} in-process": get_method(method).build(task, 0, {"backend": "oracle"}),
+            f"{method} Serve app": get_method(method).build(served, 0, {"backend": "oracle"}),
+        }, rounds, warmup)  # fmt: skip
     return out
 
 
-def served_potential(rounds: int, warmup: int) -> list[dict]:
+def paired(configs: dict, rounds: int, warmup: int) -> list[dict]:
+    """Env steps/s ratios of the configs' algorithms to the first one, in paired rounds."""
     from bench.paired_rounds import ratio_rows, train_in_rounds
+
+    algos = {name: config.build_algo() for name, config in configs.items()}
+    try:
+        rates = train_in_rounds(algos, rounds, warmup)
+    finally:
+        for a in algos.values():
+            a.stop()
+    return ratio_rows(rates, next(iter(configs)))
+
+
+def served_potential(rounds: int, warmup: int) -> list[dict]:
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.run import _serve_potential
     from rl_bk.experiments.task_config import load_task
@@ -154,15 +160,10 @@ def served_potential(rounds: int, warmup: int) -> list[dict]:
     task = load_task("babyai-gotolocal-redball-s20")
     build_knowledge(task, "bk-pref")
     _serve_potential(task, None)
-    algos = {"bk-pref in the learner": get_method("bk-pref").build(task, 0, {"served": False}),
-             "bk-pref from the app": get_method("bk-pref").build(task, 0, {"served": True})}
-    algos = {k: v.build_algo() for k, v in algos.items()}
-    try:
-        rates = train_in_rounds(algos, rounds, warmup)
-    finally:
-        for a in algos.values():
-            a.stop()
-    return ratio_rows(rates, "bk-pref in the learner")
+    method = get_method("bk-pref")
+    return paired({"bk-pref in the learner": method.build(task, 0, {"served": False}),
+                   "bk-pref from the app": method.build(task, 0, {"served": True})},
+                  rounds, warmup)  # fmt: skip
 
 
 def main() -> int:

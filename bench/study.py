@@ -103,3 +103,15 @@ def censored_mean(values: list[float], budget: int) -> tuple[float, bool]:
 def steps_mean(values: list[float], budget: int) -> str:
     mean, censored = censored_mean(values, budget)
     return "–" if math.isnan(mean) else f"{'≥ ' if censored else ''}{mean / 1000:.0f}k"
+
+
+READING = "## Reading (written by hand)"
+
+
+def write_keeping_reading(path: Path, text: str) -> None:
+    """Writes a results file's generated part, keeping the hand-written reading that follows
+    ``READING`` in the file it replaces."""
+    notes = ""
+    if path.is_file() and READING in path.read_text():
+        notes = READING + path.read_text().split(READING, 1)[1]
+    path.write_text(text + ("\n" + notes if notes else ""))
