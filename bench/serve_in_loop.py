@@ -7,7 +7,8 @@
    argument, through a handle.
 2. Labels per second with 1, 2 and 4 concurrent callers (each a Ray actor, as a trial is,
    sending batches of 4 new requests in a loop for ``--seconds``) against one replica, with
-   the replica merging calls (``@serve.batch``) and without (``max_batch_size`` 1). The
+   the replica merging calls (``@serve.batch``, the default 0.02 s window) and without
+   (``max_batch_size`` 1). The
    backend is the fake one with a fixed 50 ms per call, whatever its size: a model of an LLM
    that generates a batch in the time of one request (vLLM on a GPU). It is not an LLM.
 3. PPO env steps/s with online labels from the labeler app over the same method labelling in
@@ -104,8 +105,7 @@ def labels_per_second(store_dir: str, seconds: float) -> list[dict]:
         app = f"lps-{'merge' if merging else 'single'}"
         ensure_labeler_app(LabelerConfig(
             backend="fake", fake_delay_s=FAKE_CALL_S, app_name=app, num_cpus=0,
-            store_path=f"{store_dir}/{app}.sqlite3", max_batch_size=64 if merging else 1,
-            batch_wait_timeout_s=0.0))  # fmt: skip
+            store_path=f"{store_dir}/{app}.sqlite3", max_batch_size=64 if merging else 1))
         for n in CALLERS:
             callers = [Caller.remote(app, i + 100 * n) for i in range(n)]
             ray.get([c.run.remote(0) for c in callers])  # started, handles resolved
