@@ -38,7 +38,8 @@ the Crafter score (geometric mean of per-achievement success rates) is computed.
 
 ``info["achieved"]``: what this step achieved, as goal texts (:data:`ACHIEVED_TEXT`, the words
 of ``rl_bk.labeling.grammars.CRAFTER_GOALS``), one per achievement whose count rose on the
-step, every time (not only the first); ``[]`` after reset. ELLM's reward matches these
+step, every time (not only the first), and "sleep" on the step the player falls asleep (not
+when crafter counts wake_up); ``[]`` after reset. ELLM's reward matches these
 against the goals suggested for the state before the step.
 
 Seeding: crafter seeds episode ``k`` of an env built with seed ``s`` from
@@ -114,7 +115,7 @@ FULL_GAME_MISSION = "unlock as many achievements as you can"
 #: What each achievement reads as in ``info["achieved"]``: the goal vocabulary's own words
 #: (``rl_bk.labeling.grammars.CRAFTER_GOALS``), so that an achievement matches the suggestion
 #: of the same goal exactly (ELLM's reward compares the two texts).
-ACHIEVED_TEXT: dict[str, str] = {
+ACHIEVED_TEXT: dict[str, str | None] = {
     "collect_coal": "collect coal",
     "collect_diamond": "collect diamond",
     "collect_drink": "drink water",
@@ -136,10 +137,14 @@ ACHIEVED_TEXT: dict[str, str] = {
     "place_plant": "place plant",
     "place_stone": "place stone",
     "place_table": "place crafting table",
-    # The vocabulary has "sleep"; crafter counts wake_up when a sleep completes, which is
-    # when the goal "sleep" has been achieved.
-    "wake_up": "sleep",
+    # wake_up has no goal text of its own: the goal "sleep" is reported when the player falls
+    # asleep (SLEEP_TEXT), the step on which ELLM pays its "sleep" goal (its reward matches
+    # the action taken), and the step after the state whose suggestions can include it (the
+    # oracle suggests sleep to a sleepy player who is awake). Waking up comes hundreds of
+    # steps later, from a state where nothing suggests sleeping.
+    "wake_up": None,
 }
+SLEEP_TEXT = "sleep"
 
 VIEW_COLS, VIEW_ROWS = 9, 7  # the part of crafter's 9×9 view that shows the world
 N_SEMANTIC = len(MATERIALS) + len(OBJECTS)  # 18; id 0 (outside the world) has no slot
@@ -297,6 +302,7 @@ class CrafterTextEnv(gym.Env):
         self.action_space = gym.spaces.Discrete(N_ACTIONS)
         self._success = False
         self._last_achievements: dict[str, int] = dict.fromkeys(ACHIEVEMENTS, 0)
+        self._was_sleeping = False
 
     # ----------------------------------------------------------------------------------------
     def local_view_ids(self) -> np.ndarray:
@@ -340,7 +346,11 @@ class CrafterTextEnv(gym.Env):
         last = self._last_achievements
         achieved: list[str] = []
         if game_info is not None:  # reset: nothing done yet
-            achieved = [ACHIEVED_TEXT[k] for k, count in achievements.items() if count > last[k]]
+            achieved = [ACHIEVED_TEXT[k] for k, count in achievements.items()
+                        if count > last[k] and ACHIEVED_TEXT[k]]  # fmt: skip
+            if player.sleeping and not self._was_sleeping:
+                achieved.append(SLEEP_TEXT)
+        self._was_sleeping = bool(player.sleeping)
         self._last_achievements = achievements.copy()  # info's dict is the caller's to change
         info: dict[str, Any] = {
             "caption": "",

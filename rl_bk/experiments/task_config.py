@@ -168,6 +168,8 @@ class ONIParams(_Strict):
     classification_threshold: float = 0.5
     ranking_threshold: float = -0.5
     ranking_quantile: float | None = Field(None, ge=0, le=1)
+    #: Motif's threshold: this quantile of the normalised reward over its dataset (Motif: 0.5)
+    motif_quantile: float | None = Field(0.5, ge=0.05, le=0.95)
     cosine_threshold: float = 0.5
     pairs_per_batch: int = Field(10, gt=0)
     reward_model_steps: int = Field(32, gt=0)  # gradient steps when new labels came (ONI: 32)
@@ -181,7 +183,8 @@ class ELLMParams(_Strict):
     ellm_coeff: float = Field(1.0, ge=0)
     extrinsic_coeff: float = Field(1.0, ge=0)  # ELLM's pretraining: 0
     threshold: float | None = Field(None, ge=-1, le=1)  # None: GoalMatcher's default
-    max_goals: int = Field(5, ge=1, le=10)
+    #: suggestions per caption; None: every feasible goal from the oracle (ELLM's), 5 from an LLM
+    max_goals: int | None = Field(None, ge=1, le=32)
     include_mission: bool = False
     label_batch_size: int = Field(4, gt=0)  # small: a batch waits for its first labels
     label_timeout_s: float = Field(120.0, ge=0)  # a batch's wait for its suggestions

@@ -8,8 +8,9 @@ env-to-module connector would not store it in the episode).
 
 The suggestions are read at act time from a per-process :class:`~rl_bk.online_labels.
 AsyncLabelQueue`: a caption with no suggestions yet is queued and gets the zero vector (the
-documented default, counted in ``info["goal_missing"]``); training never waits. Goals already
-achieved in this episode (``info["achieved"]``, exact text) are left out, as ELLM's novelty
+documented default, counted in ``info["goal_missing"]``); training never waits. Goals that
+were suggested for a state and achieved by the step from it (``info["achieved"]``, the same
+text after the family's synonyms) are left out for the rest of the episode, as ELLM's novelty
 filter does. Goal texts are embedded once each (cached), never an LLM call per step.
 
 Each env-runner process builds its own labeler from the :class:`~rl_bk.online_labels.
@@ -25,6 +26,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rl_bk.goal_suggestion.reward import normalise
+from rl_bk.goal_suggestion.vocabulary import goal_synonyms
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 
 EMBEDDING_DIM = 384  # all-MiniLM-L6-v2
@@ -65,7 +68,9 @@ class GoalObservation(gym.ObservationWrapper):
         self.queue = _queue(labeler, family, max_goals)
         self._embedder = embedder
         self._vectors: dict[str, np.ndarray] = {"": np.zeros(EMBEDDING_DIM, np.float32)}
-        self._achieved: set[str] = set()
+        self._synonyms = goal_synonyms(family)
+        self._paid: set[str] = set()  # suggested, then achieved: out of the goal text
+        self._suggested: set[str] = set()  # what the goal text of the last state offered
         self._goal = self._vectors[""]
 
     def _embed(self, text: str) -> np.ndarray:
@@ -81,18 +86,21 @@ class GoalObservation(gym.ObservationWrapper):
         return self._vectors[text]
 
     def _update(self, info: dict) -> None:
-        self._achieved.update(info.get("achieved") or [])
+        achieved = {normalise(a, self._synonyms) for a in info.get("achieved") or []}
+        self._paid |= achieved & self._suggested
         caption = str(info.get("caption") or "").strip()
         goals = self.queue.get(caption)
         if goals is None and caption:
             self.queue.ask([caption])
-        text = goal_text([g for g in goals or [] if g not in self._achieved])
+        fresh = [g for g in goals or [] if normalise(g, self._synonyms) not in self._paid]
+        self._suggested = {normalise(g, self._synonyms) for g in fresh}
+        text = goal_text(fresh)
         info["goal_text"], info["goal_missing"] = text, goals is None
         self._goal = self._embed(text)
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
-        self._achieved = set()
+        self._paid, self._suggested = set(), set()
         self._update(info)
         return self.observation(obs), info
 

@@ -1,18 +1,21 @@
 """ELLM's intrinsic reward ("Guiding Pretraining in RL with LLMs", Du et al. 2023): pay the agent
 when what it just did matches a goal an LLM suggested for the state it did it from.
 
-Per step ``t`` of an episode:
+Per step ``t`` of an episode, as ELLM's ``text_crafter`` does it:
 
-1. candidates: the goals suggested for the state before step ``t``, less those already
-   achieved in this episode (a goal ``g`` is achieved once ``cos(g, a) > threshold`` for an
-   achieved text ``a`` of an earlier step). This is ELLM's novelty filter, and what makes each
-   goal pay at most once per episode;
+1. candidates: the goals suggested for the state before step ``t``, less the goals that
+   already paid in this episode. This is ELLM's novelty filter (its ``take_action`` records
+   the suggestion a step matched, and later suggestions of that text are dropped). It drops
+   only goals that were suggested and then achieved: achieving something nobody suggested
+   leaves its goal open. It compares texts, after ``synonyms`` (Crafter: "attack cow" and
+   "eat cow" are one goal, as ELLM treats them, since eating a cow is what attacking one does);
 2. ``r_t`` = the largest ``cos(g, a)`` over candidates ``g`` and texts ``a`` achieved by step
    ``t`` (the env's ``info["achieved"]``), if above ``threshold``; else 0;
-3. step ``t``'s achieved texts join the episode's achieved set.
+3. the candidate that matched best (ELLM's ``closest_suggestion``) joins the episode's paid
+   goals.
 
-The train batch holds pieces of episodes (RLlib splits episodes across batches), so what each
-episode achieved so far is kept between calls, by episode id, in a bounded LRU dict, and
+The train batch holds pieces of episodes (RLlib splits episodes across batches), so each
+episode's paid goals are kept between calls, by episode id, in a bounded LRU dict, and
 forgotten with the piece that ends the episode.
 
 Cost: a step that achieved nothing pays nothing whatever was suggested, and achievements are
@@ -60,10 +63,12 @@ class EpisodePiece:
         return len(self.achieved)
 
 
-def normalise(text: str) -> str:
-    """Lowercase, stripped, without a final full stop: "Collect wood." reads "collect wood"."""
+def normalise(text: str, synonyms: dict[str, str] | None = None) -> str:
+    """Lowercase, stripped, without a final full stop ("Collect wood." reads "collect wood"),
+    then its canonical form if ``synonyms`` names one."""
     t = text.strip().lower()
-    return t[:-1].rstrip() if t.endswith(".") else t
+    t = t[:-1].rstrip() if t.endswith(".") else t
+    return (synonyms or {}).get(t, t)
 
 
 def similarity_table(embedder: Embedder, a_texts: Sequence[str],
@@ -83,12 +88,13 @@ def _similarities(embedder: Embedder, a: list[str], b: list[str]) -> np.ndarray:
     return (vectors[[row[t] for t in a]] @ vectors[[row[t] for t in b]].T).astype(np.float64)
 
 
-def _ids(texts: Sequence[str], table: dict[str, int]) -> list[int]:
+def _ids(texts: Sequence[str], table: dict[str, int],
+         synonyms: dict[str, str] | None = None) -> list[int]:  # fmt: skip
     """The ids of ``texts`` (normalised, empty ones left out, each once) in ``table``, where
     new texts get the next id."""
     out: list[int] = []
     for text in texts:
-        key = normalise(text)
+        key = normalise(text, synonyms)
         if key:
             i = table.setdefault(key, len(table))
             if i not in out:
@@ -100,19 +106,22 @@ class GoalMatcher:
     """ELLM's reward over batches of :class:`EpisodePiece` (see the module docstring)."""
 
     def __init__(self, embedder: Embedder | None = None, threshold: float = DEFAULT_THRESHOLD,
-                 max_episodes: int = 10_000):  # fmt: skip
+                 max_episodes: int = 10_000,
+                 synonyms: dict[str, str] | None = None):  # fmt: skip
         """``embedder``: anything with ``encode(texts) -> unit vectors``; None loads the
-        packaged MiniLM on first use. ``max_episodes``: how many unfinished episodes' achieved
-        sets are kept (the least recently seen go first)."""
+        packaged MiniLM on first use. ``max_episodes``: how many unfinished episodes' paid
+        goals are kept (the least recently seen go first). ``synonyms``: goal text -> the
+        canonical text it counts as (:data:`rl_bk.goal_suggestion.vocabulary.GOAL_SYNONYMS`)."""
         if max_episodes < 1:
             raise ValueError(f"max_episodes must be >= 1, got {max_episodes}")
         self.threshold, self.max_episodes = threshold, max_episodes
+        self.synonyms = dict(synonyms or {})
         self._embedder = embedder
         self._own_embedder = embedder is None
-        self._episodes: OrderedDict[str, set[str]] = OrderedDict()  # normalised achieved texts
+        self._episodes: OrderedDict[str, set[str]] = OrderedDict()  # normalised paid goals
         self._stats = dict.fromkeys(
             ("calls", "steps", "rewarded_steps", "steps_without_suggestions",
-             "steps_with_achievements", "goals_matched", "suggestions_already_achieved",
+             "steps_with_achievements", "goals_matched", "suggestions_already_paid",
              "reward_sum", "encoded", "seconds"), 0.0,
         )  # fmt: skip
 
@@ -134,25 +143,23 @@ class GoalMatcher:
         """One float64 array per piece, one reward per step."""
         started = time.perf_counter()
         goal_ids: dict[str, int] = {}  # suggested texts (rows)
-        done_ids: dict[str, int] = {}  # achieved texts, earlier calls' included (columns)
+        done_ids: dict[str, int] = {}  # achieved texts (columns)
         # Per piece, the steps that achieved something: (t, suggested rows or None, columns).
         events: list[list[tuple[int, list[int] | None, list[int]]]] = []
-        s = self._stats
+        s, syn = self._stats, self.synonyms
         for piece in pieces:
             if len(piece.suggestions) != len(piece.achieved):
                 raise ValueError(
                     f"episode {piece.episode_id!r}: {len(piece.suggestions)} suggestion lists "
                     f"for {len(piece.achieved)} steps"
                 )
-            # What the episode achieved in earlier batches: the novelty filter compares with it.
-            _ids(sorted(self._episodes.get(piece.episode_id, ())), done_ids)
             steps = []
             for t, achieved in enumerate(piece.achieved):
-                cols = _ids(achieved, done_ids) if achieved else []
+                cols = _ids(achieved, done_ids, syn) if achieved else []
                 if cols:
                     suggested = piece.suggestions[t]
-                    steps.append((t, None if suggested is None else _ids(suggested, goal_ids),
-                                  cols))  # fmt: skip
+                    rows = None if suggested is None else _ids(suggested, goal_ids, syn)
+                    steps.append((t, rows, cols))
             events.append(steps)
             s["steps"] += len(piece)
             s["steps_without_suggestions"] += sum(x is None for x in piece.suggestions)
@@ -163,39 +170,36 @@ class GoalMatcher:
             s["encoded"] += len(set(goal_ids) | set(done_ids))
         else:
             sims = np.zeros((len(goal_ids), len(done_ids)))
-        done_texts = list(done_ids)
-        out = [self._piece_rewards(p, steps, sims, done_ids, done_texts)
-               for p, steps in zip(pieces, events)]  # fmt: skip
+        goal_texts = list(goal_ids)
+        out = [self._piece_rewards(p, steps, sims, goal_texts) for p, steps in zip(pieces, events)]
         s["calls"] += 1
         s["seconds"] += time.perf_counter() - started
         return out
 
     def _piece_rewards(self, piece: EpisodePiece,
                        steps: list[tuple[int, list[int] | None, list[int]]], sims: np.ndarray,
-                       done_ids: dict[str, int], done_texts: list[str]) -> np.ndarray:  # fmt: skip
-        """Rewards of one piece (its steps in order), then its episode's state updated."""
+                       goal_texts: list[str]) -> np.ndarray:  # fmt: skip
+        """Rewards of one piece (its steps in order), then its episode's paid goals updated."""
         s, threshold = self._stats, self.threshold
         rewards = np.zeros(len(piece))
-        earlier = self._episodes.pop(piece.episode_id, set())
-        done = sorted(done_ids[text] for text in earlier)  # columns achieved before this step
+        paid = self._episodes.pop(piece.episode_id, set())
         for t, rows, cols in steps:
-            if rows:
-                candidates = np.asarray(rows)
-                if done:  # the novelty filter
-                    fresh = ~(sims[np.ix_(candidates, done)] > threshold).any(axis=1)
-                    s["suggestions_already_achieved"] += int((~fresh).sum())
-                    candidates = candidates[fresh]
-                if len(candidates):
-                    best = sims[np.ix_(candidates, cols)].max(axis=1)
-                    if best.max() > threshold:
-                        # float32 products of unit vectors can exceed 1 by an ulp
-                        rewards[t] = min(float(best.max()), 1.0)
-                        s["rewarded_steps"] += 1
-                        s["goals_matched"] += int((best > threshold).sum())
-                        s["reward_sum"] += rewards[t]
-            done = sorted(set(done).union(cols))
+            if not rows:
+                continue
+            fresh = [r for r in rows if goal_texts[r] not in paid]  # the novelty filter
+            s["suggestions_already_paid"] += len(rows) - len(fresh)
+            if not fresh:
+                continue
+            best = sims[np.ix_(fresh, cols)].max(axis=1)
+            if best.max() > threshold:
+                # float32 products of unit vectors can exceed 1 by an ulp
+                rewards[t] = min(float(best.max()), 1.0)
+                paid.add(goal_texts[fresh[int(best.argmax())]])  # ELLM's closest suggestion
+                s["rewarded_steps"] += 1
+                s["goals_matched"] += int((best > threshold).sum())
+                s["reward_sum"] += rewards[t]
         if not piece.ends_episode:
-            self._episodes[piece.episode_id] = {done_texts[c] for c in done}
+            self._episodes[piece.episode_id] = paid
             while len(self._episodes) > self.max_episodes:
                 self._episodes.popitem(last=False)  # the least recently seen
         return rewards
@@ -204,7 +208,7 @@ class GoalMatcher:
     def metrics(self) -> dict[str, float]:
         """Counters since construction: steps, steps that paid (``rewarded_steps``), steps
         without known suggestions, steps that achieved something, goals that matched on a
-        paying step (``goals_matched``), suggestions dropped as already achieved, the reward's
+        paying step (``goals_matched``), suggestions dropped as already paid, the reward's
         sum and mean per step, and cost per call."""
         s = self._stats
         calls, steps = max(s["calls"], 1.0), max(s["steps"], 1.0)

@@ -29,3 +29,16 @@ def novelty_goals(family: str) -> tuple[str, ...]:
             f"families: {', '.join(sorted(_GOALS))}"
         )
     return goals
+
+
+#: Goal texts that name the same achievement, per family: text -> the one it counts as. ELLM's
+#: ``take_action`` treats "attack cow" and "eat cow" as one goal (Crafter's eat_cow is
+#: unlocked by attacking a cow until it is eaten, and nothing else reports "attack cow"), and
+#: "make" and "place crafting table" likewise.
+GOAL_SYNONYMS: dict[str, dict[str, str]] = {
+    "crafter": {"attack cow": "eat cow", "make crafting table": "place crafting table"},
+}
+
+
+def goal_synonyms(family: str) -> dict[str, str]:
+    return dict(GOAL_SYNONYMS.get(family, {}))

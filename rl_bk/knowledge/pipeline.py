@@ -100,8 +100,8 @@ def artifact_dir(task: TaskConfig, kind: str, backend: str | None = None,
         "section": section.model_dump(mode="json", exclude={"served"}),
         "dataset": dataset_dir(task, root).name,
     }  # fmt: skip
-    if kind == "motif":  # the criterion the pairs are labelled by
-        settings["goal"] = task.oni.goal
+    if kind == "motif":  # the criterion the pairs are labelled by; v2 saves the quantiles
+        settings.update(goal=task.oni.goal, format=2)
     if kind == "bk-code" and k.code.path:  # a hand-written potential: its text is the setting
         settings["code"] = hashlib.sha256(hand_written_code(task).encode()).hexdigest()
         return home / f"hand-{_digest(settings)}"

@@ -40,7 +40,7 @@ class GoalsRequest(_Model):
     history: list[Text] = Field(default_factory=list, max_length=MAX_ITEMS)
     env: EnvFamily | None = None  # known env: goals are constrained to its verbs and objects
     mission: ShortText | None = None
-    max_goals: int = Field(3, ge=1, le=10)
+    max_goals: int = Field(3, ge=1, le=32)  # 32: room for every goal a Crafter state allows
 
 
 class PreferenceRequest(_Model):

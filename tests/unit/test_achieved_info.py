@@ -15,7 +15,7 @@ from env_registry.families import crafter as fam
 from env_registry.families.babyai import BabyAITextEnv, _front_cell
 from rl_bk.labeling.grammars import CRAFTER_GOALS, ENV_VOCABULARY
 
-NOOP, DO, PLACE_TABLE, MAKE_WOOD_PICKAXE = 0, 5, 8, 11
+NOOP, DO, SLEEP, PLACE_TABLE, MAKE_WOOD_PICKAXE = 0, 5, 6, 8, 11
 LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = 0, 1, 2, 3, 4, 5
 
 
@@ -23,10 +23,11 @@ LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = 0, 1, 2, 3, 4, 5
 # Crafter
 # --------------------------------------------------------------------------------------------
 def test_crafter_table_covers_every_achievement_in_the_goal_vocabulary():
+    texts = [t for t in fam.ACHIEVED_TEXT.values() if t]
     assert set(fam.ACHIEVED_TEXT) == set(fam.ACHIEVEMENTS)
-    assert set(fam.ACHIEVED_TEXT.values()) <= set(CRAFTER_GOALS)
-    assert len(set(fam.ACHIEVED_TEXT.values())) == len(fam.ACHIEVED_TEXT)  # no two alike
-    assert fam.ACHIEVED_TEXT["wake_up"] == "sleep"
+    assert {*texts, fam.SLEEP_TEXT} <= set(CRAFTER_GOALS)
+    assert len(set(texts)) == len(texts) and fam.SLEEP_TEXT not in texts  # no two alike
+    assert fam.ACHIEVED_TEXT["wake_up"] is None  # "sleep" is reported on falling asleep
     assert fam.ACHIEVED_TEXT["place_table"] == "place crafting table"
 
 
@@ -63,10 +64,14 @@ def test_crafter_reports_each_achievement_on_its_step_every_time(crafter_env):
     assert env.step(PLACE_TABLE)[4]["achieved"] == ["place crafting table"]
     assert env.step(MAKE_WOOD_PICKAXE)[4]["achieved"] == ["make wood pickaxe"]
 
-    # A completed sleep: asleep with full energy wakes up on the next step.
-    game._player.sleeping = True
+    # "sleep" on the step the player falls asleep (ELLM pays its sleep goal there) ...
+    game._player.inventory["energy"] = 2  # sleepy
+    assert env.step(SLEEP)[4]["achieved"] == ["sleep"]
+    assert game._player.sleeping
+    # ... and not when crafter counts wake_up: asleep with full energy wakes on the next step.
     game._player.inventory["energy"] = 9
-    assert env.step(NOOP)[4]["achieved"] == ["sleep"]
+    info = env.step(NOOP)[4]
+    assert info["achieved"] == [] and info["achievements"]["wake_up"] == 1
 
 
 def test_crafter_counts_restart_with_the_episode(crafter_env):

@@ -89,15 +89,30 @@ def test_each_goal_pays_once_per_episode_and_others_still_pay():
     assert _rewards(matcher, piece) == [[0.0, 1.0, 0.0, 0.0, 1.0]]
     m = matcher.metrics()
     assert (m["rewarded_steps"], m["goals_matched"], m["steps_with_achievements"]) == (2, 2, 3)
-    assert m["suggestions_already_achieved"] == 2  # wood at step 3, wood at step 4
+    assert m["suggestions_already_paid"] == 2  # wood at step 3, wood at step 4
     assert m["mean_reward"] == pytest.approx(2 / 5)
 
 
-def test_novelty_filter_compares_by_similarity_not_by_string():
-    """With threshold 0.8, having chopped a tree (0.85 to "collect wood") achieves "collect
-    wood": its suggestion no longer pays, though the exact text was never achieved."""
-    piece = _piece([[TREE], [WOOD]], [[TREE], [WOOD]])
-    assert _rewards(GoalMatcher(StubEmbedder(), threshold=0.8), piece) == [[1.0, 0.0]]
+def test_novelty_filter_drops_only_goals_that_were_suggested_and_paid():
+    """ELLM's filter: a goal leaves the candidates once it was suggested and then matched (its
+    closest suggestion), not merely because something like it was achieved."""
+    # Wood achieved at step 0 while only stone was suggested: wood is still new at step 1.
+    unsuggested = _piece([[STONE], [WOOD]], [[WOOD], [WOOD]], "a")
+    # Chopping a tree (0.85 to "collect wood", threshold 0.8) pays the suggested wood goal,
+    # which then stops paying, whatever achieves it.
+    paid = _piece([[WOOD], [WOOD]], [[TREE], [WOOD]], "b")
+    assert _rewards(GoalMatcher(StubEmbedder(), threshold=0.8), unsuggested, paid) == [
+        [0.0, 1.0], [0.85, 0.0]]  # fmt: skip
+
+
+def test_synonyms_make_one_goal_of_two_texts():
+    # ELLM: "attack cow" and "eat cow" are one goal; the env reports eating.
+    vectors = dict(VECTORS, **{"attack cow": _unit(5)})
+    stub = StubEmbedder()
+    stub.encode = lambda texts: np.stack([vectors[t] for t in texts]).astype(np.float32)
+    matcher = GoalMatcher(stub, synonyms={"attack cow": COW})
+    piece = _piece([["attack cow"], [COW], ["attack cow"]], [[COW], [COW], [COW]])
+    assert _rewards(matcher, piece) == [[1.0, 0.0, 0.0]]  # paid once, as either text
 
 
 def test_episode_state_carries_across_calls_and_is_forgotten_at_its_end():
@@ -126,12 +141,13 @@ def test_oldest_episodes_are_dropped_past_max_episodes():
 
 
 def test_unknown_suggestions_pay_nothing_and_are_counted():
-    """A step without a label pays 0, but what it achieved still counts as achieved."""
+    """A step without a label pays 0; what it achieved was not suggested, so the goal stays
+    open and pays when it is suggested and achieved later."""
     piece = _piece([None, None, [WOOD], []], [[WOOD], [], [WOOD], [STONE]])
     matcher = GoalMatcher(StubEmbedder())
-    assert _rewards(matcher, piece) == [[0.0, 0.0, 0.0, 0.0]]
+    assert _rewards(matcher, piece) == [[0.0, 0.0, 1.0, 0.0]]
     m = matcher.metrics()
-    assert (m["steps"], m["steps_without_suggestions"], m["rewarded_steps"]) == (4, 2, 0)
+    assert (m["steps"], m["steps_without_suggestions"], m["rewarded_steps"]) == (4, 2, 1)
 
 
 def test_one_encode_call_per_batch_over_the_texts_that_can_matter():
@@ -147,7 +163,8 @@ def test_one_encode_call_per_batch_over_the_texts_that_can_matter():
     # Nothing achieved: no call at all.
     matcher.rewards([_piece([[WOOD]] * 3, [[], [], []], "c")])
     assert len(stub.calls) == 1
-    # A later batch of "a" embeds a's earlier achievement too (the novelty filter needs it).
+    # A later batch of "a": wood paid there before, so only stone is a candidate; the
+    # filter compares texts, so nothing from the earlier batch needs embedding again.
     assert _rewards(matcher, _piece([[WOOD, STONE]], [[STONE]], "a")) == [[1.0]]
     assert len(stub.calls) == 2 and sorted(stub.calls[1]) == sorted([WOOD, STONE])
 

@@ -71,3 +71,28 @@ def test_the_goal_text_is_appended_missing_suggestions_give_zeros_and_achieved_g
     assert info["goal_text"] == text
     assert embedder.calls.count(text) == 1  # each goal text embedded once
     q.close()
+
+
+def test_only_goals_that_were_offered_and_then_achieved_leave(monkeypatch):
+    # ELLM's novelty filter: wood achieved while nothing was suggested stays a goal; "attack
+    # cow" offered and "eat cow" achieved is the same goal (Crafter's synonyms) and leaves.
+    suggestions = {"bare": [], "cow near": ["collect wood", "attack cow"]}
+
+    def labeler(task, requests):
+        return [GoalsLabel(goals=suggestions[r.caption]) for r in requests]
+
+    q = AsyncLabelQueue(lambda: labeler, "goals", lambda c: GoalsRequest(caption=c),
+                        lambda label: list(label.goals), start=False)  # fmt: skip
+    monkeypatch.setattr(goal_observation, "_queue", lambda *a: q)
+    q.ask(["bare", "cow near"])
+    q.start()
+    assert q.wait_until_idle(5)
+    env = GoalObservation(CaptionEnv([("bare", []), ("cow near", ["collect wood"]),
+                                      ("cow near", ["eat cow"])]),
+                          labeler=LabelerSpec(), family="crafter", embedder=Embedder())  # fmt: skip
+    env.reset()
+    _, _, _, _, info = env.step(0)  # wood achieved, but it was not on offer: it stays
+    assert info["goal_text"] == "Your goal is: collect wood, attack cow."
+    _, _, _, _, info = env.step(0)
+    assert info["goal_text"] == "Your goal is: collect wood."
+    q.close()

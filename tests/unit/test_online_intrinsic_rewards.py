@@ -56,6 +56,17 @@ def test_retrieval_with_count_decay_carried_across_batches_and_forgotten_at_the_
     assert m["steps_labelled_fraction"] == pytest.approx(5 / 6)  # gold twice, unlabelled
 
 
+def test_the_envs_own_message_count_is_n_where_it_reports_one():
+    # NetHack reports message_count (ONI's msg_count): N is the env's, exact whatever the
+    # learner saw of the episode (here the episode's first newt was in an earlier batch).
+    reward = oni("retrieval")
+    reward._queue = idle_queue({NEWT: 1.0})
+    steps = piece(["", NEWT, NEWT])
+    steps.infos[1]["message_count"], steps.infos[2]["message_count"] = 2, 3
+    (r,) = reward([steps], None)
+    np.testing.assert_allclose(r, [0.4 / 8, 0.4 / 27])
+
+
 class StubModel:
     """The learner-only module as the reward sees it: fixed scores, a count of examples."""
 
@@ -110,6 +121,31 @@ def test_ranking_is_normalised_by_running_stats_and_thresholded():
     reward._queue = idle_queue({})
     (r,) = reward([piece(["", "a", "b", "c", "d"])], {ONI_MODULE_ID: StubModel(scores)})
     np.testing.assert_allclose(r, 0.4 * np.array([0.0, 0.0, z[2], z[3]]), atol=1e-9)
+
+
+def test_motif_thresholds_at_a_quantile_of_its_dataset():
+    from rl_bk.algorithms.oni_ppo.motif import MotifModel, weighted_quantiles
+
+    # The dataset: normalised rewards -1 (3 steps), 0 (1 step), 2 (1 step): its median is -1,
+    # its 0.8 quantile 0 (4 of 5 steps at or below).
+    table = weighted_quantiles(np.array([0.0, -1.0, 2.0]), np.array([1, 3, 1]))
+    assert (table["0.50"], table["0.80"], table["0.95"]) == (-1.0, 0.0, 2.0)
+
+    class Fixed(MotifModel):
+        def score(self, captions):
+            return np.array([{"a": -1.0, "b": 0.5, "c": 2.0}[c] for c in captions])
+
+    reward = oni("motif", motif_dir="unused", motif_quantile=0.8, beta=0.0)
+    reward._motif = Fixed(_Net(), 0.0, 1.0, table)  # as load_motif_model gives it
+    (r,) = reward([piece(["", "a", "b", "c"])], None)
+    np.testing.assert_allclose(r, 0.4 * np.array([0.0, 0.5, 2.0]))  # above 0, the 0.8 quantile
+    with pytest.raises(ValueError, match="no 0.33 quantile"):
+        reward._motif.threshold_at(0.33)
+
+
+class _Net:
+    def eval(self):
+        return self
 
 
 def test_ranking_queues_random_pairs_of_captions_seen_while_few_wait():

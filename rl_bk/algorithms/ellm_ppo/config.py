@@ -39,7 +39,7 @@ ELLM_DEFAULTS: dict[str, Any] = {
     "ellm_coeff": 1.0,
     "extrinsic_coeff": 1.0,
     "threshold": None,
-    "max_goals": 5,
+    "max_goals": None,
     "include_mission": False,
     "label_batch_size": 4,
     "label_timeout_s": 120.0,
@@ -61,7 +61,7 @@ class ELLMPPOConfig(PPOConfig):
         ellm_coeff: float = NotProvided,
         extrinsic_coeff: float = NotProvided,
         threshold: float | None = NotProvided,
-        max_goals: int = NotProvided,
+        max_goals: int | None = NotProvided,
         include_mission: bool = NotProvided,
         label_batch_size: int = NotProvided,
         label_timeout_s: float = NotProvided,
@@ -75,7 +75,8 @@ class ELLMPPOConfig(PPOConfig):
             family: the env family ("crafter", "babyai"): its goal vocabulary.
             ellm_coeff, extrinsic_coeff: r = extrinsic_coeff * r_env + ellm_coeff * r_ellm.
             threshold: cosine similarity a match must exceed (None: GoalMatcher's default).
-            max_goals: suggestions asked per caption.
+            max_goals: suggestions asked per caption; None: every feasible goal from the
+                oracle (ELLM's oracle), 5 from an LLM.
             include_mission: send the env's mission with each caption.
             label_batch_size: captions per labeler call (small, 4: the batch waits for the
                 labeler, and an LLM answers a whole call at once; with 16, SmolLM2 at ~1

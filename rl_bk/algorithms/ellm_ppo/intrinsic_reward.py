@@ -31,10 +31,20 @@ from typing import Any
 import numpy as np
 
 from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps
-from rl_bk.goal_suggestion import EpisodePiece, GoalMatcher, novelty_goals
+from rl_bk.goal_suggestion import EpisodePiece, GoalMatcher, goal_synonyms, novelty_goals
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 
 SUGGESTERS = ("llm", "novelty")
+#: Suggestions asked per caption when a task does not say: ELLM's oracle lists every feasible
+#: goal (no cut); an LLM is asked for a short list (ELLM's few-shot prompt shows three).
+ORACLE_MAX_GOALS, LLM_MAX_GOALS = 32, 5
+
+
+def resolve_max_goals(max_goals: int | None, labeler: LabelerSpec | None) -> int:
+    if max_goals is not None:
+        return max_goals
+    oracle = labeler is not None and labeler.backend == "oracle"
+    return ORACLE_MAX_GOALS if oracle else LLM_MAX_GOALS
 
 
 class ELLMIntrinsicReward:
@@ -42,7 +52,7 @@ class ELLMIntrinsicReward:
 
     def __init__(self, *, suggester: str = "llm", labeler: LabelerSpec | None = None,
                  family: str, ellm_coeff: float = 1.0, threshold: float | None = None,
-                 max_goals: int = 5, include_mission: bool = False,
+                 max_goals: int | None = None, include_mission: bool = False,
                  label_batch_size: int = 4, label_timeout_s: float = 120.0):  # fmt: skip
         if suggester not in SUGGESTERS:
             raise ValueError(f"unknown ELLM suggester {suggester!r}; valid: "
@@ -50,9 +60,11 @@ class ELLMIntrinsicReward:
         if suggester == "llm" and labeler is None:
             raise ValueError("the 'llm' suggester needs a labeler (LabelerSpec)")
         self.suggester, self.labeler, self.family = suggester, labeler, family
-        self.ellm_coeff, self.max_goals = ellm_coeff, max_goals
+        self.ellm_coeff, self.max_goals = ellm_coeff, resolve_max_goals(max_goals, labeler)
         self.include_mission, self.label_batch_size = include_mission, label_batch_size
-        self.matcher = GoalMatcher() if threshold is None else GoalMatcher(threshold=threshold)
+        synonyms = goal_synonyms(family)
+        self.matcher = (GoalMatcher(synonyms=synonyms) if threshold is None
+                        else GoalMatcher(threshold=threshold, synonyms=synonyms))  # fmt: skip
         self._all_goals = list(novelty_goals(family)) if suggester == "novelty" else []
         self.label_timeout_s = label_timeout_s
         self._queue: AsyncLabelQueue | None = None

@@ -65,6 +65,7 @@ ONI_DEFAULTS: dict[str, Any] = {
     "cosine_threshold": 0.5,
     "pairs_per_batch": 10,
     "motif_dir": None,
+    "motif_quantile": 0.5,
     "reward_model_lr": 1e-4,
     "reward_model_batch_size": 256,
     "reward_model_steps": 32,
@@ -99,6 +100,7 @@ class ONIPPOConfig(PPOConfig):
         cosine_threshold: float = NotProvided,
         pairs_per_batch: int = NotProvided,
         motif_dir: str | None = NotProvided,
+        motif_quantile: float | None = NotProvided,
         reward_model_lr: float = NotProvided,
         reward_model_batch_size: int = NotProvided,
         reward_model_steps: int = NotProvided,
@@ -126,6 +128,9 @@ class ONIPPOConfig(PPOConfig):
             cosine_threshold: cosine-BoW similarity kept above this value.
             pairs_per_batch: caption pairs queued per batch for ranking labels.
             motif_dir: the offline Motif reward model (reward_type="motif").
+            motif_quantile: Motif's threshold, a quantile of the normalised reward over its
+                dataset (Motif's README: 0.5; 0.05 to 0.95 in steps of 0.05); None: use
+                ``ranking_threshold``.
             reward_model_lr, reward_model_batch_size, reward_model_steps,
             reward_model_full_until: fitting the online model (see the learner).
             reward_model_in_background: fit in a thread beside training (default) or in
@@ -193,7 +198,7 @@ class ONIPPOConfig(PPOConfig):
             classification_threshold=self.classification_threshold,
             ranking_threshold=self.ranking_threshold, ranking_quantile=self.ranking_quantile,
             cosine_threshold=self.cosine_threshold, pairs_per_batch=self.pairs_per_batch,
-            motif_dir=self.motif_dir, seed=self.seed or 0,
+            motif_dir=self.motif_dir, motif_quantile=self.motif_quantile, seed=self.seed or 0,
         )  # fmt: skip
         # First as built here: PPO's learner then prepends its artificial-step piece, so the
         # rewards are rewritten before GAE (appended last) reads them.

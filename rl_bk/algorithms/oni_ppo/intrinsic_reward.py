@@ -17,8 +17,9 @@ The caption of a step is the text the env put in ``info[caption_key]`` after the
    - ``ranking``: the Bradley-Terry model's reward, normalised by a running mean and std of
      the rewards of the steps seen, kept where it exceeds ``ranking_threshold`` (or the
      ``ranking_quantile`` of the batch's normalised rewards): ONI-Ranking;
-   - ``motif``: the same with a model trained offline (:mod:`rl_bk.algorithms.oni_ppo.motif`)
-     and the normalisation of its dataset: Motif;
+   - ``motif``: the same with a model trained offline (:mod:`rl_bk.algorithms.oni_ppo.motif`),
+     the normalisation of its dataset, and (Motif's) the threshold at the ``motif_quantile``
+     of the normalised reward over that dataset: Motif;
    - ``cosine-bow``: bag-of-words cosine similarity to the ``goal`` text, kept above
      ``cosine_threshold``: ONI's ELLM-BoW baseline;
    - ``none``: 0 (the extrinsic-only baseline).
@@ -26,7 +27,8 @@ The caption of a step is the text the env put in ``info[caption_key]`` after the
    Until a fit on at least ``min_examples`` labelled examples has been published,
    classification and ranking pay 0 (an untrained net's output is noise).
 4. the weighted reward is ``llm_coeff * r_int * N ** -beta``, ``N`` the caption's count in the
-   episode so far (this occurrence included).
+   episode so far (this occurrence included): the env's own ``info["message_count"]`` where it
+   reports one (NetHack, as ONI's ``msg_count``), else counted here per episode.
 
 Everything here runs once per batch on the learner; nothing runs per env step.
 """
@@ -49,6 +51,7 @@ REWARD_TYPES = ("none", "retrieval", "classification", "ranking", "motif", "cosi
 LABELLED_TYPES = ("retrieval", "classification", "ranking")
 MODEL_TYPES = ("classification", "ranking")
 MAX_CAPTION_POOL = 10_000  # captions kept to draw ranking pairs from
+MESSAGE_COUNT_KEY = "message_count"  # the env's per-episode count of the step's message
 
 
 def preference_target(choice: str) -> float:
@@ -78,6 +81,7 @@ class OnlineIntrinsicReward:
         cosine_threshold: float = 0.5,
         pairs_per_batch: int = 10,
         motif_dir: str | None = None,
+        motif_quantile: float | None = 0.5,
         seed: int = 0,
     ):
         if reward_type not in REWARD_TYPES:
@@ -98,7 +102,7 @@ class OnlineIntrinsicReward:
         self.classification_threshold = classification_threshold
         self.ranking_threshold, self.ranking_quantile = ranking_threshold, ranking_quantile
         self.cosine_threshold, self.pairs_per_batch = cosine_threshold, pairs_per_batch
-        self.motif_dir = motif_dir
+        self.motif_dir, self.motif_quantile = motif_dir, motif_quantile
         self._rng = random.Random(seed)
         self._counts = EpisodeCounts()
         self._queue: AsyncLabelQueue | None = None
@@ -155,7 +159,7 @@ class OnlineIntrinsicReward:
         value = self._values(distinct, captions, model)
         out = []
         for piece, cs in zip(pieces, captions):
-            counts = self._counts.counts(piece.episode_id, cs)
+            counts = self._episode_counts(piece, cs)
             r_int = np.array([value.get(c, 0.0) if c else 0.0 for c in cs], np.float64)
             out.append(self.llm_coeff * r_int * counts ** (-self.beta))
             if piece.ends_episode:
@@ -167,6 +171,15 @@ class OnlineIntrinsicReward:
             if self.reward_type in ("retrieval", "classification"):
                 s["steps_labelled"] += sum(c in self.queue for c in cs if c)
         return out
+
+    def _episode_counts(self, piece: EpisodeSteps, captions: list[str]) -> np.ndarray:
+        """N of each step: the env's own count of the message in the episode when it reports
+        one (NetHack's ``message_count``, as ONI's wrapper keeps ``msg_count``), else this
+        learner's count of the caption in the episode so far."""
+        env_counts = [i.get(MESSAGE_COUNT_KEY) for i in piece.infos[1:]]
+        if captions and all(c is not None for c in env_counts):
+            return np.maximum(np.asarray(env_counts, np.float64), 1.0)
+        return self._counts.counts(piece.episode_id, captions)
 
     def _ask_and_collect(self, distinct: list[str], model: Any) -> None:
         q = self.queue
@@ -219,7 +232,9 @@ class OnlineIntrinsicReward:
             mean, std = float(self._rms.mean), float(self._rms.std)
         values = np.array([raw[c] for c in distinct])
         threshold = self.ranking_threshold
-        if self.ranking_quantile is not None:
+        if t == "motif" and self.motif_quantile is not None:  # Motif: a dataset quantile
+            threshold = self._motif.threshold_at(self.motif_quantile)
+        elif self.ranking_quantile is not None:
             threshold = quantile_threshold((values - mean) / std, self.ranking_quantile)
         return dict(zip(distinct, thresholded_reward(values, mean, std, threshold)))
 

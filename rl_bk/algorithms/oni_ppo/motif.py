@@ -12,15 +12,20 @@ more often, as Motif samples observations), skipping empty captions and identica
 NetHack the caption is the message line (the dataset holds the full caption; its status part
 is cut off, as ONI's reward reads the message alone).
 
-Artifact folder: ``motif_model.pt`` (state dict), ``motif.json`` (normalisation, accuracy,
-where the labels came from).
+The threshold: Motif keeps the normalised reward where it exceeds a quantile of the
+normalised reward over the dataset (its ``eps_threshold_quantile``; 0.5 in its README's
+NetHack command), read from a table of quantiles saved with the model. The table here holds
+the quantiles 0.05, 0.10, ..., 0.95 over the dataset's steps, as Motif's does.
+
+Artifact folder: ``motif_model.pt`` (state dict), ``motif.json`` (normalisation, quantiles,
+accuracy, where the labels came from).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -62,13 +67,38 @@ class MotifReport:
     mean: float
     std: float
     distinct_captions: int
+    #: quantile ("0.05" ... "0.95") -> that quantile of the normalised reward over the dataset
+    normalised_quantiles: dict[str, float] = field(default_factory=dict)
+
+
+QUANTILES = tuple(round(0.05 * i, 2) for i in range(1, 20))  # Motif's table: 0.05 ... 0.95
+
+
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray,
+                       qs: Sequence[float] = QUANTILES) -> dict[str, float]:  # fmt: skip
+    """Quantiles of ``values`` repeated ``weights`` times (the dataset's steps), by key."""
+    order = np.argsort(values)
+    v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
+    cdf = np.cumsum(w) / w.sum()
+    return {f"{q:.2f}": float(v[min(np.searchsorted(cdf, q), len(v) - 1)]) for q in qs}
 
 
 class MotifModel:
-    """The trained ranker and its dataset normalisation, ready to score captions."""
+    """The trained ranker, its dataset normalisation and its quantile table."""
 
-    def __init__(self, net: MessageRanker, mean: float, std: float):
+    def __init__(self, net: MessageRanker, mean: float, std: float,
+                 quantiles: dict[str, float] | None = None):  # fmt: skip
         self.net, self.mean, self.std = net.eval(), mean, std
+        self.quantiles = dict(quantiles or {})
+
+    def threshold_at(self, q: float) -> float:
+        """The normalised dataset reward at quantile ``q`` (one of :data:`QUANTILES`)."""
+        key = f"{q:.2f}"
+        if key not in self.quantiles:
+            raise ValueError(f"the Motif model has no {key} quantile (it has "
+                             f"{', '.join(self.quantiles) or 'none: rebuild it'}); use one of "
+                             f"0.05, 0.10, ..., 0.95")  # fmt: skip
+        return self.quantiles[key]
 
     @torch.no_grad()
     def score(self, captions: Sequence[str]) -> np.ndarray:
@@ -132,10 +162,12 @@ def train_motif(labeler: Labeler, episodes: Sequence[Chunk], out_dir: str | Path
         raw = MotifModel(net, 0.0, 1.0).score(list(distinct))
     mean = float(np.average(raw, weights=counts))
     std = float(np.sqrt(np.average((raw - mean) ** 2, weights=counts)))
+    std = max(std, 1e-8)
     report = MotifReport(
         pairs=len(kept), decided=sum(t != 0.5 for _, t in kept), labels=labels,
         is_oracle=is_oracle, train_accuracy=train_acc, held_out_accuracy=test_acc,
-        mean=mean, std=max(std, 1e-8), distinct_captions=len(distinct),
+        mean=mean, std=std, distinct_captions=len(distinct),
+        normalised_quantiles=weighted_quantiles((raw - mean) / std, counts),
     )  # fmt: skip
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -155,4 +187,5 @@ def load_motif_model(folder: str | Path) -> MotifModel:
     report = json.loads((folder / REPORT_FILE).read_text())
     net = MessageRanker()
     net.load_state_dict(torch.load(folder / MODEL_FILE, weights_only=True))
-    return MotifModel(net, float(report["mean"]), float(report["std"]))
+    return MotifModel(net, float(report["mean"]), float(report["std"]),
+                      report.get("normalised_quantiles"))  # fmt: skip
