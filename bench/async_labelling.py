@@ -75,7 +75,8 @@ def main() -> int:
             configs[f"oni-retrieval llamacpp busy {f:g}"] = ("oni-retrieval", {
                 "backend": "llamacpp", "label_busy_fraction": f,
                 "label_batch_size": args.llm_batch})  # fmt: skip
-    ray.init(num_cpus=2 * len(configs), include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=2 * len(configs), include_dashboard=False,
+             logging_level="ERROR")
     env_registry.register_all()
     algos = {name: get_method(m).build(task, 0, params).build_algo()
              for name, (m, params) in configs.items()}  # fmt: skip

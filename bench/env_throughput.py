@@ -90,7 +90,8 @@ def ppo_throughput(iterations: int, layouts: list[tuple[int, int] | None]) -> di
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
 
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+             logging_level="ERROR")
     env_registry.register_all()
     task = load_task("babyai-gotolocal-redball-s20")
     out = {}

@@ -49,7 +49,8 @@ def main() -> int:
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
 
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+             logging_level="ERROR")
     env_registry.register_all()
     task = load_task(args.task)
     sizes = {"train_batch_size_per_learner": args.batch, "num_epochs": args.epochs,

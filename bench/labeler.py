@@ -68,7 +68,8 @@ def main() -> int:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     store = Path(tempfile.mkdtemp()) / "labels.sqlite3"
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+             logging_level="ERROR")
     cfg = LabelerConfig(backend="llamacpp", store_path=str(store), port=port)
     handle = start_labeler(cfg)
     payload = [r.model_dump() for r in requests]

@@ -183,7 +183,7 @@ def main() -> int:
     os.environ["RLBK_LABEL_STORE"] = f"{tmp}/labels.sqlite3"  # no label from earlier runs
     os.environ["RLBK_REWARD_MODELS"] = f"{tmp}/reward_models"
     facts = run_facts("bench/serve_in_loop.py")
-    ray.init(num_cpus=8, include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=8, include_dashboard=False, logging_level="ERROR")
     env_registry.register_all()
     rtt = round_trips(f"{tmp}/rtt.sqlite3")
     lps = labels_per_second(tmp, args.seconds)

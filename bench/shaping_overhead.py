@@ -46,7 +46,8 @@ def main() -> int:
 
     task = load_task(TASK)
     kinds = [k for k in args.kinds.split(",") if k]
-    ray.init(num_cpus=2 * (len(kinds) + 1), include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=2 * (len(kinds) + 1), include_dashboard=False,
+             logging_level="ERROR")
     env_registry.register_all()
     for kind in kinds:
         build_knowledge(task, kind, "oracle")

@@ -69,7 +69,7 @@ def serve_main(args: argparse.Namespace) -> int:
     if args.address:
         ray.init(address=args.address, logging_level="ERROR")
     else:
-        ray.init(include_dashboard=False, logging_level="ERROR")
+        ray.init(address="local", include_dashboard=False, logging_level="ERROR")
     ensure_labeler_app(cfg)
     route = cfg.route_prefix if cfg.app_name == "labeler" else f"/{cfg.app_name}"
     url = f"http://{cfg.host}:{cfg.port}{route.rstrip('/')}"

@@ -22,6 +22,8 @@ def ray_session():
     import env_registry
 
     ray.init(
+        # A Ray of its own, never a cluster some `ray start` left on this machine.
+        address="local",
         num_cpus=2,
         include_dashboard=False,
         logging_level="ERROR",

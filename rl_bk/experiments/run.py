@@ -108,7 +108,9 @@ def _init_ray(address: str | None) -> None:
     if address:
         ray.init(address=address, **{k: v for k, v in common.items() if k != "include_dashboard"})
     else:
-        ray.init(num_cpus=os.cpu_count(), **common)
+        # Without --address a run is this machine's own, even where a `ray start` cluster
+        # (or a stale address file) would make a bare ray.init() try to attach.
+        ray.init(address="local", num_cpus=os.cpu_count(), **common)
 
 
 def _check_fits(task: TaskConfig, first_trial_config: dict) -> None:

@@ -202,7 +202,7 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
         precollect_episodes=per_round,
     )  # fmt: skip
     if not ray.is_initialized():
-        ray.init(include_dashboard=False, logging_level="ERROR")
+        ray.init(address="local", include_dashboard=False, logging_level="ERROR")
     env_registry.register_all()
     algo = config.build_algo()
     try:

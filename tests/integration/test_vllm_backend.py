@@ -69,7 +69,7 @@ def apps(tmp_path_factory):
 
     shm_before = _shm_files()
     # Logical CPUs: the vLLM replica's placement group takes 2, the labeler 0.25, the ingress 0.
-    ray.init(num_cpus=3, include_dashboard=False, logging_level="ERROR",
+    ray.init(address="local", num_cpus=3, include_dashboard=False, logging_level="ERROR",
              configure_logging=False)  # fmt: skip
     port = free_port()
     t0 = time.perf_counter()

@@ -139,7 +139,7 @@ def test_motif_thresholds_at_a_quantile_of_its_dataset():
     reward._motif = Fixed(_Net(), 0.0, 1.0, table)  # as load_motif_model gives it
     (r,) = reward([piece(["", "a", "b", "c"])], None)
     np.testing.assert_allclose(r, 0.4 * np.array([0.0, 0.5, 2.0]))  # above 0, the 0.8 quantile
-    with pytest.raises(ValueError, match="no 0.33 quantile"):
+    with pytest.raises(ValueError, match=r"no 0\.33 quantile"):
         reward._motif.threshold_at(0.33)
 
 
