@@ -11,7 +11,7 @@ default it labels in this process with the configured backend and the shared lab
 ``--url`` sends the batches to a running server instead.
 
     rl-bk knowledge collect --task T               BK stage 1: the trajectory dataset
-    rl-bk knowledge build --task T [--kinds bk-code,...,ptgm] [--backend oracle]
+    rl-bk knowledge build --task T [--kinds bk-code,...,ptgm,bc] [--backend oracle]
     rl-bk knowledge show --task T                  what is built, where, from whose labels
 
 ``knowledge`` runs the BK pipeline's stages alone (``tune_run.py`` runs whatever is missing
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                        "build, show): BK's potentials and Motif's reward model")  # fmt: skip
     p.add_argument("action", choices=["collect", "build", "show"])
     p.add_argument("--task", required=True, help="a task name or YAML (tune_run.py --list)")
-    p.add_argument("--kinds", help="comma-separated: bk-code, bk-pref, bk-goal, motif, ptgm "
+    p.add_argument("--kinds", help="comma-separated: bk-code, bk-pref, bk-goal, motif, ptgm, bc "
                    "(default: those the task's methods use)")  # fmt: skip
     p.add_argument(
         "--backend",

@@ -226,6 +226,14 @@ def _ptgm(prior_kl: bool) -> BuildFn:
     return build
 
 
+def _build_bc_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+    from rl_bk.algorithms.bc_ppo import BCPPOConfig
+    from rl_bk.knowledge.pipeline import built_artifact
+
+    bc = {"bc_dir": str(built_artifact(task, "bc")), **params}
+    return base_ppo_config(task, seed, bc, config=BCPPOConfig())
+
+
 def _build_glam(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
     from rl_bk.algorithms.glam_ppo import GLAMPPOConfig, register_glam_env
 
@@ -305,6 +313,12 @@ METHODS: dict[str, Method] = {
     "ptgm-no-kl": Method(
         "ptgm-no-kl", "PTGM without the goal prior's KL term (its ablation)", _ptgm(False)
     ),
+    "bc-ppo": Method(
+        "bc-ppo",
+        "flat PPO whose policy starts from behaviour cloning on PTGM's dataset (PTGM's data "
+        "without its hierarchy)",
+        _build_bc_ppo,
+    ),
     "glam": Method(
         "glam",
         "GLAM: a causal language model is the policy (action texts scored by likelihood), "
@@ -315,7 +329,8 @@ METHODS: dict[str, Method] = {
 
 #: Methods whose trials need knowledge built before the sweep starts, and its kind.
 KNOWLEDGE_KINDS = {"bk-code": "bk-code", "bk-pref": "bk-pref", "bk-goal": "bk-goal",
-                   "motif": "motif", "ptgm": "ptgm", "ptgm-no-kl": "ptgm"}  # fmt: skip
+                   "motif": "motif", "ptgm": "ptgm", "ptgm-no-kl": "ptgm",
+                   "bc-ppo": "bc"}  # fmt: skip
 #: Of those, the ones whose knowledge came from a labeler (their ``backend`` picks it).
 KNOWLEDGE_METHODS = ("bk-code", "bk-pref", "bk-goal", "motif")
 #: Methods whose trials ask a labeler while they train (their ``backend`` picks it).

@@ -180,6 +180,12 @@ def value_at(progress: pd.DataFrame, column: str, budget: int) -> float:
     return float(values.iloc[-1]) if len(values) else math.nan
 
 
+#: Metrics a method logs about itself, shown when a trial has them (the column name ends so;
+#: RLlib puts learner metrics under ``learners/<module>/``).
+LEARNER_COLUMNS = ("ptgm/prior_kl_mean", "ptgm/kl_reward_mean", "bc/held_out_accuracy",
+                   "bc/held_out_majority_accuracy")  # fmt: skip
+
+
 def trial_row(record: TrialRecord, success_threshold: float | None, main_metric: str | None = None,
               budgets: Iterable[int] = ()) -> dict[str, object]:  # fmt: skip
     """Final metrics of one trial; ``success_threshold`` None leaves out success columns;
@@ -211,6 +217,10 @@ def trial_row(record: TrialRecord, success_threshold: float | None, main_metric:
         row["crafter_score"] = crafter_score(_last(p, c) for c in achievement_cols)
     if M.GAME_SCORE_MEAN in p:
         row["game_score_mean"] = _last(p, M.GAME_SCORE_MEAN)
+    for suffix in LEARNER_COLUMNS:  # PTGM's KL term, BC-PPO's starting policy
+        col = next((c for c in p.columns if c.endswith(suffix)), None)
+        if col is not None:
+            row[suffix.replace("/", "_")] = _last(p, col)
     for budget in budgets:
         name = (main_metric or M.SUCCESS_RATE).split("/")[-1]
         row[f"{name}_at_{budget_label(budget)}"] = value_at(p, main_metric or M.SUCCESS_RATE,

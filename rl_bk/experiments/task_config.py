@@ -200,6 +200,8 @@ class PTGMParams(_Strict):
     embedding: Literal["caption-minilm", "learned", "observation"] = "caption-minilm"
     low_level_gap: tuple[int, int] = (1, 8)  # hindsight goals this many steps ahead
     prior_gap: tuple[int, int] = (1, 8)  # the prior's targets this many steps ahead
+    #: the prior also reads a prediction of the current state's code (not in PTGM's paper)
+    prior_sees_code: bool = False
     epochs: int = Field(20, gt=0)
     low_level_steps: int = Field(10, gt=0)  # env steps per goal (PTGM: 100)
     prior_kl_coeff: float = Field(0.05, ge=0)  # PTGM's README: kl_reward 0.05

@@ -7,6 +7,7 @@ potential (BK) or a reward model (Motif).
     bk-goal  -> <root>/<data env>/bk-goal/<backend>-<hash>/  (goals.json, sentence_vectors.npz)
     motif    -> <root>/<data env>/motif/<backend>-<hash>/    (motif_model.pt, motif.json)
     ptgm     -> <root>/<data env>/ptgm/unlabelled-<hash>/
+    bc       -> <root>/<data env>/bc/unlabelled-<hash>/    (bc.npz: the pairs BC-PPO clones)
 
 Each folder's name carries a hash of every setting that shaped it (the kind's section of the
 task's ``knowledge``, the labeler, the dataset's own hash, and the mission the labeler was
@@ -39,8 +40,9 @@ from rl_bk.experiments.task_config import TaskConfig
 logger = logging.getLogger(__name__)
 
 BK_KINDS = ("bk-code", "bk-pref", "bk-goal")
-#: Knowledge learned from the dataset alone, with no labeler (PTGM's pre-trained models).
-UNLABELLED_KINDS = ("ptgm",)
+#: Knowledge learned from the dataset alone, with no labeler: PTGM's pre-trained models, and
+#: the state-action pairs BC-PPO clones (PTGM's data, for the flat baseline).
+UNLABELLED_KINDS = ("ptgm", "bc")
 KINDS = (*BK_KINDS, "motif", *UNLABELLED_KINDS)
 DONE = "DONE.json"
 
@@ -87,7 +89,8 @@ def artifact_dir(task: TaskConfig, kind: str, backend: str | None = None,
     k = task.knowledge
     home = (root or knowledge_root()) / dataset_env(task) / kind
     if kind in UNLABELLED_KINDS:  # no labeler: one artifact whatever the backend
-        settings = {"section": task.ptgm.pretraining(), "dataset": dataset_dir(task, root).name}
+        section = task.ptgm.pretraining() if kind == "ptgm" else {}
+        settings = {"section": section, "dataset": dataset_dir(task, root).name}
         return home / f"unlabelled-{_digest(settings)}"
     backend = backend or k.backend
     section = {"bk-code": k.code, "bk-pref": k.preference, "bk-goal": k.goals,
@@ -308,14 +311,20 @@ def _build_ptgm(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
     report = build_ptgm(
         episodes, folder, n_goals=p.n_goals, embedding=p.embedding,
         low_level_gap=tuple(p.low_level_gap), prior_gap=tuple(p.prior_gap), epochs=p.epochs,
-        seed=task.knowledge.dataset.seed,
+        prior_sees_code=p.prior_sees_code, seed=task.knowledge.dataset.seed,
     )  # fmt: skip
     return {"report": repr(report)[:4000]}
 
 
+def _build_bc(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    from rl_bk.algorithms.bc_ppo.cloning import write_bc_data
+
+    return write_bc_data(episodes, folder)
+
+
 BUILDERS: dict[str, Callable[..., dict]] = {
     "bk-code": _build_code, "bk-pref": _build_pref, "bk-goal": _build_goals,
-    "motif": _build_motif, "ptgm": _build_ptgm,
+    "motif": _build_motif, "ptgm": _build_ptgm, "bc": _build_bc,
 }  # fmt: skip
 
 

@@ -46,3 +46,41 @@ def test_ptgm_pretrains_then_trains_counting_env_steps(ray_session, tmp_path, mo
     )
     assert learned["ptgm-no-kl"][KL_REWARD_MEAN] == 0
     assert np.isfinite(learned["ptgm"]["default_policy"]["total_loss"])
+
+
+def test_bc_ppo_starts_from_a_policy_cloned_on_ptgms_dataset(ray_session, tmp_path,
+                                                             monkeypatch):  # fmt: skip
+    import torch
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    from rl_bk.algorithms.bc_ppo.cloning import read_bc_data
+
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path / "knowledge"))
+    task = load_task("babyai-gotolocal-redkey-s20-ptgm", smoke=True)
+    runners = task.env_runners.model_copy(update={"num_env_runners": 0})
+    task = task.model_copy(update={"env_runners": runners})
+    folder = pipeline.build_knowledge(task, "bc")
+    obs, actions, _ = read_bc_data(folder)
+
+    # Enough epochs for 40 smoke episodes, every one of them trained on.
+    params = {"bc_epochs": 300, "bc_lr": 3e-3, "bc_holdout": 0.0}
+    algo = get_method("bc-ppo").build(task, 0, params).build_algo()
+    try:
+        learner = algo.learner_group._learner.module[DEFAULT_MODULE_ID]
+        sampler = algo.env_runner.module
+        x = torch.from_numpy(obs[:256])
+        with torch.no_grad():
+            cloned = learner.forward_inference({"obs": x})["action_dist_inputs"]
+            sampling = sampler.forward_inference({"obs": x})["action_dist_inputs"]
+        # The env runner samples with the cloned policy from its first step.
+        torch.testing.assert_close(sampling, cloned)
+        agreement = (cloned.argmax(1).numpy() == actions[:256]).mean()
+        majority = np.bincount(actions[:256]).max() / 256
+        assert agreement > majority + 0.1  # more than "always go forward"
+        result = algo.train()
+    finally:
+        algo.stop()
+    # The cloning report rides along in every result.
+    assert result["bc"]["pairs"] == len(actions)
+    assert result["bc"]["train_accuracy"] > majority
+    assert result["num_env_steps_sampled_lifetime"] > 0

@@ -288,3 +288,30 @@ def test_learned_encoder_embeds_alike_states_alike():
     assert same > 0.9 and other < same - 0.5
     (again,) = learned_embeddings([ep], dim=4, epochs=20, seed=0)
     np.testing.assert_array_equal(codes, again)  # deterministic for a seed
+
+
+def test_a_prior_that_sees_the_code_names_the_current_state_s_code_and_reads_it(tmp_path):
+    report = build_toy(tmp_path, prior_sees_code=True, prior_epochs=40)
+    head = report["prior"]["code_head"]
+    # In the toy the caption (hence the code) is a function of the observation.
+    assert report["prior"]["sees_code"] and head["held_out_accuracy"] >= 0.95
+    models = PTGMModels.load(tmp_path / "m")
+    prior = models.prior
+    assert prior.config["sees_code"] and prior.net[0].in_features == 3 + models.n_goals
+    obs = torch.from_numpy(np.vstack([np.ones((1, 3)), np.eye(3)]).astype(np.float32))
+    codes = prior.code_logits(obs).argmax(-1).tolist()
+    captions = [models.codebook.captions[c] for c in codes]
+    assert captions == ["start", "did 0", "did 1", "did 2"]
+    # The prior's logits depend on the code head's answer, not only on the observation.
+    before = models.prior_logits(obs)
+    with torch.no_grad():
+        prior.code_head[-1].bias.add_(torch.tensor([50.0, 0, 0, 0]))
+    assert not torch.allclose(before, models.prior_logits(obs))
+
+
+def test_a_prior_without_the_code_has_no_code_head(tmp_path):
+    build_toy(tmp_path)
+    prior = PTGMModels.load(tmp_path / "m").prior
+    assert prior.code_head is None and not prior.config["sees_code"]
+    with pytest.raises(ValueError, match="sees_code"):
+        prior.code_logits(torch.ones(1, 3))

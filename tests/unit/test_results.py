@@ -176,3 +176,13 @@ def test_evaluations_repeated_by_rllib_count_once():
     values = fresh[M.EVAL_SUCCESS_RATE]
     assert (values.iloc[1], values.iloc[3]) == (0.95, 0.5) and np.isnan(values.iloc[2])
     assert value_at(fresh, M.EVAL_SUCCESS_RATE, 3500) == 0.95  # the evaluation at 2000
+
+
+def test_a_method_s_own_learner_metrics_get_columns_only_where_logged():
+    p = progress([100, 200], [0.1, 0.2])
+    p["learners/ptgm/prior_kl_mean"] = [0.8, 0.5]
+    p["learners/ptgm/kl_reward_mean"] = [-0.04, -0.025]
+    row = trial_row(TrialRecord("ptgm", 0, p), 0.9)
+    assert row["ptgm_prior_kl_mean"] == 0.5 and row["ptgm_kl_reward_mean"] == -0.025
+    assert "bc_held_out_accuracy" not in row
+    assert "ptgm_prior_kl_mean" not in trial_row(TrialRecord("ppo", 0, progress([1], [0])), 0.9)

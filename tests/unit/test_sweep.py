@@ -24,7 +24,7 @@ def test_method_without_grid_is_one_variant_and_unknown_method_fails():
     assert expand_variants(task, ["ppo"]) == [Variant("ppo")]
     with pytest.raises(
         UnknownMethodError,
-        match=r"valid methods: bk-code, bk-goal, bk-pref, ellm, .*, ppo, ptgm, ptgm-no-kl, rnd$",
+        match=r"valid methods: bc-ppo, bk-code, bk-goal, bk-pref, .*, ppo, ptgm, ptgm-no-kl, rnd$",
     ):
         expand_variants(task, ["nope"])
 

@@ -37,15 +37,16 @@ def build_ptgm(episodes: Sequence[Chunk], folder: str | Path, *, n_goals: int = 
                epochs: int = 20, batch_size: int = 256, lr: float = 1e-3, seed: int = 0,
                max_codebook_samples: int | None = 20000, hidden: Sequence[int] = (256, 256),
                holdout: float = 0.1, n_actions: int | None = None,
-               prior_epochs: int | None = None,
+               prior_epochs: int | None = None, prior_sees_code: bool = False,
                embedder: TextEncoder | None = None) -> dict[str, Any]:  # fmt: skip
     """Runs PTGM's pre-training on ``episodes`` and saves the models in ``folder``; returns
     the report (also in ``folder/ptgm.json``). ``n_actions``: the env's action count (default:
     the largest action in the data + 1); ``prior_epochs``: the prior's epochs when they
     should differ from the low level's (the prior overfits sooner: on 200 BabyAI episodes its
     held-out NLL is best after 1-4 epochs and at 20 is no better than the label frequencies);
-    ``embedder``: a text encoder for "caption-minilm"
-    (default: the packaged MiniLM)."""
+    ``prior_sees_code``: the prior also reads a prediction of the current state's code
+    (:class:`~rl_bk.knowledge.ptgm.prior.GoalPrior`); ``embedder``: a text encoder for
+    "caption-minilm" (default: the packaged MiniLM)."""
     episodes = [ep for ep in episodes if len(ep) > 0]
     if not episodes:
         raise ValueError("PTGM needs episodes with at least one step")
@@ -74,7 +75,8 @@ def build_ptgm(episodes: Sequence[Chunk], folder: str | Path, *, n_goals: int = 
     t = time.perf_counter()
     common["epochs"] = epochs if prior_epochs is None else prior_epochs
     prior, prior_report = train_prior(episodes, embeddings, codebook, min_gap=prior_gap[0],
-                                      max_gap=prior_gap[1], **common)  # fmt: skip
+                                      max_gap=prior_gap[1], sees_code=prior_sees_code,
+                                      **common)  # fmt: skip
     seconds["prior"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - started
 
@@ -83,7 +85,8 @@ def build_ptgm(episodes: Sequence[Chunk], folder: str | Path, *, n_goals: int = 
                      "low_level_gap": list(low_level_gap), "prior_gap": list(prior_gap),
                      "epochs": epochs, "batch_size": batch_size, "lr": lr, "seed": seed,
                      "max_codebook_samples": max_codebook_samples, "hidden": list(hidden),
-                     "holdout": holdout, "n_actions": n_actions, "prior_epochs": prior_epochs},
+                     "holdout": holdout, "n_actions": n_actions, "prior_epochs": prior_epochs,
+                     "prior_sees_code": prior_sees_code},
         "n_goals_requested": n_goals,
         "n_goals": len(codebook),
         "goal_captions": codebook.captions,

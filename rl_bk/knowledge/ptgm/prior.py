@@ -10,6 +10,12 @@ matters as much as its accuracy; the report gives the held-out accuracy beside t
 majority-class baseline (what "always the commonest goal" would score), the held-out NLL
 beside that of the training label frequencies, and the accuracy of naming the code of the
 *current* state (how much "the goal is where I am" explains).
+
+``sees_code``: the prior also reads the current state's code, as a distribution a code head
+predicts from the observation (trained first, on the current states' codes, then frozen).
+On BabyAI the plain prior scored below "the goal is the current code" on held-out states;
+this gives it that answer as an input. The head reads only the observation, so RL calls the
+prior exactly as before (captions, and the text encoder, are needed only in pre-training).
 """
 
 from __future__ import annotations
@@ -35,18 +41,41 @@ from rl_bk.knowledge.trajectory import Chunk
 
 
 class GoalPrior(nn.Module):
-    """``forward(obs (B, O)) -> (B, n_goals)`` logits; an MLP over the normalised observation."""
+    """``forward(obs (B, O)) -> (B, n_goals)`` logits; an MLP over the normalised observation
+    (with ``sees_code``, and the code head's distribution over the current state's code)."""
 
     def __init__(self, obs_dim: int, n_goals: int, hidden: Sequence[int] = (256, 256),
-                 activation: str = "relu") -> None:  # fmt: skip
+                 activation: str = "relu", sees_code: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.config = {"obs_dim": int(obs_dim), "n_goals": int(n_goals),
-                       "hidden": [int(h) for h in hidden], "activation": activation}  # fmt: skip
+                       "hidden": [int(h) for h in hidden], "activation": activation,
+                       "sees_code": bool(sees_code)}  # fmt: skip
         self.norm = ObsNormalizer(obs_dim)
-        self.net = mlp(obs_dim, hidden, n_goals, activation)
+        self.code_head = mlp(obs_dim, hidden, n_goals, activation) if sees_code else None
+        self.net = mlp(obs_dim + (n_goals if sees_code else 0), hidden, n_goals, activation)
+
+    def code_logits(self, obs: torch.Tensor) -> torch.Tensor:
+        """``(B, n_goals)``: the code head's logits for the current state's code."""
+        if self.code_head is None:
+            raise ValueError("this prior does not read the current code (sees_code=False)")
+        return self.code_head(self.norm(obs))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net(self.norm(obs))
+        x = self.norm(obs)
+        if self.code_head is not None:
+            x = torch.cat([x, torch.softmax(self.code_head(x), -1)], -1)
+        return self.net(x)
+
+
+class _CodeHead(nn.Module):
+    """The prior's code head as a classifier, for :func:`fit_classifier`."""
+
+    def __init__(self, prior: GoalPrior) -> None:
+        super().__init__()
+        self.prior = prior
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.prior.code_logits(obs)
 
 
 def _codes(codebook: Codebook, embeddings: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -85,9 +114,10 @@ def train_prior(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
                 codebook: Codebook, *, min_gap: int = 1, max_gap: int = 8, epochs: int = 20,
                 batch_size: int = 256, lr: float = 1e-3, hidden: Sequence[int] = (256, 256),
                 activation: str = "relu", holdout: float = 0.1, seed: int = 0,
-                ) -> tuple[GoalPrior, dict]:  # fmt: skip
+                sees_code: bool = False) -> tuple[GoalPrior, dict]:  # fmt: skip
     """NLL training of the goal prior; returns the frozen prior and a report. The episode split
-    depends only on ``seed`` and the episode count, so it matches :func:`train_low_level`'s."""
+    depends only on ``seed`` and the episode count, so it matches :func:`train_low_level`'s.
+    ``sees_code``: the code head is fitted first (on each state's own code), then frozen."""
     if len(episodes) != len(embeddings):
         raise ValueError(f"{len(episodes)} episodes but {len(embeddings)} embedding arrays")
     codes = _codes(codebook, embeddings)
@@ -96,6 +126,7 @@ def train_prior(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
     rng = np.random.default_rng([seed, 3])
     held = None
     current_code_acc = None
+    held_current = None
     if len(held_ids):
         held_eps, held_codes = [episodes[i] for i in held_ids], [codes[i] for i in held_ids]
         o, y = prior_examples(held_eps, [], codebook, min_gap, max_gap,
@@ -103,6 +134,7 @@ def train_prior(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
         held = ((o,), y)
         current = np.concatenate([c[: len(ep)] for ep, c in zip(held_eps, held_codes)])
         current_code_acc = float((current == y).mean())
+        held_current = ((o,), current)
     pending: list[Examples] = []
 
     def draw(_epoch: int) -> Examples:
@@ -114,8 +146,16 @@ def train_prior(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
     first = draw(0)
     pending.append(first)
     torch.manual_seed(seed + 1)
-    model = GoalPrior(first[0][0].shape[1], len(codebook), hidden, activation)
+    model = GoalPrior(first[0][0].shape[1], len(codebook), hidden, activation, sees_code)
     model.norm.fit(np.concatenate([ep.observations for ep in train_eps]))
+    code_report = None
+    if sees_code:
+        current = ((first[0][0],), np.concatenate([c[: len(ep)] for ep, c in
+                                                   zip(train_eps, train_codes)]))  # fmt: skip
+        code_report = fit_classifier(_CodeHead(model), lambda _epoch: current, held_current,
+                                     epochs=epochs, batch_size=batch_size, lr=lr, rng=rng,
+                                     name="prior code head")  # fmt: skip
+        freeze(model.code_head)
     report = fit_classifier(model, draw, held, epochs=epochs, batch_size=batch_size, lr=lr,
                             rng=rng, name="prior")  # fmt: skip
     report.update({
@@ -127,5 +167,7 @@ def train_prior(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
         "train_episodes": len(train_ids), "held_out_episodes": len(held_ids),
         "train_examples": len(first[1]), "held_out_examples": 0 if held is None else len(held[1]),
         "gap": [min_gap, max_gap],
+        "sees_code": sees_code,
+        "code_head": code_report,
     })  # fmt: skip
     return freeze(model), report

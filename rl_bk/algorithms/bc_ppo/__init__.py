@@ -1,0 +1,26 @@
+"""BC-PPO: flat PPO whose policy starts from behaviour cloning on a dataset.
+
+    from rl_bk.algorithms.bc_ppo import BCPPOConfig
+    config = BCPPOConfig().environment(env).training(bc_dir=folder, bc_epochs=20)
+
+PTGM's baseline for "is it the hierarchy or the data?": PTGM's low-level policy is cloned
+from a dataset, and flat PPO never sees that data. BC-PPO clones the same dataset into PPO's
+own policy before its first update, so a comparison with PTGM isolates the goal hierarchy and
+the prior. ``folder`` is a ``bc`` knowledge artifact (``rl-bk knowledge build --kinds bc``).
+
+The names load lazily so that :mod:`rl_bk.algorithms.bc_ppo.cloning` imports without Ray.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["BCPPO", "BCPPOConfig"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from rl_bk.algorithms.bc_ppo import config
+
+        return getattr(config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
