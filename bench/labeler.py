@@ -47,7 +47,7 @@ def main() -> int:
     from rl_bk.labeling.client import HandleTransport, LabelerClient
     from rl_bk.labeling.grammars import grammar_for
     from rl_bk.labeling.prompts import render
-    from serve_deployments.configs import LabelerConfig
+    from serve_deployments.configs import LabelerAppConfig
     from serve_deployments.labeler import start_labeler
 
     _, helpful = make_items()
@@ -70,7 +70,7 @@ def main() -> int:
     store = Path(tempfile.mkdtemp()) / "labels.sqlite3"
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
              logging_level="ERROR")
-    cfg = LabelerConfig(backend="llamacpp", store_path=str(store), port=port)
+    cfg = LabelerAppConfig(backend="llamacpp", store_path=str(store), port=port)
     handle = start_labeler(cfg)
     payload = [r.model_dump() for r in requests]
     warm = [{**payload[0], "caption": "You see a wall 1 step left."}]  # not among the 40

@@ -49,7 +49,7 @@ def percentile(values: list[float], q: float) -> float:
 def round_trips(store: str) -> dict:
     from ray import serve
 
-    from serve_deployments.configs import LabelerConfig
+    from serve_deployments.configs import LabelerAppConfig
     from serve_deployments.labeler import ensure_labeler_app
 
     @serve.deployment(name="Echo", ray_actor_options={"num_cpus": 0})
@@ -58,7 +58,7 @@ def round_trips(store: str) -> dict:
             return x
 
     echo = serve.run(Echo.bind(), name="echo", route_prefix="/echo")
-    handle = ensure_labeler_app(LabelerConfig(backend="oracle", app_name="rtt", store_path=store,
+    handle = ensure_labeler_app(LabelerAppConfig(backend="oracle", app_name="rtt", store_path=store,
                                               num_cpus=0))  # fmt: skip
     request = [{"caption": "You see a red ball 2 steps forward", "task": "go to the red ball"}]
     handle.label.remote("helpful", request).result()  # stored now
@@ -83,7 +83,7 @@ def labels_per_second(store_dir: str, seconds: float) -> list[dict]:
     import ray
     from ray import serve
 
-    from serve_deployments.configs import LabelerConfig
+    from serve_deployments.configs import LabelerAppConfig
     from serve_deployments.labeler import ensure_labeler_app
 
     @ray.remote(num_cpus=0)
@@ -103,7 +103,7 @@ def labels_per_second(store_dir: str, seconds: float) -> list[dict]:
     rows = []
     for merging in (True, False):
         app = f"lps-{'merge' if merging else 'single'}"
-        ensure_labeler_app(LabelerConfig(
+        ensure_labeler_app(LabelerAppConfig(
             backend="fake", fake_delay_s=FAKE_CALL_S, app_name=app, num_cpus=0,
             store_path=f"{store_dir}/{app}.sqlite3", max_batch_size=64 if merging else 1))
         for n in CALLERS:
@@ -152,10 +152,10 @@ def paired(configs: dict, rounds: int, warmup: int) -> list[dict]:
 
 
 def served_potential(rounds: int, warmup: int) -> list[dict]:
+    from rl_bk.experiments.knowledge_pipeline import build_knowledge
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.run import _serve_potential
     from rl_bk.experiments.task_config import load_task
-    from rl_bk.knowledge.pipeline import build_knowledge
 
     task = load_task("babyai-gotolocal-redball-s20")
     build_knowledge(task, "bk-pref")

@@ -28,12 +28,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from serve_deployments.configs import ConfigError, LabelerConfig, load_labeler_config
+from rl_bk.labeling.config import ConfigError
+from serve_deployments.configs import LabelerAppConfig, load_labeler_app_config
 
 
 def _add_backend_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="a labeler YAML (serve_deployments/configs.py has the fields)")
-    p.add_argument("--backend", choices=["llamacpp", "vllm", "openai", "oracle", "fake"])
+    p.add_argument("--config", help="a labeler YAML (fields: rl_bk/labeling/config.py, and "
+                   "serve_deployments/configs.py for serving)")
+    p.add_argument("--backend", choices=["llamacpp", "vllm", "openai", "oracle", "fake"],
+                   help="who labels: llamacpp (the embedded model, default), vllm or openai (a "
+                   "server at --base-url), oracle (hand-written rules), fake (tests)")  # fmt: skip
     p.add_argument("--packaged", choices=["smollm2", "gemma3-270m"], help="embedded model")
     p.add_argument("--model-path", help="a GGUF file (llamacpp)")
     p.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://host:8000/v1")
@@ -42,7 +46,7 @@ def _add_backend_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", dest="store_path", help="the SQLite label store file")
 
 
-def _config(args: argparse.Namespace) -> LabelerConfig:
+def _config(args: argparse.Namespace) -> LabelerAppConfig:
     import json
 
     fields = ("backend", "packaged", "model_path", "base_url", "model", "api_key_env",
@@ -55,7 +59,7 @@ def _config(args: argparse.Namespace) -> LabelerConfig:
         except json.JSONDecodeError as err:
             raise ConfigError(f"--resources must be a JSON object, e.g. '{{\"llm_node\": 1}}': "
                               f"{err}") from None  # fmt: skip
-    return load_labeler_config(args.config, **overrides)
+    return load_labeler_app_config(args.config, **overrides)
 
 
 def serve_main(args: argparse.Namespace) -> int:
@@ -148,8 +152,8 @@ def label_main(args: argparse.Namespace) -> int:
 
 
 def knowledge_main(args: argparse.Namespace) -> int:
+    from rl_bk.experiments import knowledge_pipeline as pipeline
     from rl_bk.experiments.task_config import load_task
-    from rl_bk.knowledge import pipeline
 
     if args.knowledge_dir:
         import os
@@ -190,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
 
     # One torch thread per process: the learner shares few cores with its env runners.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    parser = argparse.ArgumentParser(prog="rl-bk", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="rl-bk", description="rl-bk's labeler and knowledge tools (training runs through "
+        "tune_run.py)")  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="start the labeler app on Ray Serve")
     _add_backend_flags(p)
@@ -211,11 +217,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="output JSONL (default: stdout)")
     p.add_argument("--criteria", help="task/mission text for a .txt of captions")
     p.add_argument("--url", help="a running labeler (default: label in this process)")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=int, default=32,
+                   help="requests per labeler call (default 32)")  # fmt: skip
     _add_backend_flags(p)
     p = sub.add_parser("knowledge", help="run the knowledge pipeline's stages (collect, "
-                       "build, show): BK's potentials and Motif's reward model")  # fmt: skip
-    p.add_argument("action", choices=["collect", "build", "show"])
+                       "build, show): BK's potentials, Motif's reward model, PTGM's "
+                       "pre-trained models, BC-PPO's data")  # fmt: skip
+    p.add_argument("action", choices=["collect", "build", "show"],
+                   help="collect the dataset, build the knowledge (collecting first if "
+                   "needed), or show what is built and where")  # fmt: skip
     p.add_argument("--task", required=True, help="a task name or YAML (tune_run.py --list)")
     p.add_argument("--kinds", help="comma-separated: bk-code, bk-pref, bk-goal, motif, ptgm, bc "
                    "(default: those the task's methods use)")  # fmt: skip

@@ -2,7 +2,7 @@
 
     app = build_labeler_app({"backend": "oracle"})
     # or: serve run serve_deployments.labeler:build_labeler_app backend=oracle
-    handle = start_labeler(LabelerConfig(backend="fake"))
+    handle = start_labeler(LabelerAppConfig(backend="fake"))
     handle.label.remote("helpful", [{"caption": "...", "task": "..."}]).result()
 
 One deployment, ``LabelerServer``: it builds the configured backend and opens the shared
@@ -28,10 +28,8 @@ from typing import Any
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
-from rl_bk.labeling.backends.registry import make_backend
-from rl_bk.labeling.service import LabelService
-from rl_bk.labeling.store import LabelStore
-from serve_deployments.configs import LabelerConfig
+from rl_bk.labeling.backends.registry import build_label_service
+from serve_deployments.configs import LabelerAppConfig
 from serve_deployments.http_api import create_app
 
 DEPLOYMENT_NAME = "LabelerServer"
@@ -41,8 +39,8 @@ DEPLOYMENT_NAME = "LabelerServer"
 @serve.ingress()  # the app is built in the replica, after __init__: see below
 class LabelerServer:
     def __init__(self, config: dict[str, Any]):
-        cfg = LabelerConfig.model_validate(config)
-        self.service = LabelService(make_backend(cfg), LabelStore(cfg.store_path))
+        cfg = LabelerAppConfig.model_validate(config)
+        self.service = build_label_service(cfg)
         self._label_calls.set_max_batch_size(cfg.max_batch_size)
         self._label_calls.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)
         self.merged = {"calls": 0, "batches": 0}  # handle calls, and the batches they became
@@ -124,7 +122,7 @@ def build_labeler_app(args: dict[str, Any]) -> serve.Application:
     Replicas: ``num_replicas``, or autoscaling between it and ``max_replicas``; each asks for
     ``num_cpus``, ``num_gpus`` and any custom ``resources`` (on a cluster, the GPU worker
     type's ``llm_node`` puts the LLM there and nowhere else)."""
-    cfg = LabelerConfig.model_validate(args)
+    cfg = LabelerAppConfig.model_validate(args)
     actor = {"num_cpus": cfg.num_cpus, "num_gpus": cfg.num_gpus}
     if cfg.resources:
         actor["resources"] = dict(cfg.resources)
@@ -139,7 +137,7 @@ def build_labeler_app(args: dict[str, Any]) -> serve.Application:
     ).bind(cfg.model_dump())
 
 
-def start_labeler(cfg: LabelerConfig) -> DeploymentHandle:
+def start_labeler(cfg: LabelerAppConfig) -> DeploymentHandle:
     """Starts Serve's HTTP proxy on cfg.host:port (127.0.0.1 unless configured) and the app."""
     serve.start(http_options={"host": cfg.host, "port": cfg.port})
     return serve.run(build_labeler_app(cfg.model_dump()), name=cfg.app_name,
@@ -150,7 +148,7 @@ class LabelerAppMissing(ValueError):
     """``attach`` was asked for, and no labeler app of that name is running."""
 
 
-def ensure_labeler_app(cfg: LabelerConfig, attach: bool = False) -> DeploymentHandle:
+def ensure_labeler_app(cfg: LabelerAppConfig, attach: bool = False) -> DeploymentHandle:
     """The labeler app named ``cfg.app_name`` on the connected Ray cluster: started from
     ``cfg`` unless one of that name is running (then it is used as it is, whoever started
     it); with ``attach``, never started (a clear error if it is not running)."""

@@ -5,7 +5,7 @@ Why Ray's own LLM serving rather than a deployment of ours: it already speaks th
 engine on GPUs. The labeler then talks to it like to any OpenAI-compatible server:
 
     start_vllm(VLLMConfig(model_source="/tmp/smollm2-hf"), port=8000)
-    LabelerConfig(backend="vllm", base_url="http://127.0.0.1:8000/vllm/v1", model="smollm2")
+    LabelerAppConfig(backend="vllm", base_url="http://127.0.0.1:8000/vllm/v1", model="smollm2")
 
 so the client code is the same for every backend (an OpenAI-compatible generator in an
 LLMBackend). The labeler's ``vllm`` backend uses ``rl_bk.labeling.backends.vllm.VLLMGenerator``:
@@ -53,7 +53,7 @@ CPU_ENGINE_KWARGS: dict[str, Any] = {
 
 
 class VLLMConfig(BaseModel):
-    """One model served by vLLM under Ray Serve (YAML/CLI fill it like LabelerConfig)."""
+    """One model served by vLLM under Ray Serve (YAML/CLI fill it like LabelerAppConfig)."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 

@@ -26,11 +26,11 @@ def app_name(task: TaskConfig, backend: str | None = None) -> str:
 
 
 def app_config(task: TaskConfig, backend: str | None = None):
-    """The Serve app's LabelerConfig: who labels from ``knowledge``, where from ``labeler``."""
-    from serve_deployments.configs import load_labeler_config
+    """The Serve app's LabelerAppConfig: who labels from ``knowledge``, where from ``labeler``."""
+    from serve_deployments.configs import load_labeler_app_config
 
     k, d = task.knowledge, task.labeler
-    return load_labeler_config(
+    return load_labeler_app_config(
         backend=backend or k.backend, packaged=k.packaged, model_path=k.model_path,
         base_url=k.base_url, model=k.model, store_path=d.store_path,
         app_name=app_name(task, backend), num_replicas=d.num_replicas,

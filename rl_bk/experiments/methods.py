@@ -6,9 +6,9 @@ method's ``training(...)`` parameters for one trial. New methods (RND, BK shapin
 an entry to ``METHODS``; they build on :func:`base_ppo_config`, so every method of a task
 shares its env, model, PPO hyper-parameters and runner layout, and comparisons are fair.
 
-The bk-* methods read knowledge built before the sweep (:mod:`rl_bk.knowledge.pipeline`);
-their trial parameters ``backend`` and ``candidate`` pick which artifact, the rest go to
-``ShapedPPOConfig.training``.
+The bk-* methods read knowledge built before the sweep
+(:mod:`rl_bk.experiments.knowledge_pipeline`); their trial parameters ``backend`` and
+``candidate`` pick which artifact, the rest go to ``ShapedPPOConfig.training``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-from ray.rllib.algorithms.ppo import PPOConfig
-from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
-from rl_bk.callbacks import EpisodeMetricsCallback
+from rl_bk.experiments.ppo_config import base_ppo_config
 from rl_bk.experiments.task_config import TaskConfig
 
 BuildFn = Callable[[TaskConfig, int, Mapping[str, Any]], AlgorithmConfig]
@@ -36,48 +34,6 @@ class Method:
     name: str
     description: str
     build: BuildFn
-
-
-def base_ppo_config(
-    task: TaskConfig, seed: int, params: Mapping[str, Any], config: PPOConfig | None = None
-) -> PPOConfig:
-    """The task's PPO setup: env, model, hyper-parameters (then ``params``), runners, seed."""
-    config = config or PPOConfig()
-    ppo = {**task.ppo.model_dump(), **params}
-    config = (
-        config.environment(task.env, env_config=dict(task.env_config))
-        .env_runners(**task.env_runners.model_dump())
-        .learners(num_learners=0)  # the learner lives in the trial actor: right for 1 CPU/GPU
-        .training(**ppo)
-        .rl_module(model_config=DefaultModelConfig(**task.model.model_dump()))
-        .callbacks(EpisodeMetricsCallback)
-        .debugging(seed=seed)
-        .reporting(metrics_num_episodes_for_smoothing=100)
-    )
-    return with_evaluation(config, task)
-
-
-def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfig:
-    """The task's evaluation (BK: 50 greedy episodes every 20k env steps), if it has one.
-
-    RLlib counts the interval in training iterations; an iteration samples one train batch,
-    so the interval is the nearest whole number of batches. It runs on the trial's own (local)
-    env runner, so it takes no CPU beyond the trial's, on one env, episode after episode, as
-    BK's ``evaluate`` does: with several envs in parallel RLlib stops once enough episodes
-    have ended and drops the ones still running, which are the long ones, so the successes
-    (short episodes) would be over-counted."""
-    e = task.evaluation
-    if e.every_env_steps is None:
-        return config
-    batch = int(config.train_batch_size_per_learner)
-    return config.evaluation(
-        evaluation_interval=max(1, round(e.every_env_steps / batch)),
-        evaluation_duration=e.episodes,
-        evaluation_duration_unit="episodes",
-        evaluation_num_env_runners=0,
-        evaluation_config=AlgorithmConfig.overrides(explore=not e.greedy,
-                                                    num_envs_per_env_runner=1),
-    )
 
 
 def _build_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
@@ -112,7 +68,7 @@ def _shaped(kind: str) -> BuildFn:
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
         from rl_bk.algorithms.shaped_ppo import ShapedPPOConfig
-        from rl_bk.knowledge.pipeline import source_spec
+        from rl_bk.experiments.knowledge_pipeline import source_spec
 
         chosen = {k: params[k] for k in KNOWLEDGE_PARAMS if k in params}
         training = {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
@@ -120,7 +76,7 @@ def _shaped(kind: str) -> BuildFn:
         if kind == "bk-pref" and chosen.get("served", task.knowledge.preference.served):
             # Phi from the reward-model app, one call per train batch (run.py registers the
             # model and starts the app before the sweep).
-            from rl_bk.knowledge.pipeline import (
+            from rl_bk.experiments.knowledge_pipeline import (
                 SERVED_POTENTIAL_VERSION,
                 published_location,
                 served_potential_name,
@@ -162,7 +118,7 @@ def _oni(reward_type: str) -> BuildFn:
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
         from rl_bk.algorithms.oni_ppo import ONIPPOConfig
-        from rl_bk.knowledge.pipeline import built_artifact, family_of
+        from rl_bk.experiments.knowledge_pipeline import built_artifact, family_of
 
         training = {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
         backend = params.get("backend")
@@ -181,7 +137,7 @@ def _ellm(suggester: str) -> BuildFn:
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
         from rl_bk.algorithms.ellm_ppo import ELLMPPOConfig
-        from rl_bk.knowledge.pipeline import family_of
+        from rl_bk.experiments.knowledge_pipeline import family_of
 
         training = {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
         settings = {**task.ellm.model_dump(), **training}
@@ -208,7 +164,7 @@ def _ptgm(prior_kl: bool) -> BuildFn:
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
         from rl_bk.algorithms.ptgm_ppo import PTGMPPOConfig
-        from rl_bk.knowledge.pipeline import built_artifact
+        from rl_bk.experiments.knowledge_pipeline import built_artifact
 
         p = task.ptgm
         rl = {
@@ -228,7 +184,7 @@ def _ptgm(prior_kl: bool) -> BuildFn:
 
 def _build_bc_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
     from rl_bk.algorithms.bc_ppo import BCPPOConfig
-    from rl_bk.knowledge.pipeline import built_artifact
+    from rl_bk.experiments.knowledge_pipeline import built_artifact
 
     bc = {"bc_dir": str(built_artifact(task, "bc")), **params}
     return base_ppo_config(task, seed, bc, config=BCPPOConfig())

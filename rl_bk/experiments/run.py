@@ -100,11 +100,17 @@ def _init_ray(address: str | None) -> None:
 
     if ray.is_initialized():
         return
+    from rl_bk.console import WORKER_SETUP_HOOK, quiet_ray_logs, verbose
+
+    quiet_ray_logs()
     common = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": True}
+    runtime_env: dict = {"env_vars": {"RLBK_VERBOSE": "1"}} if verbose() else {
+        "worker_process_setup_hook": WORKER_SETUP_HOOK}  # fmt: skip
     # Trials look their knowledge up under the same root as the driver built it.
     if "RLBK_KNOWLEDGE_DIR" in os.environ:
-        common["runtime_env"] = {"env_vars": {
-            "RLBK_KNOWLEDGE_DIR": os.environ["RLBK_KNOWLEDGE_DIR"]}}  # fmt: skip
+        runtime_env.setdefault("env_vars", {})["RLBK_KNOWLEDGE_DIR"] = os.environ[
+            "RLBK_KNOWLEDGE_DIR"]
+    common["runtime_env"] = runtime_env
     if address:
         ray.init(address=address, **{k: v for k, v in common.items() if k != "include_dashboard"})
     else:
@@ -189,8 +195,8 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
     and records in ``knowledge.json`` which artifacts the run used and whose labels they hold."""
     import json
 
+    from rl_bk.experiments.knowledge_pipeline import DONE, build_knowledge, publish_artifact
     from rl_bk.experiments.methods import KNOWLEDGE_KINDS, KNOWLEDGE_PARAMS, knowledge_task
-    from rl_bk.knowledge.pipeline import DONE, build_knowledge, publish_artifact
 
     used = {}
     for v in variants:
@@ -225,8 +231,8 @@ def reward_models_root(task: TaskConfig) -> Path:
 
 def _serve_potential(task: TaskConfig, backend: str | None) -> None:
     """A bk-pref variant with ``served``: its model registered, the reward-model app up."""
+    from rl_bk.experiments.knowledge_pipeline import register_served_potential
     from rl_bk.experiments.methods import REWARD_MODEL_APP
-    from rl_bk.knowledge.pipeline import register_served_potential
     from serve_deployments.reward_model import ensure_reward_model_app
 
     root = reward_models_root(task)

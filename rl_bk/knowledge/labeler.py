@@ -59,17 +59,14 @@ class LocalLabeler:
     model: str | None = None
 
     def __post_init__(self) -> None:
-        from rl_bk.labeling.backends.registry import make_backend, preflight
-        from rl_bk.labeling.service import LabelService
-        from rl_bk.labeling.store import LabelStore
-        from serve_deployments.configs import load_labeler_config
+        from rl_bk.labeling.backends.registry import build_label_service
+        from rl_bk.labeling.config import load_labeler_config
 
         config = load_labeler_config(
             backend=self.backend, packaged=self.packaged, model_path=self.model_path,
             base_url=self.base_url, model=self.model, store_path=self.store_path,
         )  # fmt: skip
-        preflight(config)
-        self.service = LabelService(make_backend(config), LabelStore(config.store_path))
+        self.service = build_label_service(config)
         self.is_oracle = self.service.backend.is_oracle
 
     @property

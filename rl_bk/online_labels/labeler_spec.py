@@ -64,18 +64,15 @@ class LabelerSpec:
             transport = (HandleTransport(app_name=self.serve_app) if self.serve_url == "handle"
                          else HTTPTransport(self.serve_url))  # fmt: skip
             return ServedLabeler(transport, self.timeout_s)
-        from rl_bk.labeling.backends.registry import make_backend, preflight
-        from rl_bk.labeling.service import LabelService
-        from rl_bk.labeling.store import LabelStore
-        from serve_deployments.configs import load_labeler_config
+        from rl_bk.labeling.backends.registry import build_label_service
+        from rl_bk.labeling.config import load_labeler_config
 
         config = load_labeler_config(
             backend=self.backend, packaged=self.packaged, model_path=self.model_path,
             base_url=self.base_url, model=self.model, store_path=self.store_path,
             n_threads=self.n_threads, fake_delay_s=self.fake_delay_s,
         )  # fmt: skip
-        preflight(config)
-        service = LabelService(make_backend(config), LabelStore(config.store_path))
+        service = build_label_service(config)
         return lambda task, requests: list(service.label(task, list(requests)).labels)
 
 

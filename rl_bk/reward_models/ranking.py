@@ -32,6 +32,12 @@ DEFAULT_NORMALISED_THRESHOLD = -0.5
 _Array = TypeVar("_Array", np.ndarray, torch.Tensor)
 
 
+def preference_target(choice: str) -> float:
+    """P(B preferred) from a preference label: the soft target of a Bradley-Terry fit (ONI-
+    Ranking online, Motif offline); a tie is 0.5."""
+    return {"A": 0.0, "B": 1.0}.get(choice, 0.5)
+
+
 class MessageRanker(nn.Module):
     """``(B, length)`` message bytes -> ``(B,)`` scalar rewards."""
 

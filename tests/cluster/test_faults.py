@@ -50,9 +50,9 @@ def last_results(run_dir: Path, shared: Path) -> list[dict]:
 
 
 START_FAKE_LLM = (  # a slow fake LLM (1 s a call) on the head, its store on the shared disk
-    "from serve_deployments.configs import LabelerConfig\n"
+    "from serve_deployments.configs import LabelerAppConfig\n"
     "from serve_deployments.labeler import ensure_labeler_app\n"
-    "ensure_labeler_app(LabelerConfig(backend='fake', fake_delay_s=1.0, app_name='faults',"
+    "ensure_labeler_app(LabelerAppConfig(backend='fake', fake_delay_s=1.0, app_name='faults',"
     " store_path={store!r}, num_cpus=0, resources={{'llm_node': 1}}))\n"
 )
 KILL_REPLICA = (

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from rl_bk.connectors.learner.potential_shaping import SHAPING_REWARD_MEAN
+from rl_bk.experiments import knowledge_pipeline as pipeline
 from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import MotifParams, load_task
-from rl_bk.knowledge import pipeline
 from rl_bk.knowledge.dataset import read_episodes
 
 pytestmark = pytest.mark.ray

@@ -8,7 +8,7 @@ import pytest
 
 from rl_bk.labeling.client import HandleTransport, HTTPTransport, LabelerClient
 from rl_bk.labeling.tasks import HelpfulRequest
-from serve_deployments.configs import LabelerConfig
+from serve_deployments.configs import LabelerAppConfig
 
 pytestmark = pytest.mark.ray
 
@@ -26,7 +26,7 @@ def labeler(ray_session, tmp_path_factory):
     from serve_deployments.labeler import start_labeler
 
     store = tmp_path_factory.mktemp("store") / "labels.sqlite3"
-    cfg = LabelerConfig(backend="fake", store_path=str(store), port=free_port())
+    cfg = LabelerAppConfig(backend="fake", store_path=str(store), port=free_port())
     start_labeler(cfg)
     yield cfg
     serve.shutdown()

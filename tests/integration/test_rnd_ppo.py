@@ -14,7 +14,7 @@ from rl_bk.algorithms.rnd_ppo import RNDPPOConfig
 from rl_bk.algorithms.rnd_ppo.advantages import two_headed_advantages
 from rl_bk.algorithms.rnd_ppo.rl_module import RND_MODULE_ID
 from rl_bk.callbacks import EpisodeMetricsCallback
-from rl_bk.experiments.methods import base_ppo_config
+from rl_bk.experiments.ppo_config import base_ppo_config
 from rl_bk.experiments.task_config import load_task
 from rl_bk.knowledge.dataset import COLUMNS, read_episodes, read_metadata
 

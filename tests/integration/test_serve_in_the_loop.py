@@ -15,10 +15,10 @@ pytestmark = pytest.mark.ray
 def test_concurrent_handle_calls_are_merged_into_one_backend_call(ray_session, tmp_path):
     from ray import serve
 
-    from serve_deployments.configs import LabelerConfig
+    from serve_deployments.configs import LabelerAppConfig
     from serve_deployments.labeler import ensure_labeler_app
 
-    cfg = LabelerConfig(backend="fake", app_name="merging", store_path=str(tmp_path / "s.db"),
+    cfg = LabelerAppConfig(backend="fake", app_name="merging", store_path=str(tmp_path / "s.db"),
                         max_batch_size=16, batch_wait_timeout_s=0.5)  # fmt: skip
     handle = ensure_labeler_app(cfg)
     try:

@@ -6,7 +6,7 @@ import pytest
 
 from rl_bk.algorithms.shaped_ppo import ShapedPPOConfig
 from rl_bk.connectors.learner.potential_shaping import SHAPING_REWARD_MEAN
-from rl_bk.experiments.methods import base_ppo_config
+from rl_bk.experiments.ppo_config import base_ppo_config
 from rl_bk.experiments.task_config import load_task
 from rl_bk.knowledge import sources
 

@@ -126,10 +126,10 @@ def test_labeler_app_returns_a_typed_preference_label_from_vllm(apps):
 
     from rl_bk.labeling.backends.registry import make_backend
     from rl_bk.labeling.tasks import PreferenceLabel
-    from serve_deployments.configs import LabelerConfig
+    from serve_deployments.configs import LabelerAppConfig
     from serve_deployments.labeler import build_labeler_app
 
-    labeler = LabelerConfig(
+    labeler = LabelerAppConfig(
         backend="vllm", base_url=apps["base_url"], model=MODEL_ID, request_timeout_s=120,
         store_path=str(apps["store_dir"] / "labels.sqlite3"),
     )  # fmt: skip

@@ -31,7 +31,7 @@ from rl_bk.knowledge.preference.training import (
 from rl_bk.knowledge.trajectory import Chunk, windows
 from rl_bk.labeling.backends.oracle import OracleBackend
 from rl_bk.labeling.tasks import PreferenceRequest
-from serve_deployments.reward_model import RewardModels
+from rl_bk.reward_models.scoring import RewardModels
 
 MISSION = "go to the red ball"
 

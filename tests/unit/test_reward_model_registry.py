@@ -11,7 +11,7 @@ from rl_bk.reward_models.registry import (
     load_reward_model,
     save_reward_model,
 )
-from serve_deployments.reward_model import RewardModels
+from rl_bk.reward_models.scoring import RewardModels
 
 
 class Doubler(torch.nn.Module):

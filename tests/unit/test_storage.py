@@ -48,9 +48,9 @@ def test_a_shared_folder_is_used_where_it_is(tmp_path):
 
 
 def test_knowledge_and_tune_results_go_under_the_task_storage(tmp_path):
+    from rl_bk.experiments import knowledge_pipeline as pipeline
     from rl_bk.experiments.run import tune_location
     from rl_bk.experiments.task_config import load_task
-    from rl_bk.knowledge import pipeline
 
     task = load_task("babyai-gotolocal-redball-s20")
     local = pipeline.published_location(task, "bk-pref", "oracle", tmp_path)

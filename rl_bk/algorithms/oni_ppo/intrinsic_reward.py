@@ -45,18 +45,18 @@ from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 from rl_bk.reward_models.count_decay import EpisodeCounts
-from rl_bk.reward_models.ranking import RunningMeanStd, quantile_threshold, thresholded_reward
+from rl_bk.reward_models.ranking import (
+    RunningMeanStd,
+    preference_target,
+    quantile_threshold,
+    thresholded_reward,
+)
 
 REWARD_TYPES = ("none", "retrieval", "classification", "ranking", "motif", "cosine-bow")
 LABELLED_TYPES = ("retrieval", "classification", "ranking")
 MODEL_TYPES = ("classification", "ranking")
 MAX_CAPTION_POOL = 10_000  # captions kept to draw ranking pairs from
 MESSAGE_COUNT_KEY = "message_count"  # the env's per-episode count of the step's message
-
-
-def preference_target(choice: str) -> float:
-    """P(B preferred) from a preference label: ONI-Ranking's soft label (a tie is 0.5)."""
-    return {"A": 0.0, "B": 1.0}.get(choice, 0.5)
 
 
 class OnlineIntrinsicReward:

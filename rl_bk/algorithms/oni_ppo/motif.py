@@ -34,7 +34,12 @@ import torch
 from rl_bk.knowledge.labeler import Labeler, label_in_batches
 from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.reward_models.message_bytes import encode_messages
-from rl_bk.reward_models.ranking import MessageRanker, bradley_terry_loss, pair_accuracy
+from rl_bk.reward_models.ranking import (
+    MessageRanker,
+    bradley_terry_loss,
+    pair_accuracy,
+    preference_target,
+)
 
 MODEL_FILE = "motif_model.pt"
 REPORT_FILE = "motif.json"
@@ -111,7 +116,6 @@ def train_motif(labeler: Labeler, episodes: Sequence[Chunk], out_dir: str | Path
                 family: str | None, goal: str, labels: str = "unknown",
                 is_oracle: bool | None = None, pairs: int = 2000, epochs: int = 30,
                 batch_size: int = 256, lr: float = 3e-4, seed: int = 0) -> MotifReport:  # fmt: skip
-    from rl_bk.algorithms.oni_ppo.intrinsic_reward import preference_target
     from rl_bk.knowledge.dataset import DatasetError
     from rl_bk.labeling.tasks import PreferenceRequest
 

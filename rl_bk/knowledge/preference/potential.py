@@ -5,7 +5,7 @@ One call scores every window of every chunk of a train batch in one batched forw
 (CPU, ``torch.no_grad``; it does not touch torch's thread count, so a learner that set one
 thread keeps it). With ``served=(name, version)`` the same rows go to the reward-model app
 instead (one call per 4096 windows): in process through
-:class:`serve_deployments.reward_model.RewardModels`, through a Serve deployment handle, or
+:class:`rl_bk.reward_models.scoring.RewardModels`, through a Serve deployment handle, or
 over HTTP. The model and any client are built on first use and dropped when pickled, so the
 source travels to learners as a path and a few settings.
 """
@@ -207,7 +207,7 @@ class PreferencePotential:
         if self.endpoint is not None:  # a Serve deployment handle
             return self.endpoint.score.remote(name, version, inputs).result()
         if self._scorer is None:
-            from serve_deployments.reward_model import RewardModels
+            from rl_bk.reward_models.scoring import RewardModels
 
             root = self.reward_models_root
             self._scorer = RewardModels(str(root) if root else None)

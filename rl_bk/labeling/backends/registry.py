@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rl_bk.labeling.backends.base import Backend
+from rl_bk.labeling.config import LabelerConfig
 
 if TYPE_CHECKING:
-    from serve_deployments.configs import LabelerConfig
+    from rl_bk.labeling.service import LabelService
 
 
 def preflight(config: LabelerConfig) -> None:
@@ -73,3 +74,13 @@ def make_backend(config: LabelerConfig) -> Backend:
         )  # fmt: skip
         return LLMBackend(generator, name="vllm")
     raise ValueError(f"unknown backend {name!r}: use llamacpp, vllm, openai, oracle or fake")
+
+
+def build_label_service(config: LabelerConfig) -> LabelService:
+    """The labeler a config names, in this process: its backend (checked first, so a missing
+    package or model fails in one line) and its label store."""
+    from rl_bk.labeling.service import LabelService
+    from rl_bk.labeling.store import LabelStore
+
+    preflight(config)
+    return LabelService(make_backend(config), LabelStore(config.store_path))

@@ -194,7 +194,7 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
 
     import env_registry
     from rl_bk.algorithms.rnd_ppo import RNDPPOConfig
-    from rl_bk.experiments.methods import base_ppo_config
+    from rl_bk.experiments.ppo_config import base_ppo_config
 
     d = task.knowledge.dataset
     # No greedy evaluation while collecting: the dataset is the stochastic policy's episodes.

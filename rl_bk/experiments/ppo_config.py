@@ -1,0 +1,57 @@
+"""A task's PPO setup, which every method builds on: env, model, PPO's hyper-parameters,
+runner layout, seed and greedy evaluation. So every method of a task shares them and
+comparisons are fair."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+from rl_bk.callbacks import EpisodeMetricsCallback
+from rl_bk.experiments.task_config import TaskConfig
+
+
+def base_ppo_config(
+    task: TaskConfig, seed: int, params: Mapping[str, Any], config: PPOConfig | None = None
+) -> PPOConfig:
+    """The task's PPO setup: env, model, hyper-parameters (then ``params``), runners, seed."""
+    config = config or PPOConfig()
+    ppo = {**task.ppo.model_dump(), **params}
+    config = (
+        config.environment(task.env, env_config=dict(task.env_config))
+        .env_runners(**task.env_runners.model_dump())
+        .learners(num_learners=0)  # the learner lives in the trial actor: right for 1 CPU/GPU
+        .training(**ppo)
+        .rl_module(model_config=DefaultModelConfig(**task.model.model_dump()))
+        .callbacks(EpisodeMetricsCallback)
+        .debugging(seed=seed)
+        .reporting(metrics_num_episodes_for_smoothing=100)
+    )
+    return with_evaluation(config, task)
+
+
+def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfig:
+    """The task's evaluation (BK: 50 greedy episodes every 20k env steps), if it has one.
+
+    RLlib counts the interval in training iterations; an iteration samples one train batch,
+    so the interval is the nearest whole number of batches. It runs on the trial's own (local)
+    env runner, so it takes no CPU beyond the trial's, on one env, episode after episode, as
+    BK's ``evaluate`` does: with several envs in parallel RLlib stops once enough episodes
+    have ended and drops the ones still running, which are the long ones, so the successes
+    (short episodes) would be over-counted."""
+    e = task.evaluation
+    if e.every_env_steps is None:
+        return config
+    batch = int(config.train_batch_size_per_learner)
+    return config.evaluation(
+        evaluation_interval=max(1, round(e.every_env_steps / batch)),
+        evaluation_duration=e.episodes,
+        evaluation_duration_unit="episodes",
+        evaluation_num_env_runners=0,
+        evaluation_config=AlgorithmConfig.overrides(explore=not e.greedy,
+                                                    num_envs_per_env_runner=1),
+    )

@@ -1,0 +1,72 @@
+"""Who labels and where the labels are kept: one configuration type for every labeler.
+
+    backend: llamacpp          # llamacpp | vllm | openai | oracle | fake
+    packaged: smollm2          # llamacpp: the embedded model (smollm2 | gemma3-270m) ...
+    model_path: null           # ... or any GGUF file
+    store_path: null           # SQLite label store (default ~/.cache/rl-bk/labels.sqlite3)
+
+:class:`LabelerConfig` is what a labeler in this process needs (``rl-bk label``, knowledge
+builds, online labelling); the Serve labeler app's configuration extends it with how the app
+is served (``serve_deployments.configs.LabelerAppConfig``).
+:func:`rl_bk.labeling.backends.registry.build_label_service` is the one place a config becomes
+a working labeler.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+BackendName = Literal["llamacpp", "vllm", "openai", "oracle", "fake"]
+
+
+class LabelerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: BackendName = "llamacpp"
+    # llamacpp
+    packaged: Literal["smollm2", "gemma3-270m"] = "smollm2"
+    model_path: str | None = None  # a GGUF file; overrides `packaged`
+    n_ctx: int = Field(2048, ge=256)
+    n_threads: int = Field(2, ge=1)
+    # openai (any OpenAI-compatible server); the key is read from the named env variable
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    request_timeout_s: float = Field(60.0, gt=0)
+    # fake (tests)
+    fake_delay_s: float = Field(0.0, ge=0)
+    # the label store (None: $RLBK_LABEL_STORE or the default file)
+    store_path: str | None = None
+
+
+class ConfigError(ValueError):
+    pass
+
+
+Config = TypeVar("Config", bound=BaseModel)
+
+
+def load_config(config_type: type[Config], path: str | Path | None = None, /,
+                **overrides: object) -> Config:  # fmt: skip
+    """A ``config_type`` from a YAML file (optional) with overrides (None: not given); one-line
+    errors that name the field."""
+    data: dict = {}
+    if path is not None:
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise ConfigError(f"{path}: {str(err).splitlines()[0]}") from None
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return config_type.model_validate(data)
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        raise ConfigError(f"labeler config: {problems}") from None
+
+
+def load_labeler_config(path: str | Path | None = None, **overrides: object) -> LabelerConfig:
+    return load_config(LabelerConfig, path, **overrides)

@@ -1,0 +1,84 @@
+"""The import layers: the library (``rl_bk`` but its entry points) never imports the layers
+above it, and no module imports itself back through others. Imports inside functions count:
+a lazy import still ties the two modules together."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("rl_bk", "serve_deployments", "env_registry")
+#: The layers above the library: sweeps and their knowledge builds, and the command line.
+ABOVE_THE_LIBRARY = ("rl_bk.experiments", "rl_bk.cli", "serve_deployments")
+
+
+def module_name(path: Path) -> str:
+    name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    return name.removesuffix(".__init__")
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """The project modules ``path`` imports (``from a import b`` counts as ``a.b`` when that
+    is a module)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found.update(n for n in names if n in known)
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    files = {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    return {m: imports_of(p, set(files)) - {m} for m, p in files.items()}
+
+
+def is_within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_library_never_imports_the_layers_above_it(graph):
+    library = [m for m in graph if m.startswith("rl_bk") and not is_within(m, ABOVE_THE_LIBRARY)]
+    assert len(library) > 50
+    upward = {m: sorted(d for d in graph[m] if is_within(d, ABOVE_THE_LIBRARY)) for m in library}
+    assert {m: d for m, d in upward.items() if d} == {}
+
+
+def test_no_module_imports_itself_back_through_others(graph):
+    # Tarjan's strongly connected components: any with two or more modules is a cycle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert cycles == []
