@@ -98,7 +98,8 @@ def _list() -> str:
     for name in available_tasks():
         lines.append(f"  {name:38s} {load_task(name).description}")
     lines.append("methods:")
-    lines += [f"  {m.name:38s} {m.description}" for m in METHODS.values()]
+    lines += [f"  {m.name:38s} {m.description}"
+              + (f" [settings: {m.settings}:]" if m.settings else "") for m in METHODS.values()]
     lines.append("environments (env_registry):")
     lines += [f"  {s.name:52s} {s.description}" for s in env_registry.ENV_SPECS.values()]
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
@@ -31,9 +31,20 @@ class UnknownMethodError(ValueError):
 
 @dataclass(frozen=True)
 class Method:
+    """A method, declared once: everything the sweep needs to know about it.
+
+    ``knowledge``: the knowledge kind its trials need built before the sweep
+    (:data:`rl_bk.experiments.knowledge_pipeline.KINDS`), if any. ``labels``: whether a
+    labeler is part of it, so that its trials name a ``backend``: ``"offline"`` (its knowledge
+    came from a labeler), ``"online"`` (it asks one while training), or None. ``settings``:
+    the task file's section that holds its settings, if it has one."""
+
     name: str
     description: str
     build: BuildFn
+    knowledge: str | None = None
+    labels: Literal["offline", "online"] | None = None
+    settings: str | None = None
 
 
 def _build_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
@@ -201,96 +212,52 @@ def _build_glam(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algor
     return config.environment(env, env_config=dict(task.env_config))
 
 
-METHODS: dict[str, Method] = {
-    "ppo": Method("ppo", "plain PPO on the symbolic observation: the baseline", _build_ppo),
-    "rnd": Method(
-        "rnd",
-        "PPO with random network distillation (two value heads): the exploration baseline",
-        _build_rnd,
-    ),
-    "bk-code": Method(
-        "bk-code", "PPO shaped by a potential the LLM wrote as code (BK-Code)", _shaped("bk-code")
-    ),
-    "bk-pref": Method(
-        "bk-pref",
-        "PPO shaped by a preference-transformer potential trained on "
-        "LLM preference labels (BK-Pref)",
-        _shaped("bk-pref"),
-    ),
-    "bk-goal": Method(
-        "bk-goal", "PPO shaped by similarity to LLM-suggested goals (BK-Goal)", _shaped("bk-goal")
-    ),
-    "ellm": Method(
-        "ellm",
-        "PPO on ELLM's reward for achieving goals the LLM suggested for the caption",
-        _ellm("llm"),
-    ),
-    "ellm-novelty": Method(
-        "ellm-novelty",
-        "ELLM's novelty baseline: every goal of the vocabulary, once per episode",
-        _ellm("novelty"),
-    ),
-    "oni-none": Method(
-        "oni-none",
-        "ONI's extrinsic-only baseline (the env reward scaled as ONI's)",
-        _oni("none"),
-    ),
-    "oni-retrieval": Method(
-        "oni-retrieval",
-        "PPO on ONI-Retrieval: captions labelled online, a label table",
-        _oni("retrieval"),
-    ),
-    "oni-classification": Method(
-        "oni-classification",
-        "PPO on ONI-Classification: a classifier fitted online on LLM helpfulness labels",
-        _oni("classification"),
-    ),
-    "oni-ranking": Method(
-        "oni-ranking",
-        "PPO on ONI-Ranking: a Bradley-Terry model fitted online on LLM caption preferences",
-        _oni("ranking"),
-    ),
-    "oni-cosine-bow": Method(
-        "oni-cosine-bow",
-        "PPO on ONI's cosine-BoW baseline: similarity to the goal text",
-        _oni("cosine-bow"),
-    ),
-    "motif": Method(
-        "motif",
-        "PPO on Motif: a reward model trained offline on LLM caption preferences",
-        _oni("motif"),
-    ),
-    "ptgm": Method(
-        "ptgm",
-        "PTGM: a high-level PPO picks pre-trained goals, a frozen goal-conditioned policy "
-        "pursues each; KL to the goal prior",
-        _ptgm(prior_kl=True),
-    ),
-    "ptgm-no-kl": Method(
-        "ptgm-no-kl", "PTGM without the goal prior's KL term (its ablation)", _ptgm(False)
-    ),
-    "bc-ppo": Method(
-        "bc-ppo",
-        "flat PPO whose policy starts from behaviour cloning on PTGM's dataset (PTGM's data "
-        "without its hierarchy)",
-        _build_bc_ppo,
-    ),
-    "glam": Method(
-        "glam",
-        "GLAM: a causal language model is the policy (action texts scored by likelihood), "
-        "fine-tuned by PPO",
-        _build_glam,
-    ),
-}
+_DECLARED = [
+    Method("ppo", "plain PPO on the symbolic observation: the baseline", _build_ppo),
+    Method("rnd", "PPO with random network distillation (two value heads): the exploration "
+           "baseline", _build_rnd),
+    Method("bk-code", "PPO shaped by a potential the LLM wrote as code (BK-Code)",
+           _shaped("bk-code"), knowledge="bk-code", labels="offline", settings="knowledge"),
+    Method("bk-pref", "PPO shaped by a preference-transformer potential trained on LLM "
+           "preference labels (BK-Pref)", _shaped("bk-pref"), knowledge="bk-pref",
+           labels="offline", settings="knowledge"),
+    Method("bk-goal", "PPO shaped by similarity to LLM-suggested goals (BK-Goal)",
+           _shaped("bk-goal"), knowledge="bk-goal", labels="offline", settings="knowledge"),
+    Method("ellm", "PPO on ELLM's reward for achieving goals the LLM suggested for the caption",
+           _ellm("llm"), labels="online", settings="ellm"),
+    Method("ellm-novelty", "ELLM's novelty baseline: every goal of the vocabulary, once per "
+           "episode", _ellm("novelty"), settings="ellm"),
+    Method("oni-none", "ONI's extrinsic-only baseline (the env reward scaled as ONI's)",
+           _oni("none"), settings="oni"),
+    Method("oni-retrieval", "PPO on ONI-Retrieval: captions labelled online, a label table",
+           _oni("retrieval"), labels="online", settings="oni"),
+    Method("oni-classification", "PPO on ONI-Classification: a classifier fitted online on "
+           "LLM helpfulness labels", _oni("classification"), labels="online", settings="oni"),
+    Method("oni-ranking", "PPO on ONI-Ranking: a Bradley-Terry model fitted online on LLM "
+           "caption preferences", _oni("ranking"), labels="online", settings="oni"),
+    Method("oni-cosine-bow", "PPO on ONI's cosine-BoW baseline: similarity to the goal text",
+           _oni("cosine-bow"), settings="oni"),
+    Method("motif", "PPO on Motif: a reward model trained offline on LLM caption preferences",
+           _oni("motif"), knowledge="motif", labels="offline", settings="oni"),
+    Method("ptgm", "PTGM: a high-level PPO picks pre-trained goals, a frozen goal-conditioned "
+           "policy pursues each; KL to the goal prior", _ptgm(prior_kl=True), knowledge="ptgm",
+           settings="ptgm"),
+    Method("ptgm-no-kl", "PTGM without the goal prior's KL term (its ablation)", _ptgm(False),
+           knowledge="ptgm", settings="ptgm"),
+    Method("bc-ppo", "flat PPO whose policy starts from behaviour cloning on PTGM's dataset "
+           "(PTGM's data without its hierarchy)", _build_bc_ppo, knowledge="bc"),
+    Method("glam", "GLAM: a causal language model is the policy (action texts scored by "
+           "likelihood), fine-tuned by PPO", _build_glam, settings="glam"),
+]  # fmt: skip
+METHODS: dict[str, Method] = {m.name: m for m in _DECLARED}
 
+# Views of the declarations, for the sweep's preparation.
 #: Methods whose trials need knowledge built before the sweep starts, and its kind.
-KNOWLEDGE_KINDS = {"bk-code": "bk-code", "bk-pref": "bk-pref", "bk-goal": "bk-goal",
-                   "motif": "motif", "ptgm": "ptgm", "ptgm-no-kl": "ptgm",
-                   "bc-ppo": "bc"}  # fmt: skip
-#: Of those, the ones whose knowledge came from a labeler (their ``backend`` picks it).
-KNOWLEDGE_METHODS = ("bk-code", "bk-pref", "bk-goal", "motif")
+KNOWLEDGE_KINDS = {m.name: m.knowledge for m in _DECLARED if m.knowledge}
+#: Methods whose knowledge came from a labeler (their ``backend`` picks it).
+KNOWLEDGE_METHODS = tuple(m.name for m in _DECLARED if m.labels == "offline")
 #: Methods whose trials ask a labeler while they train (their ``backend`` picks it).
-LABELLING_METHODS = ("ellm", "oni-retrieval", "oni-classification", "oni-ranking")
+LABELLING_METHODS = tuple(m.name for m in _DECLARED if m.labels == "online")
 
 
 def get_method(name: str) -> Method:

@@ -52,3 +52,15 @@ def test_precollect_reaches_rnd_trials_only_and_stays_out_of_the_label():
     assert build_algorithm_config(task, rnd).precollect_dir == "/data/bk"
     assert not hasattr(build_algorithm_config(task, ppo), "precollect_dir")
     assert trial_label(rnd) == "rnd"
+
+
+def test_each_declared_method_names_real_knowledge_and_settings():
+    from rl_bk.experiments.knowledge_pipeline import KINDS
+    from rl_bk.experiments.methods import KNOWLEDGE_METHODS, METHODS
+    from rl_bk.experiments.task_config import TaskConfig
+
+    for m in METHODS.values():
+        assert m.knowledge is None or m.knowledge in KINDS, m.name
+        assert m.settings is None or m.settings in TaskConfig.model_fields, m.name
+    # A method whose knowledge a labeler made also has knowledge to build.
+    assert all(METHODS[name].knowledge for name in KNOWLEDGE_METHODS)
