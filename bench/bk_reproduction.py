@@ -4,6 +4,7 @@ rooms.
 
     nohup python bench/bk_reproduction.py > bk-reproduction.log 2>&1 &   # many hours
     python bench/bk_reproduction.py --studies redball-s20              # one study
+    python bench/bk_reproduction.py --methods bk-code,rnd              # these parts first
     python bench/bk_reproduction.py --report-only                      # tables from what ran
 
 Every study is one ``tune_run.py`` sweep of a task file as it stands in ``tune_configs/``
@@ -178,6 +179,9 @@ def _finish(part: str, run_dir: Path, budgets: list[int]) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--studies", default=None, help="comma-separated (default: all, in order)")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated: run these methods' parts first, in this order (the "
+                   "rest after, in the task files' order); the plan stays the same")  # fmt: skip
     p.add_argument("--report-only", action="store_true", help="rewrite the tables and stop")
     p.add_argument("--runs", type=Path, default=RUNS, help="where the Tune runs go")
     args = p.parse_args()
@@ -199,7 +203,12 @@ def main() -> int:
     write_report(facts, finished)
     if args.report_only:
         return 0
-    for part, study, method in parts():
+    first = args.methods.split(",") if args.methods else []
+    studies = [n for n, _ in STUDIES]
+    # Studies keep their order; within one, the named methods come first (sorted is stable).
+    ordered = sorted(parts(), key=lambda p: (
+        studies.index(p[1]), first.index(p[2]) if p[2] in first else len(first)))
+    for part, study, method in ordered:
         if study not in names or part in finished:
             continue
         task = load_task(dict(STUDIES)[study])
