@@ -153,12 +153,14 @@ def computing_share(calls: list[tuple[float, float]], windows: list[tuple[float,
 
 def label_queue(algo):
     """The label queue of an ONI algorithm's (local) learner connector."""
-    from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards
+    from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
+    from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 
     learner = algo.learner_group._learner
-    (piece,) = [c for c in learner._learner_connector.connectors
-                if isinstance(c, AddIntrinsicRewards)]  # fmt: skip
-    return piece.reward_fn.queue
+    (term,) = [t for c in learner._learner_connector.connectors
+               if isinstance(c, RewriteRewards) for t in c.terms
+               if isinstance(t, IntrinsicReward)]  # fmt: skip
+    return term.reward_fn.queue
 
 
 if __name__ == "__main__":

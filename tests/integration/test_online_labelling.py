@@ -37,7 +37,7 @@ def test_oni_training_never_waits_for_a_slow_labeler(ray_session):
         names = [type(c).__name__ for c in pipeline.connectors]
     finally:
         algo.stop()
-    assert names[:2] == ["AddOneTsToEpisodesAndTruncate", "AddIntrinsicRewards"]
+    assert names[:2] == ["AddOneTsToEpisodesAndTruncate", "RewriteRewards"]
     assert names[-1] == "GeneralAdvantageEstimation"
     last = results[-1]["learners"]
     # Three iterations in less time than one labeler call: nothing waited for a label.

@@ -43,7 +43,7 @@ def test_shaped_ppo_trains_and_logs_the_shaping_beside_the_env_return(ray_sessio
     finally:
         algo.stop()
     # Shaping right after PPO's artificial step and before GAE reads the rewards.
-    assert names[0] == "AddOneTsToEpisodesAndTruncate" and names[1] == "PotentialBasedShaping"
+    assert names[0] == "AddOneTsToEpisodesAndTruncate" and names[1] == "RewriteRewards"
     assert names[-1] == "GeneralAdvantageEstimation"
     learners = result["learners"]
     shaping = learners[SHAPING_REWARD_MEAN]

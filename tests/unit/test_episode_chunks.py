@@ -8,7 +8,8 @@ from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
 from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps, episode_id_of
-from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards
+from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.goal_suggestion import GoalMatcher
 
 
@@ -56,7 +57,7 @@ def test_the_episode_id_is_the_same_in_every_chunk_after_rllib_renames_them():
     assert episode_id_of(nxt, renamed=False) == nxt.id_
 
 
-class _Iter(AddIntrinsicRewards):
+class _Iter(RewriteRewards):
     def __init__(self):
         pass
 
@@ -64,7 +65,7 @@ class _Iter(AddIntrinsicRewards):
 def test_ellm_pays_each_goal_once_per_episode_across_train_batches():
     reward = ELLMIntrinsicReward(suggester="novelty", family="crafter")
     reward.matcher = GoalMatcher(embedder=OneHotEmbedder())
-    piece = AddIntrinsicRewards(reward_fn=reward, extrinsic_coeff=0.0)
+    piece = RewriteRewards(terms=[IntrinsicReward(reward)], extrinsic_coeff=0.0)
     ep = SingleAgentEpisode(observations=[np.zeros(2, np.float32)],
                             infos=[{"caption": "c", "achieved": []}], len_lookback_buffer=0)
     add(ep, [])

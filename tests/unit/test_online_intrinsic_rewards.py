@@ -11,7 +11,8 @@ from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
 from rl_bk.algorithms.oni_ppo.intrinsic_reward import OnlineIntrinsicReward
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
-from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards, EpisodeSteps
+from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps, IntrinsicReward
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.goal_suggestion import GoalMatcher
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 from rl_bk.reward_models.ranking import preference_target
@@ -257,7 +258,7 @@ def test_the_connector_adds_the_bonus_to_scaled_rewards_and_leaves_the_artificia
 
     shared, logger = {}, MetricsLogger()
     AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=[ep], shared_data=shared)
-    AddIntrinsicRewards(reward_fn=Fixed(), extrinsic_coeff=10.0)(
+    RewriteRewards(terms=[IntrinsicReward(Fixed())], extrinsic_coeff=10.0)(
         rl_module=None, batch={}, episodes=[ep], shared_data=shared, metrics=logger
     )
     np.testing.assert_allclose(ep.get_rewards(), [0.5, 10.0, 0.25, 0.0])

@@ -10,10 +10,11 @@ from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 from rl_bk.connectors.learner.potential_shaping import (
-    PotentialBasedShaping,
     PotentialScale,
+    PotentialShaping,
     shaped_rewards,
 )
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.running_stats import RunningStd
 
 
@@ -52,13 +53,18 @@ def phi_sums_the_history_in_the_chunk(chunks):
     return [np.cumsum(c.observations[:, 0]).astype(np.float64) for c in chunks]
 
 
+def shaping_piece(extrinsic_coeff=1.0, **kwargs):
+    """The learner piece a bk-* algorithm prepends: the reward rewrite with a shaping term."""
+    return RewriteRewards(terms=[PotentialShaping(**kwargs)], extrinsic_coeff=extrinsic_coeff)
+
+
 def run(episodes, piece=None, **kwargs):
     """PPO's own first piece, then ours, as in the learner pipeline."""
     shared, logger = {}, MetricsLogger()
     AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=episodes,
                                     shared_data=shared)  # fmt: skip
     kwargs = {"potential_fn": phi_is_the_observation, "normalization": "none", **kwargs}
-    piece = piece or PotentialBasedShaping(**kwargs)
+    piece = piece or shaping_piece(**kwargs)
     piece(rl_module=None, batch={}, episodes=episodes, shared_data=shared, metrics=logger)
     return logger
 
@@ -112,7 +118,7 @@ def test_shaped_rewards_bk_uses_the_previous_chunks_potential():
 
 def test_unknown_convention_is_refused():
     with pytest.raises(ValueError, match="valid: bk, ng"):
-        PotentialBasedShaping(potential_fn=phi_is_the_observation, gamma=0.9, convention="x")
+        PotentialShaping(potential_fn=phi_is_the_observation, gamma=0.9, convention="x")
 
 
 # ------------------------------------------------- an episode that spans two train batches
@@ -125,8 +131,8 @@ def test_an_episode_cut_across_batches_telescopes_with_a_history_dependent_poten
     first = steps([1, 2, 3], [0.0, 0.0])
     second = continue_episode(first, [4, 5], [0.0, 1.0], terminated=True)
     first, second = first.to_numpy(), second.to_numpy()
-    piece = PotentialBasedShaping(potential_fn=phi_sums_the_history_in_the_chunk, gamma=1.0,
-                                  normalization="none", convention=convention)  # fmt: skip
+    piece = shaping_piece(potential_fn=phi_sums_the_history_in_the_chunk, gamma=1.0,
+                          normalization="none", convention=convention)  # fmt: skip
     run([first], piece)
     run([second], piece)
     shaping = np.concatenate([first.get_rewards()[:-1], second.get_rewards()[:-1]])
@@ -155,15 +161,16 @@ def test_without_the_episode_id_the_next_chunk_would_restart():
 
 
 def test_finished_episodes_are_forgotten():
-    piece = PotentialBasedShaping(potential_fn=phi_is_the_observation, gamma=0.9)
+    piece = shaping_piece(potential_fn=phi_is_the_observation, gamma=0.9)
+    (shaping,) = piece.terms
     open_chunk, other = steps([1, 2], [0.0]), episode([7, 8], [0.0], terminated=False)
     done = episode([0, 1], [1.0], terminated=True)
     nxt = continue_episode(open_chunk, [3], [0.0]).to_numpy()
     open_id, other_id = open_chunk.id_, other.id_
     run([open_chunk.to_numpy(), done, other], piece)
-    assert set(piece._carry) == {open_id, other_id}  # `done` terminated: never kept
+    assert set(shaping._carry) == {open_id, other_id}  # `done` terminated: never kept
     run([nxt], piece)
-    assert set(piece._carry) == {open_id}  # `other` is absent: it ended (a time limit)
+    assert set(shaping._carry) == {open_id}  # `other` is absent: it ended (a time limit)
 
 
 # ------------------------------------------------------------------------------ the scale

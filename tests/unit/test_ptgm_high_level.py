@@ -26,9 +26,10 @@ from rl_bk.algorithms.ptgm_ppo.high_level_env import HighLevelGoalEnv
 from rl_bk.connectors.learner.prior_kl_reward import (
     AGREEMENT,
     PRIOR_KL_MEAN,
-    AddPriorKLReward,
+    PriorKLPenalty,
     categorical_kl,
 )
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 
 
 def test_categorical_kl_by_hand():
@@ -64,7 +65,7 @@ def test_kl_reward_on_a_batch_by_hand():
     ep = _episode([0, 1, 2], [1.0, 0.0], [half, np.array([0.0, math.log(3.0)])])
     shared, logger = {}, MetricsLogger()
     AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=[ep], shared_data=shared)
-    AddPriorKLReward(prior_logits=_prior_from_observation, kl_coeff=0.5)(
+    RewriteRewards(terms=[PriorKLPenalty(prior_logits=_prior_from_observation, kl_coeff=0.5)])(
         rl_module=None, batch={}, episodes=[ep], shared_data=shared, metrics=logger
     )
     # step 0: policy (1/2,1/2) vs prior (1/4,3/4) in state 0;
@@ -81,7 +82,7 @@ def test_no_kl_leaves_rewards():
     ep = _episode([0, 1], [2.0], [np.log([0.9, 0.1])])
     shared = {}
     AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=[ep], shared_data=shared)
-    AddPriorKLReward(prior_logits=_prior_from_observation, kl_coeff=0.0)(
+    RewriteRewards(terms=[PriorKLPenalty(prior_logits=_prior_from_observation, kl_coeff=0.0)])(
         rl_module=None, batch={}, episodes=[ep], shared_data=shared
     )
     np.testing.assert_allclose(ep.get_rewards(), [2.0, 0.0])

@@ -5,9 +5,9 @@
               .training(suggester="llm", labeler=LabelerSpec(backend="llamacpp"),
                         family="crafter", ellm_coeff=1.0, extrinsic_coeff=1.0))
 
-The learner connector gets :class:`~rl_bk.connectors.learner.intrinsic_rewards.
-AddIntrinsicRewards` right after PPO's artificial-step piece (before GAE), with
-:class:`ELLMIntrinsicReward` as its reward function (suggestions, novelty filter and matching:
+The learner connector gets :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
+right after PPO's artificial-step piece (before GAE), with an intrinsic-reward term whose
+reward function is :class:`ELLMIntrinsicReward` (suggestions, novelty filter and matching:
 see that module). The policy is PPO's own; for ELLM's goal-conditioned policy the env is
 wrapped instead (:mod:`rl_bk.goal_suggestion.goal_observation`; the ``ellm`` method does it
 when the task's ``ellm.goal_conditioned`` is true).
@@ -29,7 +29,8 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
-from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards
+from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.online_labels import LabelerSpec
 
 ELLM_DEFAULTS: dict[str, Any] = {
@@ -112,6 +113,6 @@ class ELLMPPOConfig(PPOConfig):
             label_timeout_s=self.label_timeout_s,
         )  # fmt: skip
         # First as built here: PPO's learner then prepends its artificial-step piece.
-        pipeline.prepend(AddIntrinsicRewards(reward_fn=reward_fn,
-                                             extrinsic_coeff=self.extrinsic_coeff))  # fmt: skip
+        pipeline.prepend(RewriteRewards(terms=[IntrinsicReward(reward_fn)],
+                                        extrinsic_coeff=self.extrinsic_coeff))  # fmt: skip
         return pipeline

@@ -8,9 +8,9 @@
 
 What it wires:
 
-- the learner connector: :class:`~rl_bk.connectors.learner.intrinsic_rewards.
-  AddIntrinsicRewards` right after PPO's artificial-step piece (before GAE), with
-  :class:`OnlineIntrinsicReward` as its reward function (see that module for every reward
+- the learner connector: :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
+  right after PPO's artificial-step piece (before GAE), with an intrinsic-reward term whose
+  reward function is :class:`OnlineIntrinsicReward` (see that module for every reward
   type, the label queue and the count decay);
 - for ``classification`` and ``ranking``: the learner-only :class:`OnlineRewardModel` beside
   the policy, and :class:`ONIPPOTorchLearner`, which fits it on the labels after each update.
@@ -43,7 +43,8 @@ from rl_bk.algorithms.oni_ppo.intrinsic_reward import (
 from rl_bk.algorithms.oni_ppo.learner import ONIPPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID, OnlineRewardModel
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
-from rl_bk.connectors.learner.intrinsic_rewards import AddIntrinsicRewards
+from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.online_labels import LabelerSpec
 
 #: training() parameters that only this config has, with their defaults.
@@ -202,6 +203,6 @@ class ONIPPOConfig(PPOConfig):
         )  # fmt: skip
         # First as built here: PPO's learner then prepends its artificial-step piece, so the
         # rewards are rewritten before GAE (appended last) reads them.
-        pipeline.prepend(AddIntrinsicRewards(reward_fn=reward_fn,
-                                             extrinsic_coeff=self.extrinsic_coeff))  # fmt: skip
+        pipeline.prepend(RewriteRewards(terms=[IntrinsicReward(reward_fn)],
+                                        extrinsic_coeff=self.extrinsic_coeff))  # fmt: skip
         return pipeline

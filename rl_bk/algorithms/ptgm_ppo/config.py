@@ -11,7 +11,8 @@ and the goal prior. What this config wires:
 - the env: ``goal_environment`` registers ``<env>+ptgm``
   (:class:`~rl_bk.algorithms.ptgm_ppo.high_level_env.HighLevelGoalEnv`): PPO's action is a
   goal index, and each runs the low-level policy for ``low_level_steps`` env steps;
-- the learner connector: :class:`~rl_bk.connectors.learner.prior_kl_reward.AddPriorKLReward`
+- the learner connector: :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` with
+  :class:`~rl_bk.connectors.learner.prior_kl_reward.PriorKLPenalty`
   after PPO's artificial-step piece, before GAE: ``r − prior_kl_coeff·KL(π_θ ‖ π_p)``;
 - the callback: env steps, not high-level decisions, are the results' env steps
   (:mod:`rl_bk.algorithms.ptgm_ppo.env_steps`).
@@ -34,7 +35,8 @@ from ray.rllib.utils.from_config import NotProvided
 from rl_bk.algorithms.ptgm_ppo.env_steps import PTGMMetricsCallback
 from rl_bk.algorithms.ptgm_ppo.high_level_env import register_high_level_env
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
-from rl_bk.connectors.learner.prior_kl_reward import AddPriorKLReward, PriorLogits
+from rl_bk.connectors.learner.prior_kl_reward import PriorKLPenalty, PriorLogits
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 
 PTGM_DEFAULTS: dict[str, Any] = {
     "ptgm_dir": None,
@@ -110,6 +112,7 @@ class PTGMPPOConfig(PPOConfig):
             input_observation_space, input_action_space, device
         )
         # First as built here: PPO's learner then prepends its artificial-step piece.
-        pipeline.prepend(AddPriorKLReward(prior_logits=PriorLogits(str(self.ptgm_dir)),
-                                          kl_coeff=self.prior_kl_coeff))  # fmt: skip
+        penalty = PriorKLPenalty(prior_logits=PriorLogits(str(self.ptgm_dir)),
+                                 kl_coeff=self.prior_kl_coeff)  # fmt: skip
+        pipeline.prepend(RewriteRewards(terms=[penalty]))
         return pipeline

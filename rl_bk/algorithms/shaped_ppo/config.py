@@ -1,10 +1,11 @@
 """PPO with potential-based reward shaping from a configured potential source (BK's stage 3).
 
 The algorithm is RLlib's PPO; what changes is the learner connector pipeline: right after
-PPO's ``AddOneTsToEpisodesAndTruncate`` a :class:`PotentialBasedShaping` piece rewrites the
-rewards of the train batch (one call to the potential source per batch; the formula, the two
-episode-end conventions and the normalisations are in that module), and PPO's GAE then runs
-on the shaped rewards. The env runners never see the shaping, so the episode return RLlib
+PPO's ``AddOneTsToEpisodesAndTruncate`` the :class:`RewriteRewards` piece, with a
+:class:`PotentialShaping` term, rewrites the rewards of the train batch (one call to the
+potential source per batch; the formula, the two episode-end conventions and the
+normalisations are in that module), and PPO's GAE then runs on the shaped rewards. The env
+runners never see the shaping, so the episode return RLlib
 reports stays the environment's; the learner reports ``shaping_return_mean`` beside it.
 
     config = (ShapedPPOConfig()
@@ -28,8 +29,9 @@ from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.potential_shaping import (
     CONVENTIONS,
     NORMALIZATIONS,
-    PotentialBasedShaping,
+    PotentialShaping,
 )
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.knowledge.sources import LazySource, SourceSpec
 
 #: BK's values (mansicer/background-knowledge-rl, train_rs.py and utils/config.py).
@@ -103,12 +105,9 @@ class ShapedPPOConfig(PPOConfig):
         # First in the pipeline as built here: PPO's learner then prepends its
         # AddOneTsToEpisodesAndTruncate (PPOLearner.build), so shaping sees the artificial step
         # and runs before anything reads rewards; GAE is appended after everything.
-        pipeline.prepend(
-            PotentialBasedShaping(
-                potential_fn=LazySource(self.potential), gamma=self.gamma,
-                coeff=self.shaping_coeff, extrinsic_coeff=self.extrinsic_coeff,
-                normalization=self.potential_normalization,
-                convention=self.shaping_convention,
-            ),
+        shaping = PotentialShaping(
+            potential_fn=LazySource(self.potential), gamma=self.gamma, coeff=self.shaping_coeff,
+            normalization=self.potential_normalization, convention=self.shaping_convention,
         )  # fmt: skip
+        pipeline.prepend(RewriteRewards(terms=[shaping], extrinsic_coeff=self.extrinsic_coeff))
         return pipeline

@@ -1,7 +1,6 @@
-"""Intrinsic rewards added to a train batch's rewards, once per batch, in the learner pipeline.
-
-Where it sits: like potential-based shaping, a learner ConnectorV2 piece on episodes, after
-PPO's ``AddOneTsToEpisodesAndTruncate`` and before GAE. It hands every episode chunk of the
+"""Intrinsic rewards added to a train batch's rewards, once per batch: a reward term of the
+learner's :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece (after PPO's
+``AddOneTsToEpisodesAndTruncate``, before GAE). It hands every episode chunk of the
 batch to one ``reward_fn`` call (one model pass, one label-store lookup, one embedding call
 per batch; never one per env step) and rewrites each real step's reward:
 
@@ -10,7 +9,7 @@ per batch; never one per env step) and rewrites each real step's reward:
 ``reward_fn`` returns the intrinsic term already weighted (ONI's ``llm_coeff * r_int *
 N^-beta``, ELLM's goal-match reward), so methods keep their own formulas. The artificial last
 step PPO appends (reward 0, masked out of the loss) is left untouched. The env runners never
-see the rewrite: the episode return RLlib reports stays the environment's, and this piece logs
+see the rewrite: the episode return RLlib reports stays the environment's, and this term logs
 ``intrinsic_reward_mean`` (per step) and ``intrinsic_return_mean`` (per chunk) beside it,
 plus the source's own counters under ``intrinsic/``.
 
@@ -26,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from ray.rllib.connectors.connector_v2 import ConnectorV2
 
-from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, chunks_with_real_steps
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 
 INTRINSIC_REWARD_MEAN = "intrinsic_reward_mean"
 INTRINSIC_RETURN_MEAN = "intrinsic_return_mean"
@@ -81,39 +79,38 @@ def episode_steps(piece: EpisodeChunk) -> EpisodeSteps:
     )
 
 
-class AddIntrinsicRewards(ConnectorV2):
-    """``r' = extrinsic_coeff * r + reward_fn(...)`` on every real step (see module)."""
+class IntrinsicReward:
+    """A method's intrinsic reward as a
+    :class:`~rl_bk.connectors.learner.reward_rewrite.RewardTerm` of
+    :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`: ``reward_fn`` sees the
+    batch's chunks as :class:`EpisodeSteps`, once per batch."""
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *,
-                 reward_fn: IntrinsicRewardFn, extrinsic_coeff: float = 1.0,
-                 **kwargs: Any):  # fmt: skip
-        super().__init__(input_observation_space, input_action_space, **kwargs)
-        self.reward_fn, self.extrinsic_coeff = reward_fn, extrinsic_coeff
+    def __init__(self, reward_fn: IntrinsicRewardFn):
+        self.reward_fn = reward_fn
+        self._metrics: dict[str, float] = {}
 
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, **kwargs):  # fmt: skip
-        found = chunks_with_real_steps(self, episodes, shared_data)
-        if not found:
-            return batch
-        chunks = [c.episode for c in found]
+    def __call__(self, found: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
         pieces = [episode_steps(c) for c in found]
-        bonuses = self.reward_fn(pieces, rl_module)
+        bonuses = [np.asarray(b, dtype=np.float64).reshape(-1)
+                   for b in self.reward_fn(pieces, rl_module)]  # fmt: skip
+        if len(bonuses) != len(pieces):
+            raise ValueError(f"the intrinsic reward function gave {len(bonuses)} arrays for "
+                             f"{len(pieces)} chunks")  # fmt: skip
         total, steps = 0.0, 0
-        for ep, piece, bonus in zip(chunks, pieces, bonuses):
-            n = len(piece)
-            if n == 0:
+        for piece, bonus in zip(pieces, bonuses):
+            if len(piece) == 0:
                 continue
-            bonus = np.asarray(bonus, dtype=np.float64)
-            if bonus.shape != (n,):
+            if bonus.shape != (len(piece),):
                 raise ValueError(f"the intrinsic reward function gave {bonus.shape[0]} values "
-                                 f"for a chunk of {n} steps")  # fmt: skip
-            ep.set_rewards(new_data=self.extrinsic_coeff * piece.rewards + bonus,
-                           at_indices=slice(0, n))  # fmt: skip
+                                 f"for a chunk of {len(piece)} steps")  # fmt: skip
             total += float(bonus.sum())
-            steps += n
-        if metrics is not None and steps:
-            metrics.log_value(INTRINSIC_REWARD_MEAN, total / steps, window=1)
-            metrics.log_value(INTRINSIC_RETURN_MEAN, total / len(chunks), window=1)
-            for key, value in self.reward_fn.metrics().items():
-                metrics.log_value(f"intrinsic/{key}", value, window=1)
-        return batch
+            steps += len(piece)
+        self._metrics = {}
+        if steps:
+            self._metrics = {INTRINSIC_REWARD_MEAN: total / steps,
+                             INTRINSIC_RETURN_MEAN: total / len(pieces)}  # fmt: skip
+            self._metrics.update({f"intrinsic/{k}": v for k, v in self.reward_fn.metrics().items()})
+        return [b if len(p) else np.zeros(0) for p, b in zip(pieces, bonuses)]
+
+    def batch_metrics(self) -> dict[str, float]:
+        return self._metrics

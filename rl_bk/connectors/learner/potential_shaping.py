@@ -1,8 +1,8 @@
-"""Potential-based reward shaping, once per train batch, in the learner connector pipeline.
+"""Potential-based reward shaping, once per train batch: a reward term of the learner's
+:class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece (after PPO's
+``AddOneTsToEpisodesAndTruncate``, before GAE, so GAE sees the shaped rewards).
 
-Where it sits: a learner ConnectorV2 piece working on episodes, after PPO's
-``AddOneTsToEpisodesAndTruncate`` and before the batch is built, so GAE sees the shaped
-rewards. It turns each episode chunk into a :class:`~rl_bk.knowledge.trajectory.Chunk`
+It turns each episode chunk into a :class:`~rl_bk.knowledge.trajectory.Chunk`
 (observations, captions and mission from the infos, actions), gets one potential per state
 from ``potential_fn`` (one call for the whole train batch, so a source that asks a Serve
 deployment makes one request per batch, never one per env step) and rewrites the rewards:
@@ -50,7 +50,7 @@ restore they start afresh (one batch re-estimates the scale).
 Why ``extrinsic_coeff`` (BK: 10): BK scales the environment's reward by 10 for every bk-*
 method, which keeps the success reward the larger signal next to the shaping term.
 
-The env runners still report the environment's (extrinsic) return; this piece logs the mean
+The env runners still report the environment's (extrinsic) return; this term logs the mean
 shaping term per step and per chunk, the potential's mean, and the divisor it used.
 """
 
@@ -60,13 +60,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
-from ray.rllib.connectors.connector_v2 import ConnectorV2
 
-from rl_bk.connectors.learner.episode_chunks import (
-    EpisodeChunk,
-    chunks_with_real_steps,
-    in_episode_order,
-)
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, in_episode_order
 from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.running_stats import RewardForwardFilter, RunningStd
 
@@ -165,34 +160,32 @@ class PotentialScale:
         return self.stats.std + self.stats.epsilon
 
 
-class PotentialBasedShaping(ConnectorV2):
-    """Adds ``coeff * F_t`` (see the module) to every real step's reward."""
+class PotentialShaping:
+    """The shaping term ``coeff * F_t`` (see the module), a
+    :class:`~rl_bk.connectors.learner.reward_rewrite.RewardTerm` of
+    :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`."""
 
     def __init__(
         self,
-        input_observation_space=None,
-        input_action_space=None,
         *,
         potential_fn: PotentialFn,
         gamma: float,
         coeff: float = 1.0,
-        extrinsic_coeff: float = 1.0,
         normalization: Normalization = "discounted-sum-std",
         convention: Convention = "bk",
-        **kwargs: Any,
     ):
-        super().__init__(input_observation_space, input_action_space, **kwargs)
         if convention not in CONVENTIONS:
             raise ValueError(f"unknown shaping convention {convention!r}; valid: "
                              f"{', '.join(CONVENTIONS)}")  # fmt: skip
         self.potential_fn, self.gamma, self.coeff = potential_fn, gamma, coeff
-        self.extrinsic_coeff, self.convention = extrinsic_coeff, convention
+        self.convention = convention
         self.scale = PotentialScale(normalization, gamma)
         #: episode id -> raw (Phi of the second-to-last, Phi of the last state) of its latest
         #: chunk, for the episode's next chunk; only unfinished episodes are kept.
         self._carry: dict[str, tuple[float, float]] = {}
+        self._metrics: dict[str, float] = {}
 
-    def _potentials(self, found: list[EpisodeChunk]) -> list[np.ndarray | None]:
+    def _potentials(self, found: Sequence[EpisodeChunk]) -> list[np.ndarray | None]:
         """Raw potentials per chunk (None for chunks without real steps), in batch order."""
         live = [i for i, c in enumerate(found) if c.steps > 0]
         raw = self.potential_fn([as_chunk(found[i]) for i in live])
@@ -201,11 +194,8 @@ class PotentialBasedShaping(ConnectorV2):
             out[i] = np.array(phi, dtype=np.float64, copy=True)
         return out
 
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, **kwargs):  # fmt: skip
-        found = chunks_with_real_steps(self, episodes, shared_data)
-        if not any(c.steps for c in found):
-            return batch
+    def __call__(self, found: Sequence[EpisodeChunk], rl_module: Any = None) -> list[np.ndarray]:
+        found = list(found)
         potentials = self._potentials(found)
 
         # Continue each episode from its previous chunk (time order within the batch too).
@@ -229,31 +219,32 @@ class PotentialBasedShaping(ConnectorV2):
             for i in in_episode_order(found) if potentials[i] is not None
         ])  # fmt: skip
 
+        added: list[np.ndarray] = []
         bonus_total, steps, chunks = 0.0, 0, 0
         for i, piece in enumerate(found):
             phi = potentials[i]
             if phi is None:
+                added.append(np.zeros(0))
                 continue
-            n, ep = piece.steps, piece.episode
-            # A copy: get_rewards may return a view that set_rewards then overwrites.
-            rewards = np.array(ep.get_rewards(slice(0, n)), dtype=np.float64, copy=True)
             prev = previous.get(i)
-            new = shaped_rewards(
-                rewards, phi / divisor, gamma=self.gamma, coeff=self.coeff,
-                terminated=bool(ep.is_terminated), extrinsic_coeff=self.extrinsic_coeff,
-                convention=self.convention, previous=None if prev is None else prev / divisor,
+            bonus = shaped_rewards(
+                np.zeros(piece.steps), phi / divisor, gamma=self.gamma, coeff=self.coeff,
+                terminated=piece.terminated, extrinsic_coeff=0.0, convention=self.convention,
+                previous=None if prev is None else prev / divisor,
             )  # fmt: skip
-            ep.set_rewards(new_data=new, at_indices=slice(0, n))
-            bonus_total += float((new - self.extrinsic_coeff * rewards).sum())
-            steps += n
+            added.append(bonus)
+            bonus_total += float(bonus.sum())
+            steps += piece.steps
             chunks += 1
-        if metrics is not None and steps:
-            metrics.log_value(SHAPING_REWARD_MEAN, bonus_total / steps, window=1)
-            metrics.log_value(SHAPING_RETURN_MEAN, bonus_total / chunks, window=1)
-            used = np.concatenate([p for p in potentials if p is not None])
-            metrics.log_value(POTENTIAL_MEAN, float(used.mean()) / divisor, window=1)
-            metrics.log_value(POTENTIAL_DIVISOR, divisor, window=1)
-            source_metrics = getattr(self.potential_fn, "metrics", None)
-            for key, value in (source_metrics() if callable(source_metrics) else {}).items():
-                metrics.log_value(f"potential/{key}", value, window=1)
-        return batch
+        used = np.concatenate([p for p in potentials if p is not None])
+        self._metrics = {
+            SHAPING_REWARD_MEAN: bonus_total / steps, SHAPING_RETURN_MEAN: bonus_total / chunks,
+            POTENTIAL_MEAN: float(used.mean()) / divisor, POTENTIAL_DIVISOR: divisor,
+        } if steps else {}  # fmt: skip
+        source_metrics = getattr(self.potential_fn, "metrics", None)
+        if steps and callable(source_metrics):
+            self._metrics.update({f"potential/{k}": v for k, v in source_metrics().items()})
+        return added
+
+    def batch_metrics(self) -> dict[str, float]:
+        return self._metrics

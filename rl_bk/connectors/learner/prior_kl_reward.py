@@ -1,7 +1,8 @@
 """PTGM's KL reward: ``r'_t = r_t − kl_coeff · KL(π_θ(·|s_t) ‖ π_p(·|s_t))``, once per batch.
 
-Where it sits: a learner ConnectorV2 piece on episodes, after PPO's artificial-step piece and
-before GAE (as every reward rewrite in this repo: :mod:`.intrinsic_rewards`).
+Where it sits: a reward term of the learner's
+:class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece, after PPO's
+artificial-step piece and before GAE, as every reward rewrite in this repo.
 
 Direction: KL(policy ‖ prior), as PTGM's code computes it (``kl_divergence(logits_q=policy,
 logits_p=prior)`` in its VPT action head; the paper's text writes the other order). This is
@@ -18,14 +19,14 @@ observations in one forward pass. The artificial last step PPO appends is left u
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 
-from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 
 PRIOR_KL_MEAN = "ptgm/prior_kl_mean"
 KL_REWARD_MEAN = "ptgm/kl_reward_mean"
@@ -39,8 +40,10 @@ def categorical_kl(policy_logits: torch.Tensor, prior_logits: torch.Tensor) -> t
     return (log_p.exp() * (log_p - log_q)).sum(dim=-1)
 
 
-class AddPriorKLReward(ConnectorV2):
-    """Subtracts ``kl_coeff · KL(π_θ ‖ π_p)`` from every real step's reward (see module).
+class PriorKLPenalty:
+    """``−kl_coeff · KL(π_θ ‖ π_p)`` on every real step (see the module), a
+    :class:`~rl_bk.connectors.learner.reward_rewrite.RewardTerm` of
+    :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`.
 
     Args:
         prior_logits: observations (B, O) float32 tensor → prior logits (B, N): the frozen
@@ -49,39 +52,35 @@ class AddPriorKLReward(ConnectorV2):
         kl_coeff: PTGM's ``kl_reward`` (0.05 in its README command; 0 turns the term off).
     """
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *,
-                 prior_logits: Any, kl_coeff: float, **kwargs: Any):  # fmt: skip
-        super().__init__(input_observation_space, input_action_space, **kwargs)
+    def __init__(self, *, prior_logits: Any, kl_coeff: float):
         self.prior_logits, self.kl_coeff = prior_logits, float(kl_coeff)
+        self._metrics: dict[str, float] = {}
 
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, **kwargs):  # fmt: skip
-        found = [(c.episode, c.steps) for c in chunks_with_real_steps(self, episodes, shared_data)
-                 if c.steps]
-        if not found:
-            return batch
-        obs = np.concatenate([np.asarray(ep.get_observations(slice(0, n)), np.float32)
-                              for ep, n in found])  # fmt: skip
+    def __call__(self, found: Sequence[EpisodeChunk], rl_module: Any = None) -> list[np.ndarray]:
+        live = [c for c in found if c.steps]
+        obs = np.concatenate([np.asarray(c.episode.get_observations(slice(0, c.steps)),
+                                         np.float32) for c in live])  # fmt: skip
         logits = np.concatenate([
-            np.asarray(ep.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS, slice(0, n)),
-                       np.float32) for ep, n in found
+            np.asarray(c.episode.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS,
+                                                         slice(0, c.steps)), np.float32)
+            for c in live
         ])  # fmt: skip
         with torch.no_grad():
             policy = torch.as_tensor(logits)
             prior = self.prior_logits(torch.as_tensor(obs))
             kl = categorical_kl(policy, prior).numpy().astype(np.float64)
             agree = (policy.argmax(-1) == prior.argmax(-1)).float().mean().item()
-        start = 0
-        for ep, n in found:
-            rewards = np.asarray(ep.get_rewards(slice(0, n)), np.float64)
-            ep.set_rewards(new_data=rewards - self.kl_coeff * kl[start:start + n],
-                           at_indices=slice(0, n))  # fmt: skip
-            start += n
-        if metrics is not None:
-            metrics.log_value(PRIOR_KL_MEAN, float(kl.mean()), window=1)
-            metrics.log_value(KL_REWARD_MEAN, -self.kl_coeff * float(kl.mean()), window=1)
-            metrics.log_value(AGREEMENT, agree, window=1)
-        return batch
+        self._metrics = {PRIOR_KL_MEAN: float(kl.mean()),
+                         KL_REWARD_MEAN: -self.kl_coeff * float(kl.mean()),
+                         AGREEMENT: agree}  # fmt: skip
+        added, start = [], 0
+        for c in found:
+            added.append(-self.kl_coeff * kl[start:start + c.steps])
+            start += c.steps
+        return added
+
+    def batch_metrics(self) -> dict[str, float]:
+        return self._metrics
 
 
 class PriorLogits:

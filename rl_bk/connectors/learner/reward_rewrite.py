@@ -1,0 +1,79 @@
+"""The one learner piece that rewrites rewards before GAE, from reward terms.
+
+    r'_t = extrinsic_coeff * r_t + sum over terms of term_t
+
+Where it sits: a learner ConnectorV2 piece on episodes, right after PPO's
+``AddOneTsToEpisodesAndTruncate`` and before the batch is built, so GAE sees the rewritten
+rewards (each algorithm's ``build_learner_connector`` prepends it). Each term is called once
+per train batch with every episode chunk of the batch (one model pass, one label-store lookup,
+one Serve call per batch; never one per env step) and returns its addition to each chunk's
+real steps. Every term reads the environment's rewards, not another term's. The artificial
+last step PPO appends (reward 0, masked out of the loss) is left untouched, and the env
+runners never see the rewrite: the episode return RLlib reports stays the environment's.
+
+The terms: BK's potential-based shaping (:mod:`.potential_shaping`), ELLM's and ONI's
+intrinsic rewards (:mod:`.intrinsic_rewards`) and PTGM's KL penalty (:mod:`.prior_kl_reward`).
+Each logs its own metrics (:meth:`RewardTerm.batch_metrics`), under the names it always had.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, chunks_with_real_steps
+
+
+class RewardTerm(Protocol):
+    def __call__(self, chunks: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
+        """The term's addition to each chunk's real steps (``chunk.steps`` values each), for
+        every chunk of the batch in batch order (chunks without real steps included)."""
+        ...
+
+    def batch_metrics(self) -> dict[str, float]:
+        """What to log about the batch just rewritten (empty: nothing)."""
+        ...
+
+
+class RewriteRewards(ConnectorV2):
+    """``r' = extrinsic_coeff * r + sum(terms)`` on every real step (see the module)."""
+
+    def __init__(self, input_observation_space=None, input_action_space=None, *,
+                 terms: Sequence[RewardTerm], extrinsic_coeff: float = 1.0,
+                 **kwargs: Any):  # fmt: skip
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+        if not terms:
+            raise ValueError("RewriteRewards needs at least one reward term")
+        self.terms, self.extrinsic_coeff = list(terms), float(extrinsic_coeff)
+
+    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
+                 metrics=None, **kwargs):  # fmt: skip
+        found = chunks_with_real_steps(self, episodes, shared_data)
+        if not any(c.steps for c in found):
+            return batch
+        # A copy: get_rewards may return a view that set_rewards then overwrites.
+        env_rewards = [np.array(c.episode.get_rewards(slice(0, c.steps)), dtype=np.float64,
+                                copy=True) for c in found]  # fmt: skip
+        new = [self.extrinsic_coeff * r for r in env_rewards]
+        for term in self.terms:
+            added = term(found, rl_module)
+            if len(added) != len(found):
+                raise ValueError(f"{type(term).__name__} gave {len(added)} arrays for "
+                                 f"{len(found)} chunks")  # fmt: skip
+            for i, (chunk, values) in enumerate(zip(found, added)):
+                values = np.asarray(values, dtype=np.float64).reshape(-1)
+                if values.shape != (chunk.steps,):
+                    raise ValueError(f"{type(term).__name__} gave {values.shape[0]} values "
+                                     f"for a chunk of {chunk.steps} steps")  # fmt: skip
+                new[i] = new[i] + values
+        for chunk, rewards in zip(found, new):
+            if chunk.steps:
+                chunk.episode.set_rewards(new_data=rewards, at_indices=slice(0, chunk.steps))
+        if metrics is not None:
+            for term in self.terms:
+                for key, value in term.batch_metrics().items():
+                    metrics.log_value(key, value, window=1)
+        return batch
