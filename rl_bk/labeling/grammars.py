@@ -1,7 +1,7 @@
 """GBNF grammars that constrain every structured answer, and the env vocabularies behind them.
 
 Why grammars: the embedded 135M/270M models are at chance on A/B preferences and write
-nonsense goals when left free (``reference/feasibility-llm.md`` §5), but under a grammar every
+nonsense goals when left free (``bench/results/labeler_quality.md``), but under a grammar every
 answer parses and every goal is made of the environment's own verbs and objects. Bigger models
 lose nothing by it. llama.cpp takes these strings as they are (``LlamaGrammar.from_string``);
 backends without grammar support get the same vocabulary in the prompt and in the parser.

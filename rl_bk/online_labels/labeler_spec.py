@@ -95,8 +95,8 @@ class IsolatedLabeler:
     """The labeler in a Ray actor of its own (no CPU reserved, nice +10), called from the
     label queue's thread. llama-cpp-python runs its token loop in Python, holding the GIL, so
     in the learner's process it slowed training far more than its CPU time (NetHack Score,
-    SmolLM2 in a thread: 0.62x env steps/s); in its own process the learner keeps the GIL and
-    the model gets the CPU time left idle."""
+    SmolLM2 in a thread: ``bench/results/async_labelling.md``); in its own process the learner
+    keeps the GIL and the model gets the CPU time left idle."""
 
     def __init__(self, spec: LabelerSpec):
         import ray
