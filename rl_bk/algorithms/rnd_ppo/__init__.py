@@ -5,7 +5,7 @@
               .training(int_coeff=1.0, ext_coeff=2.0)
               .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[256, 256])))
 
-The names are loaded lazily, so that ``rl_bk.algorithms.rnd_ppo.advantages`` (pure numpy)
+The names are loaded lazily, so that ``rl_bk.algorithms.rnd_ppo.advantages`` (numpy arrays)
 imports without Ray.
 """
 

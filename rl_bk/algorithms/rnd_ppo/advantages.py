@@ -1,7 +1,9 @@
 """RND-PPO's numbers, in plain numpy: two-headed GAE and the intrinsic-reward scale.
 
-Everything RND changes about PPO's targets lives here, free of Ray, so it can be checked by
-hand (tests/unit/test_rnd_advantages.py). It follows CleanRL's ``ppo_rnd_envpool.py``:
+Everything RND changes about PPO's targets lives here, on numpy arrays (no Ray instance
+needed), so it can be checked by hand (tests/unit/test_rnd_advantages.py). Each GAE is
+RLlib's own (``compute_value_targets``, the function PPO's GAE piece uses) on one chunk. It
+follows CleanRL's ``ppo_rnd_envpool.py``:
 
 - Two value heads, two GAEs over the same steps. The extrinsic one is PPO's: a terminated
   episode has no future (no bootstrap), a truncated one or a chunk cut by the sampler
@@ -23,6 +25,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets
 
 from rl_bk.running_stats import RewardForwardFilter  # noqa: F401  (RND's scale, shared with BK)
 
@@ -58,16 +61,19 @@ def gae(
     n = len(rewards)
     if len(values) != n + 1:
         raise ValueError(f"a chunk of {n} rewards needs {n + 1} values, got {len(values)}")
-    next_values = values[1:].copy()
-    if not bootstrap and n:
-        next_values[-1] = 0.0
-    deltas = rewards + gamma * next_values - values[:-1]
-    advantages = np.zeros(n, dtype=np.float64)
-    running = 0.0
-    for t in range(n - 1, -1, -1):
-        running = deltas[t] + gamma * lambda_ * running
-        advantages[t] = running
-    return advantages, advantages + values[:-1]
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    # RLlib's GAE on the chunk as its learner sees it: n real steps plus the artificial one
+    # that carries the bootstrap value. The last real step ends the chunk (truncated: nothing
+    # propagates back from the artificial step) and, if terminated, has no bootstrap.
+    terminateds = np.zeros(n + 1)
+    terminateds[n - 1] = 0.0 if bootstrap else 1.0
+    truncateds = np.zeros(n + 1)
+    truncateds[n - 1] = 1.0
+    targets = compute_value_targets(values, np.append(rewards, 0.0), terminateds, truncateds,
+                                    gamma=gamma, lambda_=lambda_)  # fmt: skip
+    returns = targets[:n].astype(np.float64)
+    return returns - values[:n], returns
 
 
 def two_headed_advantages(
