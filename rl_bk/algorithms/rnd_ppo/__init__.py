@@ -5,8 +5,8 @@
               .training(int_coeff=1.0, ext_coeff=2.0)
               .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[256, 256])))
 
-The names are loaded lazily, so that ``rl_bk.algorithms.rnd_ppo.advantages`` (numpy arrays)
-imports without Ray.
+The names are loaded lazily, so that ``rl_bk.algorithms.rnd_ppo.advantages`` (RND's numbers on
+numpy arrays) imports without the algorithm classes.
 """
 
 from __future__ import annotations
