@@ -441,7 +441,8 @@ def split_nethack_caption(caption: str) -> tuple[str, dict[str, int]]:
     ):  # fmt: skip
         if sm := re.search(pattern, status_text):
             status[key] = int(sm.group(1))
-    if re.search(r"\b(?:hungry|weak|fainting)\b", status_text):
+    # "not hungry" is NetHack's normal state, not hunger.
+    if re.search(r"(?<!not )\bhungry\b|\b(?:weak|fainting|fainted)\b", status_text):
         status["hungry"] = 1
     return message, status
 
