@@ -195,6 +195,22 @@ def _headless_crafter() -> type:
         def _obs(self) -> None:
             return None  # reset() asks for a frame; nobody reads it
 
+        def reset(self) -> None:
+            # crafter.Env.reset, with its world generation vectorised (the same worlds).
+            from env_registry.families.crafter_worldgen import generate_world
+
+            center = (self._world.area[0] // 2, self._world.area[1] // 2)
+            self._episode += 1
+            self._step = 0
+            self._world.reset(seed=hash((self._seed, self._episode)) % (2**31 - 1))
+            self._update_time()
+            self._player = obj.Player(self._world, center)
+            self._last_health = self._player.health
+            self._world.add(self._player)
+            self._unlocked = set()
+            generate_world(self._world, self._player)
+            return self._obs()
+
         def render(self, size: Any = None) -> np.ndarray:
             # The night-time noise in crafter's frames is drawn from the world's RNG; keep
             # the game independent of whether anyone looks at it.
