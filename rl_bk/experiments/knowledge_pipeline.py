@@ -305,7 +305,7 @@ def _build_motif(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
 
 
 def _build_ptgm(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
-    from rl_bk.knowledge.ptgm import build_ptgm
+    from rl_bk.algorithms.ptgm_ppo.pretraining import build_ptgm
 
     p = task.ptgm
     report = build_ptgm(

@@ -159,8 +159,8 @@ def _ellm(suggester: str) -> BuildFn:
         # The policy sees the embedded suggestions (ELLM's goal-conditioning); the novelty
         # baseline suggests everything, so its policy stays unconditioned.
         if conditioned and suggester == "llm":
+            from rl_bk.algorithms.ellm_ppo.goal_observation import register_goal_conditioned_env
             from rl_bk.algorithms.ellm_ppo.intrinsic_reward import resolve_max_goals
-            from rl_bk.goal_suggestion.goal_observation import register_goal_conditioned_env
 
             max_goals = resolve_max_goals(settings["max_goals"], labeler)
             env = register_goal_conditioned_env(task.env, labeler, family, max_goals)

@@ -93,7 +93,7 @@ def test_ellm_on_babyai_asks_the_oracle_for_the_achieving_states_and_pays(ray_se
 
 
 def test_ellm_goal_conditioned_policy_sees_the_embedded_suggestions(ray_session):
-    from rl_bk.goal_suggestion.goal_observation import EMBEDDING_DIM, GoalObservation
+    from rl_bk.algorithms.ellm_ppo.goal_observation import EMBEDDING_DIM, GoalObservation
 
     config = build("ellm", {"backend": "oracle", "goal_conditioned": True})
     algo = config.build_algo()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rl_bk.algorithms.ptgm_ppo.env_steps import HIGH_LEVEL_STEPS
-from rl_bk.connectors.learner.prior_kl_reward import KL_REWARD_MEAN, PRIOR_KL_MEAN
+from rl_bk.algorithms.ptgm_ppo.prior_kl import KL_REWARD_MEAN, PRIOR_KL_MEAN
 from rl_bk.experiments import knowledge_pipeline as pipeline
 from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import load_task

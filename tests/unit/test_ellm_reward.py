@@ -10,13 +10,13 @@ import pickle
 import numpy as np
 import pytest
 
-from rl_bk.goal_suggestion import (
+from rl_bk.algorithms.ellm_ppo.goal_matching import (
     EpisodePiece,
     GoalMatcher,
     normalise,
-    novelty_goals,
     similarity_table,
 )
+from rl_bk.algorithms.ellm_ppo.vocabulary import novelty_goals
 from rl_bk.labeling.grammars import CRAFTER_GOALS, ENV_VOCABULARY
 
 WOOD, TREE, STONE, COW, TABLE = (

@@ -6,11 +6,11 @@ import numpy as np
 from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
+from rl_bk.algorithms.ellm_ppo.goal_matching import GoalMatcher
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
 from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps, episode_id_of
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
-from rl_bk.goal_suggestion import GoalMatcher
 
 
 class OneHotEmbedder:

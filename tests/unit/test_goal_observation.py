@@ -5,8 +5,8 @@ episode leave the text."""
 import gymnasium as gym
 import numpy as np
 
-from rl_bk.goal_suggestion import goal_observation
-from rl_bk.goal_suggestion.goal_observation import EMBEDDING_DIM, GoalObservation, goal_text
+from rl_bk.algorithms.ellm_ppo import goal_observation
+from rl_bk.algorithms.ellm_ppo.goal_observation import EMBEDDING_DIM, GoalObservation, goal_text
 from rl_bk.labeling.tasks import GoalsLabel, GoalsRequest
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 

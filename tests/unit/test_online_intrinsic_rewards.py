@@ -8,12 +8,12 @@ from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
+from rl_bk.algorithms.ellm_ppo.goal_matching import GoalMatcher
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
 from rl_bk.algorithms.oni_ppo.intrinsic_reward import OnlineIntrinsicReward
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps, IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
-from rl_bk.goal_suggestion import GoalMatcher
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 from rl_bk.reward_models.ranking import preference_target
 

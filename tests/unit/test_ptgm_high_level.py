@@ -23,7 +23,7 @@ from rl_bk.algorithms.ptgm_ppo.env_steps import (
     count_env_steps,
 )
 from rl_bk.algorithms.ptgm_ppo.high_level_env import HighLevelGoalEnv
-from rl_bk.connectors.learner.prior_kl_reward import (
+from rl_bk.algorithms.ptgm_ppo.prior_kl import (
     AGREEMENT,
     PRIOR_KL_MEAN,
     PriorKLPenalty,

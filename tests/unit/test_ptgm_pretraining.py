@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from rl_bk.knowledge.ptgm import (
+from rl_bk.algorithms.ptgm_ppo.pretraining import (
     Codebook,
     PTGMModels,
     assign,
@@ -270,7 +270,7 @@ def test_low_level_actions_sampled_and_greedy(tmp_path):
 
 
 def test_learned_encoder_embeds_alike_states_alike():
-    from rl_bk.knowledge.ptgm.embeddings import learned_embeddings
+    from rl_bk.algorithms.ptgm_ppo.pretraining.embeddings import learned_embeddings
     from rl_bk.knowledge.trajectory import Chunk
 
     rng = np.random.default_rng(0)

@@ -3,10 +3,10 @@ artifact holds, and the supervised fit.
 
 The artifact is one ``bc.npz``: every state-action pair of the dataset's episodes
 (``observations (N, O)``, ``actions (N,)``) and each pair's episode index, so the held-out
-split is by episode, as PTGM's low-level cloning splits it
-(:func:`rl_bk.knowledge.ptgm.low_level.split_by_episode`, same seed, same split). The fit is
-:func:`rl_bk.knowledge.ptgm.low_level.fit_classifier` (cross-entropy, Adam, the epoch with the
-lowest held-out NLL kept) on the module's action logits; the value head is left as it is.
+split is by episode, as PTGM's low-level cloning splits it (``split_by_episode``, same seed,
+same split). The fit is PTGM's ``fit_classifier`` (cross-entropy, Adam, the epoch with the
+lowest held-out NLL kept; both in :mod:`rl_bk.algorithms.ptgm_ppo.pretraining.low_level`) on
+the module's action logits; the value head is left as it is.
 """
 
 from __future__ import annotations
@@ -18,7 +18,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from rl_bk.knowledge.ptgm.low_level import fit_classifier, majority_accuracy, split_by_episode
+from rl_bk.algorithms.ptgm_ppo.pretraining.low_level import (
+    fit_classifier,
+    majority_accuracy,
+    split_by_episode,
+)
 from rl_bk.knowledge.trajectory import Chunk
 
 BC_FILE = "bc.npz"

@@ -9,7 +9,7 @@ The learner connector gets :class:`~rl_bk.connectors.learner.reward_rewrite.Rewr
 right after PPO's artificial-step piece (before GAE), with an intrinsic-reward term whose
 reward function is :class:`ELLMIntrinsicReward` (suggestions, novelty filter and matching:
 see that module). The policy is PPO's own; for ELLM's goal-conditioned policy the env is
-wrapped instead (:mod:`rl_bk.goal_suggestion.goal_observation`; the ``ellm`` method does it
+wrapped instead (:mod:`rl_bk.algorithms.ellm_ppo.goal_observation`; the ``ellm`` method does it
 when the task's ``ellm.goal_conditioned`` is true).
 
 Departures from ELLM's reference (yuqingd/ellm): PPO instead of double DQN (every method

@@ -3,7 +3,7 @@ the label store (asked for asynchronously), matched against what each step achie
 
 Per step ``t`` of a chunk: the suggestions are those for the caption of the state before the
 step (``info["caption"]``), the achieved texts are the env's ``info["achieved"]`` after it, and
-:class:`~rl_bk.goal_suggestion.GoalMatcher` pays the match once per goal per episode. Where the
+:class:`~.goal_matching.GoalMatcher` pays the match once per goal per episode. Where the
 suggestions come from (``suggester``):
 
 - ``"llm"``: the labeler (``goals`` task, constrained to the env's goal vocabulary), asked
@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from rl_bk.algorithms.ellm_ppo.goal_matching import EpisodePiece, GoalMatcher
+from rl_bk.algorithms.ellm_ppo.vocabulary import goal_synonyms, novelty_goals
 from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps
-from rl_bk.goal_suggestion import EpisodePiece, GoalMatcher, goal_synonyms, novelty_goals
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 
 SUGGESTERS = ("llm", "novelty")

@@ -5,14 +5,15 @@
               .goal_environment("BabyAI-Text-GoToLocal-RedBall-S20-v0"))
 
 ``folder`` holds PTGM's pre-trained models (``rl-bk knowledge build --kinds ptgm``:
-:mod:`rl_bk.knowledge.ptgm`): the goal codebook, the frozen goal-conditioned low-level policy
+:mod:`rl_bk.algorithms.ptgm_ppo.pretraining`): the goal codebook, the frozen goal-conditioned
+low-level policy
 and the goal prior. What this config wires:
 
 - the env: ``goal_environment`` registers ``<env>+ptgm``
   (:class:`~rl_bk.algorithms.ptgm_ppo.high_level_env.HighLevelGoalEnv`): PPO's action is a
   goal index, and each runs the low-level policy for ``low_level_steps`` env steps;
 - the learner connector: :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` with
-  :class:`~rl_bk.connectors.learner.prior_kl_reward.PriorKLPenalty`
+  :class:`~rl_bk.algorithms.ptgm_ppo.prior_kl.PriorKLPenalty`
   after PPO's artificial-step piece, before GAE: ``r − prior_kl_coeff·KL(π_θ ‖ π_p)``;
 - the callback: env steps, not high-level decisions, are the results' env steps
   (:mod:`rl_bk.algorithms.ptgm_ppo.env_steps`).
@@ -34,8 +35,8 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.ptgm_ppo.env_steps import PTGMMetricsCallback
 from rl_bk.algorithms.ptgm_ppo.high_level_env import register_high_level_env
+from rl_bk.algorithms.ptgm_ppo.prior_kl import PriorKLPenalty, PriorLogits
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
-from rl_bk.connectors.learner.prior_kl_reward import PriorKLPenalty, PriorLogits
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 
 PTGM_DEFAULTS: dict[str, Any] = {

@@ -5,7 +5,7 @@ The high-level PPO then sees an ordinary gymnasium env with ``Discrete(N)`` acti
 ``hierarchical/high_level_wrapper.py`` does the same around MineDojo), so RLlib's env runners,
 connectors and metrics work unchanged. A high-level step's reward is the sum of the env rewards
 of its low-level steps; the KL term to the goal prior is added in the learner
-(:mod:`rl_bk.connectors.learner.prior_kl_reward`), where the policy's logits are.
+(:mod:`rl_bk.algorithms.ptgm_ppo.prior_kl`), where the policy's logits are.
 
 The low-level policy runs here, on the env runner: a small MLP, one forward pass per env step,
 no LLM and no Serve call. ``info["env_steps"]`` says how many env steps a high-level step took
@@ -29,7 +29,7 @@ import numpy as np
 def _models(folder: str):
     """One copy of the pre-trained models per process, shared by its vectorised envs (a
     storage URI is fetched to this node first)."""
-    from rl_bk.knowledge.ptgm import PTGMModels
+    from rl_bk.algorithms.ptgm_ppo.pretraining import PTGMModels
     from rl_bk.storage import fetch
 
     return PTGMModels.load(str(fetch(folder)))
@@ -40,7 +40,8 @@ class HighLevelGoalEnv(gym.Env):
 
     Args:
         env: the task's env (flat float32 observations, the repo's env contract).
-        models: the pre-trained PTGM models (:class:`rl_bk.knowledge.ptgm.PTGMModels`).
+        models: the pre-trained PTGM models
+        (:class:`rl_bk.algorithms.ptgm_ppo.pretraining.PTGMModels`).
         low_level_steps: env steps per high-level action (PTGM: 100 in Minecraft).
         greedy: the low-level policy takes its most likely action (False: samples it, as a
             behaviour-cloned policy is meant to be run).

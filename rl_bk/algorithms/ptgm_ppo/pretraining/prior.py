@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from rl_bk.knowledge.ptgm.codebook import Codebook, assign
-from rl_bk.knowledge.ptgm.low_level import (
+from rl_bk.algorithms.ptgm_ppo.pretraining.codebook import Codebook, assign
+from rl_bk.algorithms.ptgm_ppo.pretraining.low_level import (
     Examples,
     ObsNormalizer,
     fit_classifier,
@@ -95,7 +95,8 @@ def prior_examples(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
                    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """``(obs (K, O), labels (K,))``: one example per state with an action; the label is the
     codebook index of the state ``k`` steps later (``k`` as in
-    :func:`~rl_bk.knowledge.ptgm.low_level.future_index`). ``codes``: each state's code, if
+    :func:`~rl_bk.algorithms.ptgm_ppo.pretraining.low_level.future_index`). ``codes``: each state's
+    code, if
     already computed."""
     codes = _codes(codebook, embeddings) if codes is None else codes
     obs, labels = [], []

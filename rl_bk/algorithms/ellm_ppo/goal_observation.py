@@ -26,8 +26,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rl_bk.goal_suggestion.reward import normalise
-from rl_bk.goal_suggestion.vocabulary import goal_synonyms
+from rl_bk.algorithms.ellm_ppo.goal_matching import normalise
+from rl_bk.algorithms.ellm_ppo.vocabulary import goal_synonyms
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 
 EMBEDDING_DIM = 384  # all-MiniLM-L6-v2

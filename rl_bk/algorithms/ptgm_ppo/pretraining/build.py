@@ -1,10 +1,12 @@
 """PTGM's whole pre-training on a trajectory dataset, saved for RL.
 
-1. embed every state (:mod:`~rl_bk.knowledge.ptgm.embeddings`);
-2. cluster the embeddings into the goal codebook (:mod:`~rl_bk.knowledge.ptgm.codebook`);
+1. embed every state (:mod:`~rl_bk.algorithms.ptgm_ppo.pretraining.embeddings`);
+2. cluster the embeddings into the goal codebook
+   (:mod:`~rl_bk.algorithms.ptgm_ppo.pretraining.codebook`);
 3. behaviour-clone the goal-conditioned low-level policy with hindsight goals
-   (:mod:`~rl_bk.knowledge.ptgm.low_level`);
-4. train the goal prior on the codes of future states (:mod:`~rl_bk.knowledge.ptgm.prior`);
+   (:mod:`~rl_bk.algorithms.ptgm_ppo.pretraining.low_level`);
+4. train the goal prior on the codes of future states
+   (:mod:`~rl_bk.algorithms.ptgm_ppo.pretraining.prior`);
 5. save all three with :meth:`PTGMModels.save`, the report in ``ptgm.json``.
 
 Both networks hold out the same episodes (the split depends on the seed only). Deterministic
@@ -21,11 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from rl_bk.knowledge.ptgm.codebook import build_codebook
-from rl_bk.knowledge.ptgm.embeddings import EmbeddingKind, TextEncoder, state_embeddings
-from rl_bk.knowledge.ptgm.low_level import train_low_level
-from rl_bk.knowledge.ptgm.models import PTGMModels
-from rl_bk.knowledge.ptgm.prior import train_prior
+from rl_bk.algorithms.ptgm_ppo.pretraining.codebook import build_codebook
+from rl_bk.algorithms.ptgm_ppo.pretraining.embeddings import (
+    EmbeddingKind,
+    TextEncoder,
+    state_embeddings,
+)
+from rl_bk.algorithms.ptgm_ppo.pretraining.low_level import train_low_level
+from rl_bk.algorithms.ptgm_ppo.pretraining.models import PTGMModels
+from rl_bk.algorithms.ptgm_ppo.pretraining.prior import train_prior
 from rl_bk.knowledge.trajectory import Chunk
 
 logger = logging.getLogger(__name__)
@@ -45,7 +51,8 @@ def build_ptgm(episodes: Sequence[Chunk], folder: str | Path, *, n_goals: int = 
     should differ from the low level's (the prior overfits sooner: on 200 BabyAI episodes its
     held-out NLL is best after 1-4 epochs and at 20 is no better than the label frequencies);
     ``prior_sees_code``: the prior also reads a prediction of the current state's code
-    (:class:`~rl_bk.knowledge.ptgm.prior.GoalPrior`); ``embedder``: a text encoder for
+    (:class:`~rl_bk.algorithms.ptgm_ppo.pretraining.prior.GoalPrior`); ``embedder``: a text encoder
+    for
     "caption-minilm" (default: the packaged MiniLM)."""
     episodes = [ep for ep in episodes if len(ep) > 0]
     if not episodes:

@@ -111,7 +111,7 @@ class GoalMatcher:
         """``embedder``: anything with ``encode(texts) -> unit vectors``; None loads the
         packaged MiniLM on first use. ``max_episodes``: how many unfinished episodes' paid
         goals are kept (the least recently seen go first). ``synonyms``: goal text -> the
-        canonical text it counts as (:data:`rl_bk.goal_suggestion.vocabulary.GOAL_SYNONYMS`)."""
+        canonical text it counts as (:data:`rl_bk.algorithms.ellm_ppo.vocabulary.GOAL_SYNONYMS`)."""
         if max_episodes < 1:
             raise ValueError(f"max_episodes must be >= 1, got {max_episodes}")
         self.threshold, self.max_episodes = threshold, max_episodes

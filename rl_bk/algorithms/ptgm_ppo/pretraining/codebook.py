@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rl_bk.knowledge.ptgm.embeddings import normalize_rows
+from rl_bk.algorithms.ptgm_ppo.pretraining.embeddings import normalize_rows
 
 
 @dataclass

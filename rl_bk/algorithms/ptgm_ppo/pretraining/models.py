@@ -1,7 +1,8 @@
 """What PTGM's high-level RL uses: the codebook, the frozen low-level policy and the prior.
 
 Files in the folder: ``ptgm.pt`` (both state dicts and the constructor arguments),
-``codebook.npz`` (:class:`~rl_bk.knowledge.ptgm.codebook.Codebook`) and ``ptgm.json``
+``codebook.npz`` (:class:`~rl_bk.algorithms.ptgm_ppo.pretraining.codebook.Codebook`) and
+``ptgm.json``
 (settings and the pre-training report, for people).
 
 The two calls RL makes in its inner loops, :meth:`PTGMModels.low_level_actions` (the
@@ -19,9 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from rl_bk.knowledge.ptgm.codebook import Codebook
-from rl_bk.knowledge.ptgm.low_level import GoalConditionedPolicy, freeze
-from rl_bk.knowledge.ptgm.prior import GoalPrior
+from rl_bk.algorithms.ptgm_ppo.pretraining.codebook import Codebook
+from rl_bk.algorithms.ptgm_ppo.pretraining.low_level import GoalConditionedPolicy, freeze
+from rl_bk.algorithms.ptgm_ppo.pretraining.prior import GoalPrior
 
 MODELS_FILE = "ptgm.pt"
 CODEBOOK_FILE = "codebook.npz"

@@ -1,8 +1,8 @@
 """The goals a family's envs can report as achieved, for the "novelty" baseline of ELLM.
 
 ELLM compares its LLM suggestions with a baseline that suggests every goal not achieved yet in
-the episode (an oracle list, no LLM). With :class:`~rl_bk.goal_suggestion.reward.GoalMatcher`
-doing the "not achieved yet" part (its novelty filter), the baseline's suggestion is the same
+the episode (an oracle list, no LLM). With :class:`~.goal_matching.GoalMatcher` doing the
+"not achieved yet" part (its novelty filter), the baseline's suggestion is the same
 every step: the whole vocabulary, from :mod:`rl_bk.labeling.grammars`, the words the envs'
 ``info["achieved"]`` uses.
 

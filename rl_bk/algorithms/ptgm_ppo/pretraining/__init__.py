@@ -2,17 +2,17 @@
 a goal codebook of real states, a goal-conditioned low-level policy trained with hindsight
 goals, and a goal prior; :class:`PTGMModels` is what high-level RL loads."""
 
-from rl_bk.knowledge.ptgm.build import build_ptgm
-from rl_bk.knowledge.ptgm.codebook import Codebook, assign, build_codebook
-from rl_bk.knowledge.ptgm.embeddings import state_embeddings
-from rl_bk.knowledge.ptgm.low_level import (
+from rl_bk.algorithms.ptgm_ppo.pretraining.build import build_ptgm
+from rl_bk.algorithms.ptgm_ppo.pretraining.codebook import Codebook, assign, build_codebook
+from rl_bk.algorithms.ptgm_ppo.pretraining.embeddings import state_embeddings
+from rl_bk.algorithms.ptgm_ppo.pretraining.low_level import (
     GoalConditionedPolicy,
     hindsight_examples,
     split_by_episode,
     train_low_level,
 )
-from rl_bk.knowledge.ptgm.models import PTGMModels
-from rl_bk.knowledge.ptgm.prior import GoalPrior, prior_examples, train_prior
+from rl_bk.algorithms.ptgm_ppo.pretraining.models import PTGMModels
+from rl_bk.algorithms.ptgm_ppo.pretraining.prior import GoalPrior, prior_examples, train_prior
 
 __all__ = [
     "Codebook",
