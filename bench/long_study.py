@@ -1,0 +1,244 @@
+"""Studies too long for one session: a task's methods, one method at a time, each finished
+method's numbers kept in the results JSON, so a study that spans sessions and machines loses
+at most the method it was running.
+
+    nohup python bench/long_study.py ptgm-fair > ptgm-fair.log 2>&1 &      # hours
+    python bench/long_study.py nethack-oni --methods oni-classification     # those parts first
+    python bench/long_study.py crafter-ellm-reward-free --report-only       # tables from what ran
+    python bench/long_study.py --list
+
+Each study (``STUDIES``) is a list of (part of the study, task file as committed); every
+method of the task runs as one ``tune_run.py`` sweep of its own (its seeds, its budget, its
+settings, the sweep grid of that method), under ``bench/runs/<study>/``. The plan (tasks,
+methods, seeds, env steps, budgets, metric) is written to ``bench/results/<study>.md`` before
+the first trial; the tables are rewritten after every method. Re-running the command
+continues: finished methods are read from the JSON, an interrupted one resumes from its
+checkpoints when its Tune folder is still there (the same machine) and starts again when not.
+
+The numbers per seed are the results table's (``rl_bk.experiments.results.trial_row``): the
+task's main metric at each budget and at the end, the env return, and for tasks with a
+success threshold the env steps to reach it. The BK reproduction has its own script
+(``bench/bk_reproduction.py``: greedy evaluation, its tables); this one serves the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RESULTS = ROOT / "bench" / "results"
+RUNS = ROOT / "bench" / "runs"
+
+#: study -> [(part name, task)], run in this order. The questions are the issues' goals.
+STUDIES: dict[str, dict] = {
+    "ptgm-fair": {
+        "question": "Does PTGM reach 0.9 success in fewer env steps than both ppo and bc-ppo "
+                    "(flat PPO cloned from the same demonstrations) on a target the "
+                    "demonstrations never pursued, and does ptgm beat ptgm-no-kl? On "
+                    "Crafter, with a dataset from RND-PPO's trained policy, does it unlock "
+                    "more achievements?",
+        "parts": [("redkey-s20", "babyai-gotolocal-redkey-s20-ptgm"),
+                  ("crafter", "crafter-text-ptgm")],
+    },
+    "crafter-ellm-reward-free": {
+        "question": "Reward-free Crafter: does ELLM with the oracle's suggestions (ORACLE) "
+                    "unlock more achievements per episode than the novelty baseline and RND, "
+                    "beyond the seed spread? ELLM with the embedded 135M model is plumbing, "
+                    "not knowledge.",
+        "parts": [("crafter", "crafter-text-ellm-reward-free")],
+        # The task file runs ELLM's 1M; these CPUs allow 300k (a departure, said in the plan).
+        "steps": 300_000, "budgets": [100_000, 200_000, 300_000],
+    },
+    "nethack-oni": {
+        "question": "NetHack Score: are ONI-Retrieval and ONI-Classification (oracle labels) "
+                    "above oni-none beyond the seed spread, with ONI's extrinsic weight 0.1 "
+                    "and with no env reward, and is classification no longer identical to "
+                    "none?",
+        "parts": [("extrinsic-0.1", "nethack-score"),
+                  ("reward-free", "nethack-score-reward-free")],
+        # The task files run 2M env steps; these CPUs allow 300k (a departure).
+        "steps": 300_000, "budgets": [100_000, 200_000, 300_000],
+    },
+}  # fmt: skip
+
+
+def _load(task_name: str, smoke: bool, study: str | None = None):
+    """The task as the study runs it: the task file, with the study's budget if it sets one
+    (never under --smoke, which keeps the smoke settings)."""
+    from rl_bk.experiments.task_config import load_task
+
+    task = load_task(task_name, smoke=smoke)
+    spec = STUDIES.get(study or "", {})
+    if "steps" in spec and not smoke:
+        stop = task.stop.model_copy(update={"num_env_steps": spec["steps"]})
+        task = task.model_copy(update={"stop": stop, "budgets": spec["budgets"]})
+    return task
+
+
+def parts(study: str, smoke: bool) -> list[tuple[str, str, str]]:
+    """(part id, task name, method) in the order they run."""
+    return [(f"{name}/{method}", task_name, method)
+            for name, task_name in STUDIES[study]["parts"]
+            for method in _load(task_name, smoke, study).methods]  # fmt: skip
+
+
+def _plan(study: str, facts: dict, smoke: bool) -> list[str]:
+    from rl_bk import metrics as M
+
+    spec = STUDIES[study]
+    lines = [f"# {study}", "", f"`{facts['command']}` (started {facts['date']}, "
+             f"{facts['machine']}). Written by `bench/long_study.py`; the plan below was fixed "
+             "before the first run.", "", f"**Question.** {spec['question']}", "", "## Plan",
+             "", "Every task file as committed (its methods, sweep grid, settings); seeds, "
+             "budgets and metric below, none dropped or swapped after being seen. Numbers: "
+             "mean ± std over seeds of each trial's value at the budget (the training "
+             "episodes' mean over the last 100), and per seed where a threshold applies.",
+             *(["", f"Env steps: {spec['steps']:,} per trial where the task files run more "
+                "(the papers' budgets do not fit these CPUs); a departure, not the papers' "
+                "setting."] if "steps" in spec else []),
+             "", "| part | task | methods | seeds | env steps | budgets | metric |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for name, task_name in spec["parts"]:
+        t = _load(task_name, smoke, study)
+        lines.append(f"| {name} | `{task_name}` | {', '.join(t.methods)} | {t.seeds} | "
+                     f"{t.stop.num_env_steps:,} | {', '.join(f'{b:,}' for b in t.budgets)} | "
+                     f"{M.MAIN_METRICS[t.metric]} |")  # fmt: skip
+    return lines
+
+
+def _mean_sd(values: list) -> str:
+    ok = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    if not ok:
+        return "–"
+    m = sum(ok) / len(ok)
+    sd = (sum((v - m) ** 2 for v in ok) / (len(ok) - 1)) ** 0.5 if len(ok) > 1 else 0.0
+    more = "" if len(ok) == len(values) else f" ({len(ok)}/{len(values)})"
+    return f"{m:.3g} ± {sd:.2g}{more}"
+
+
+def _table(rows: list[dict]) -> list[str]:
+    """One line per variant: mean ± std over its seeds of every column any row has (a
+    method's own columns, PTGM's KL or BC-PPO's cloning accuracy, are "–" for the others)."""
+    if not rows:
+        return []
+    skip = {"variant", "seed", "env_steps_per_s"}
+    cols = [c for c in dict.fromkeys(c for r in rows for c in r) if c not in skip]
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    lines = ["| variant | seeds | " + " | ".join(c.replace("_", " ") for c in cols) + " |",
+             "|---|---|" + "---|" * len(cols)]  # fmt: skip
+    for v in variants:
+        mine = [r for r in rows if r["variant"] == v]
+        cells = [_mean_sd([r[c] for r in mine if c in r]) for c in cols]
+        lines.append(f"| {v} | {len(mine)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
+    from bench.study import write_keeping_reading
+
+    lines = [*_plan(study, facts, smoke), "", "## Results", ""]
+    for name, task_name in STUDIES[study]["parts"]:
+        mine = {p: f for p, f in finished.items() if p.split("/")[0] == name}
+        lines += [f"### {name} (`{task_name}`)", ""]
+        if not mine:
+            lines += ["Not run yet.", ""]
+            continue
+        rows = [r for f in mine.values() for r in f["rows"]]
+        lines += [*_table(rows), ""]
+        lines.append("Runs: " + ", ".join(f"`{f['run_dir']}`" for f in mine.values())
+                     + f"; curves: `{study}-{name}-<method>.png`.")  # fmt: skip
+        missing = [m for m in _load(task_name, smoke, study).methods if f"{name}/{m}" not in mine]
+        if missing:
+            lines.append(f"Still to run: {', '.join(missing)}.")
+        lines.append("")
+    path = RESULTS / f"{study}.md"
+    write_keeping_reading(path, "\n".join(lines))
+    (RESULTS / f"{study}.json").write_text(json.dumps({**facts, "finished": finished},
+                                                      indent=2, default=float))  # fmt: skip
+
+
+def _finish(study: str, part: str, task, run_dir: Path) -> dict:
+    """A finished method's numbers, one row per trial, and its curves beside the results."""
+    from rl_bk import metrics as M
+    from rl_bk.experiments.results import (
+        TrialRecord,
+        display_label,
+        records_from_tune_dir,
+        smooth_over_episodes,
+        trial_row,
+    )
+
+    main = M.MAIN_METRICS[task.metric]
+    threshold = task.success_threshold if main == M.SUCCESS_RATE else None
+    rows = []
+    for r in sorted(records_from_tune_dir(run_dir / "tune"), key=lambda r: (r.label, r.seed)):
+        record = TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress))
+        rows.append(trial_row(record, threshold, main, list(task.budgets)))
+    curves = run_dir / "learning_curves.png"
+    if curves.is_file():
+        shutil.copy(curves, RESULTS / f"{study}-{part.replace('/', '-')}.png")
+    rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
+    return {"run_dir": str(rel), "rows": json.loads(json.dumps(rows, default=float))}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("study", nargs="?", choices=sorted(STUDIES))
+    p.add_argument("--methods", default=None,
+                   help="comma-separated: these methods' parts first (the plan unchanged)")
+    p.add_argument("--smoke", action="store_true",
+                   help="the task files' smoke settings (a check that it runs; use with --out, "
+                   "never for the results of record)")  # fmt: skip
+    p.add_argument("--report-only", action="store_true", help="rewrite the tables and stop")
+    p.add_argument("--out", type=Path, default=None,
+                   help="write results and runs under this folder instead (smoke checks)")
+    p.add_argument("--list", action="store_true", help="the studies and their parts")
+    args = p.parse_args()
+    if args.list or args.study is None:
+        for name, spec in STUDIES.items():
+            print(f"{name}: " + ", ".join(f"{n} ({t})" for n, t in spec["parts"]))
+        return 0
+
+    from bench.paired_rounds import run_facts
+    from bench.study import run_or_resume
+
+    global RESULTS, RUNS
+    if args.out is not None:
+        RESULTS, RUNS = args.out / "results", args.out / "runs"
+        RESULTS.mkdir(parents=True, exist_ok=True)
+    study, results = args.study, RESULTS / f"{args.study}.json"
+    facts, finished = run_facts("bench/long_study.py"), {}
+    if results.is_file():  # a continued study keeps its start and its finished methods
+        old = json.loads(results.read_text())
+        facts = {k: old[k] for k in ("command", "machine", "date") if k in old} or facts
+        finished = old.get("finished", {})
+    write_report(study, facts, finished, args.smoke)
+    if args.report_only:
+        return 0
+    first = args.methods.split(",") if args.methods else []
+    order = sorted(parts(study, args.smoke),
+                   key=lambda p: first.index(p[2]) if p[2] in first else len(first))
+    for part, task_name, method in order:
+        if part in finished:
+            continue
+        task = _load(task_name, args.smoke, study)
+        run_dir = run_or_resume(task, [method], task.stop.num_env_steps, RUNS / study / part)
+        finished[part] = _finish(study, part, task, run_dir)
+        write_report(study, facts, finished, args.smoke)
+        print(f"[long-study] {study} {part} done: {run_dir}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
