@@ -1,4 +1,5 @@
-"""How the algorithm configs here keep their own ``training(...)`` parameters.
+"""How the algorithm configs here keep their own ``training(...)`` parameters, and the
+settings section a task file gives each method.
 
 RLlib marks a ``training()`` argument the caller left out with ``NotProvided``. Each
 ``PPOConfig`` subclass keeps its extra parameters' defaults in one dict (set in ``__init__``
@@ -11,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ray.rllib.utils.from_config import NotProvided
+from pydantic import BaseModel, ConfigDict
+
+
+class SettingsSection(BaseModel):
+    """A task file's section of one method's settings: unknown keys are errors, and the
+    defaults here are the config's defaults (declared once, read by both)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def set_defaults(config: Any, defaults: Mapping[str, Any]) -> None:
@@ -21,6 +29,7 @@ def set_defaults(config: Any, defaults: Mapping[str, Any]) -> None:
 
 def set_provided(config: Any, arguments: Mapping[str, Any], names: Iterable[str]) -> None:
     """Sets ``config.<name>`` for each of ``names`` whose argument was given."""
+    from ray.rllib.utils.from_config import NotProvided  # here: the settings import without Ray
     for name in names:
         value = arguments[name]
         if value is not NotProvided:

@@ -17,6 +17,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
+from rl_bk.algorithms.oni_ppo.settings import ONISettings
+from rl_bk.algorithms.ptgm_ppo.settings import PTGMSettings
 from rl_bk.metrics import MAIN_METRICS
 
 TUNE_CONFIGS_DIR = Path(__file__).resolve().parents[2] / "tune_configs"
@@ -152,70 +155,6 @@ class MotifParams(_Strict):
     epochs: int = Field(30, gt=0)
 
 
-class ONIParams(_Strict):
-    """ONI's settings for the oni-* and motif methods (``ONIPPOConfig.training``); who labels
-    is the ``knowledge`` section's labeler (or a trial's ``backend``)."""
-
-    caption_key: str = "caption"  # the info key of a step's caption ("message" on NetHack)
-    goal: str = "make progress in the game"  # the labeller's criterion; cosine-BoW's target
-    extrinsic_coeff: float = Field(1.0, ge=0)  # ONI: 0.1 on NetHack Score, 10 elsewhere
-    llm_coeff: float = Field(0.4, ge=0)
-    beta: float = Field(3.0, ge=0)
-    label_batch_size: int = Field(32, gt=0)
-    # the share of time an embedded (llama.cpp) labeler may compute beside training
-    label_busy_fraction: float = Field(1.0, gt=0, le=1)
-    min_examples: int = Field(32, ge=0)
-    classification_threshold: float = 0.5
-    ranking_threshold: float = -0.5
-    ranking_quantile: float | None = Field(None, ge=0, le=1)
-    #: Motif's threshold: this quantile of the normalised reward over its dataset (Motif: 0.5)
-    motif_quantile: float | None = Field(0.5, ge=0.05, le=0.95)
-    cosine_threshold: float = 0.5
-    pairs_per_batch: int = Field(10, gt=0)
-    reward_model_steps: int = Field(32, gt=0)  # gradient steps when new labels came (ONI: 32)
-    reward_model_batch_size: int = Field(256, gt=0)
-
-
-class ELLMParams(_Strict):
-    """ELLM's settings for the ellm and ellm-novelty methods (``ELLMPPOConfig.training``); who
-    suggests goals is the ``knowledge`` section's labeler (or a trial's ``backend``)."""
-
-    ellm_coeff: float = Field(1.0, ge=0)
-    extrinsic_coeff: float = Field(1.0, ge=0)  # ELLM's pretraining: 0
-    threshold: float | None = Field(None, ge=-1, le=1)  # None: GoalMatcher's default
-    #: suggestions per caption; None: every feasible goal from the oracle (ELLM's), 5 from an LLM
-    max_goals: int | None = Field(None, ge=1, le=32)
-    include_mission: bool = False
-    label_batch_size: int = Field(4, gt=0)  # small: a batch waits for its first labels
-    label_timeout_s: float = Field(120.0, ge=0)  # a batch's wait for its suggestions
-    goal_conditioned: bool = False  # the policy also sees the embedded suggestions
-
-
-class PTGMParams(_Strict):
-    """PTGM's pre-training (``rl-bk knowledge build --kinds ptgm``, from the knowledge
-    section's dataset) and its high-level RL (the ptgm and ptgm-no-kl methods)."""
-
-    n_goals: int = Field(16, ge=2)  # codebook size (PTGM: 100 in Minecraft, 50 in Kitchen)
-    #: MiniLM on captions, an autoencoder's code of the observation, or the observation
-    embedding: Literal["caption-minilm", "learned", "observation"] = "caption-minilm"
-    low_level_gap: tuple[int, int] = (1, 8)  # hindsight goals this many steps ahead
-    prior_gap: tuple[int, int] = (1, 8)  # the prior's targets this many steps ahead
-    #: the prior also reads a prediction of the current state's code (not in PTGM's paper)
-    prior_sees_code: bool = False
-    epochs: int = Field(20, gt=0)
-    low_level_steps: int = Field(10, gt=0)  # env steps per goal (PTGM: 100)
-    prior_kl_coeff: float = Field(0.05, ge=0)  # PTGM's README: kl_reward 0.05
-    greedy_low_level: bool = False
-    #: PPO's training() values for the high level (its steps are goals, not env steps)
-    high_level_ppo: dict[str, Any] = {}
-
-    def pretraining(self) -> dict[str, Any]:
-        """The settings the pre-trained models depend on (the artifact's key): not those
-        read only at RL time, so changing those reuses the models."""
-        rl_only = {"low_level_steps", "prior_kl_coeff", "greedy_low_level", "high_level_ppo"}
-        return {k: v for k, v in self.model_dump(mode="json").items() if k not in rl_only}
-
-
 class GLAMParams(_Strict):
     """GLAM (the ``glam`` method): the language model is the policy, PPO fine-tunes it."""
 
@@ -316,9 +255,9 @@ class TaskConfig(_Strict):
     #: where Tune's results and the knowledge artifacts go: a folder every node sees (a shared
     #: mount) or a URI (s3://, gs://, file://); None: this machine's results/ and cache
     storage: str | None = None
-    oni: ONIParams = ONIParams()
-    ellm: ELLMParams = ELLMParams()
-    ptgm: PTGMParams = PTGMParams()
+    oni: ONISettings = ONISettings()
+    ellm: ELLMSettings = ELLMSettings()
+    ptgm: PTGMSettings = PTGMSettings()
     glam: GLAMParams = GLAMParams()
     #: method -> {training parameter -> values}; the trials are their cartesian product.
     sweep: dict[str, dict[str, list[Any]]] = {}

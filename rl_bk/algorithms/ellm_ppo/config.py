@@ -28,6 +28,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
+from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
@@ -37,13 +38,8 @@ ELLM_DEFAULTS: dict[str, Any] = {
     "suggester": "llm",
     "labeler": LabelerSpec(),
     "family": None,
-    "ellm_coeff": 1.0,
-    "extrinsic_coeff": 1.0,
-    "threshold": None,
-    "max_goals": None,
-    "include_mission": False,
-    "label_batch_size": 4,
-    "label_timeout_s": 120.0,
+    # the task file's settings, declared once (goal_conditioned wraps the env instead)
+    **ELLMSettings().model_dump(exclude={"goal_conditioned"}),
 }
 
 

@@ -42,36 +42,20 @@ from rl_bk.algorithms.oni_ppo.intrinsic_reward import (
 )
 from rl_bk.algorithms.oni_ppo.learner import ONIPPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID, OnlineRewardModel
+from rl_bk.algorithms.oni_ppo.settings import ONISettings
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.online_labels import LabelerSpec
 
 #: training() parameters that only this config has, with their defaults.
+#: (The task file's settings and their defaults are declared once, in ONISettings.)
 ONI_DEFAULTS: dict[str, Any] = {
     "reward_type": "retrieval",
     "labeler": LabelerSpec(),
-    "caption_key": "caption",
     "family": None,
-    "goal": "make progress in the game",
-    "extrinsic_coeff": 1.0,
-    "llm_coeff": 0.4,
-    "beta": 3.0,
-    "label_batch_size": 32,
-    "label_busy_fraction": 1.0,
-    "min_examples": 32,
-    "classification_threshold": 0.5,
-    "ranking_threshold": -0.5,
-    "ranking_quantile": None,
-    "cosine_threshold": 0.5,
-    "pairs_per_batch": 10,
     "motif_dir": None,
-    "motif_quantile": 0.5,
-    "reward_model_lr": 1e-4,
-    "reward_model_batch_size": 256,
-    "reward_model_steps": 32,
-    "reward_model_full_until": 25_000,
-    "reward_model_in_background": True,
+    **ONISettings().model_dump(),
 }
 
 

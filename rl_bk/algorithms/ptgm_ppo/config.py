@@ -36,14 +36,14 @@ from ray.rllib.utils.from_config import NotProvided
 from rl_bk.algorithms.ptgm_ppo.env_steps import PTGMMetricsCallback
 from rl_bk.algorithms.ptgm_ppo.high_level_env import register_high_level_env
 from rl_bk.algorithms.ptgm_ppo.prior_kl import PriorKLPenalty, PriorLogits
+from rl_bk.algorithms.ptgm_ppo.settings import PTGMSettings
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 
 PTGM_DEFAULTS: dict[str, Any] = {
     "ptgm_dir": None,
-    "prior_kl_coeff": 0.05,
-    "low_level_steps": 10,
-    "greedy_low_level": False,
+    # the task file's RL settings, declared once
+    **PTGMSettings().model_dump(include={"prior_kl_coeff", "low_level_steps", "greedy_low_level"}),
 }
 
 
