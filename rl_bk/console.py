@@ -3,8 +3,8 @@ are not shown, unless ``RLBK_VERBOSE=1``.
 
 What is hidden: RLlib's "You are running PPO on the new API stack!" (this project uses only
 the new stack), its deprecation notice for ``RLModule(config=...)`` (raised inside RLlib's
-own module construction), and the ``SystemExit`` an env runner's ``__del__`` raises while its
-actor shuts down (Python prints it as "Exception ignored in ... EnvRunner.__del__"). Every
+own module construction), Tune's notes on gputil, slow setups and each checkpoint written,
+and the ``SystemExit`` an env runner's ``__del__`` raises while its actor shuts down (Python prints it as "Exception ignored in ... EnvRunner.__del__"). Every
 other warning and error still shows. :func:`quiet_worker` is the Ray runtime env's
 ``worker_process_setup_hook``, so trial and env-runner processes are quiet too.
 """
@@ -15,8 +15,16 @@ import logging
 import os
 import sys
 
-#: Loggers whose warnings are noise for a user of this project (errors still show).
-NOISY_LOGGERS = ("ray._common.deprecation", "ray.rllib.algorithms.algorithm_config")
+#: Loggers whose messages below a level are noise for a user of this project: RLlib's
+#: deprecation notices and new-API-stack banner, Tune's "install gputil" and "setup took N s",
+#: and a line per checkpoint written (warnings about storage still show).
+NOISY_LOGGERS = {
+    "ray._common.deprecation": logging.ERROR,
+    "ray.rllib.algorithms.algorithm_config": logging.ERROR,
+    "ray.tune.utils.util": logging.ERROR,
+    "ray.tune.trainable.trainable": logging.WARNING,
+    "ray.train._internal.storage": logging.WARNING,
+}
 WORKER_SETUP_HOOK = "rl_bk.console.quiet_worker"
 
 
@@ -35,8 +43,8 @@ def quiet_ray_logs() -> None:
     """Hides the noise in this process (nothing with ``RLBK_VERBOSE=1``)."""
     if verbose():
         return
-    for name in NOISY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.ERROR)
+    for name, level in NOISY_LOGGERS.items():
+        logging.getLogger(name).setLevel(level)
     sys.unraisablehook = _ignore_actor_teardown
 
 
