@@ -26,6 +26,7 @@ from rl_bk.algorithms.glam_ppo.prompt_observation import (
     decode_prompts,
     encode_prompt,
 )
+from rl_bk.algorithms.glam_ppo.rl_module import FROZEN_FINGERPRINT
 
 torch.set_num_threads(1)
 
@@ -156,6 +157,126 @@ def test_lora_trains_only_the_adapters_and_the_value_head():
     assert all(p.grad is not None for p in module.value_head.parameters())
 
 
+# --------------------------------------------------------------------------------------------
+# Weight sync: what RLlib sends to the env runners (get_state(inference_only=True))
+# --------------------------------------------------------------------------------------------
+def scores_and_values(module: GLAMTorchRLModule) -> tuple[torch.Tensor, torch.Tensor]:
+    batch = {Columns.OBS: obs_batch(PROMPTS)}
+    with torch.no_grad():
+        return (module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS],
+                module.compute_values(batch))  # fmt: skip
+
+
+def move_trainable_weights(module: GLAMTorchRLModule, seed: int = 1) -> None:
+    """What an update does: every trainable weight moves (peft's B starts at zero, so
+    without this an untrained adapter would change no score)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.requires_grad:
+                p.add_(0.1 * torch.randn(p.shape, generator=generator))
+
+
+def tensors(state: dict) -> dict:
+    """A weight-sync state without the frozen weights' fingerprint."""
+    return {k: v for k, v in state.items() if k != FROZEN_FINGERPRINT}
+
+
+def test_lora_sync_holds_the_adapters_and_the_value_head_only():
+    module = build_module(action_texts=ACTIONS[:3], lora={"r": 4})
+    synced = module.get_state(inference_only=True)
+    assert isinstance(synced[FROZEN_FINGERPRINT], float)
+    synced = tensors(synced)
+    assert synced and all("lora_" in k or k.startswith("value_head.") for k in synced)
+    trainable = {n for n, p in module.named_parameters() if p.requires_grad}
+    assert set(synced) == trainable
+    assert all(isinstance(v, np.ndarray) for v in synced.values())  # as RLlib's: numpy
+    base = {k for k in module.state_dict() if "lora_" not in k and "value_head" not in k}
+    assert base and not base & set(synced)
+    assert set(module.get_state()) == set(module.state_dict())  # checkpoints stay whole
+    assert module.frozen_state_keys() == base
+
+
+def test_full_fine_tuning_syncs_every_weight():
+    module = build_module(action_texts=ACTIONS[:3])
+    assert module.frozen_state_keys() == set()
+    assert set(module.get_state(inference_only=True)) == set(module.state_dict())  # no print
+
+
+@pytest.mark.parametrize("lora", [{"r": 4}, None])
+def test_a_runner_updated_by_the_sync_scores_like_the_learner(lora):
+    learner = build_module(action_texts=ACTIONS, lora=lora)
+    runner = GLAMTorchRLModule(  # built as RLlib builds an env runner's module
+        observation_space=learner.observation_space, action_space=learner.action_space,
+        model_config=learner.model_config, inference_only=True,
+    )  # fmt: skip
+    move_trainable_weights(learner)
+    learner_scores, learner_values = scores_and_values(learner)
+    stale, _ = scores_and_values(runner)
+    assert (learner_scores - stale).abs().max() > 1e-3  # the update changed the scores
+    runner.set_state(learner.get_state(inference_only=True))
+    runner_scores, runner_values = scores_and_values(runner)
+    torch.testing.assert_close(runner_scores, learner_scores, atol=0, rtol=0)
+    torch.testing.assert_close(runner_values, learner_values, atol=0, rtol=0)
+    for key, value in learner.state_dict().items():  # the frozen weights agree too
+        assert torch.equal(value, runner.state_dict()[key]), key
+
+
+def test_tied_embeddings_stay_out_of_the_sync(tmp_path):
+    """SmolLM2 ties its output layer to its embeddings: both names of the frozen weight
+    stay behind."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    _, tokenizer = load_causal_lm("tiny")
+    config = LlamaConfig(vocab_size=259, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                         pad_token_id=256, bos_token_id=257, eos_token_id=258,
+                         tie_word_embeddings=True)  # fmt: skip
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    learner = build_module(str(tmp_path), action_texts=ACTIONS[:3], lora={"r": 2})
+    tied = [k for k in learner.state_dict() if "embed_tokens" in k or "lm_head" in k]
+    assert len(tied) == 2 and set(tied) <= learner.frozen_state_keys()
+    synced = tensors(learner.get_state(inference_only=True))
+    assert not set(tied) & set(synced)
+    assert all("lora_" in k or k.startswith("value_head.") for k in synced)
+
+
+def test_a_state_from_another_model_is_refused():
+    lora = build_module(action_texts=ACTIONS[:3], lora={"r": 4})
+    full = build_module(action_texts=ACTIONS[:3])
+    with pytest.raises(ValueError, match=r"does not fit this module.*missing lm\.lm_head"):
+        full.set_state(lora.get_state(inference_only=True))  # the LLM's weights are absent
+    refused = r"does not fit.*missing lm\.base_model.*lora_.*unexpected lm\.lm_head"
+    with pytest.raises(ValueError, match=refused):
+        lora.set_state(full.get_state(inference_only=True))  # names of another architecture
+
+
+def test_a_runner_whose_frozen_llm_differs_refuses_the_sync():
+    """The state leaves the LLM out, so each side must hold the same one: a runner whose own
+    copy differs (here: another random tiny model) refuses, instead of acting on it."""
+    learner = build_module(action_texts=ACTIONS[:3], lora={"r": 4})
+    other = build_module(action_texts=ACTIONS[:3], lora={"r": 4}, seed=1)
+    same = build_module(action_texts=ACTIONS[:3], lora={"r": 4}, seed=0)
+    assert other.frozen_fingerprint != learner.frozen_fingerprint
+    with pytest.raises(ValueError, match=r"frozen weights of this module's LLM .* not the"):
+        other.set_state(learner.get_state(inference_only=True))
+    same.set_state(learner.get_state(inference_only=True))
+
+
+def test_a_whole_state_restores_every_weight():
+    """A checkpoint's state (inference_only=False) is whole and loads into a new module."""
+    learner = build_module(action_texts=ACTIONS[:3], lora={"r": 4})
+    move_trainable_weights(learner)
+    restored = build_module(action_texts=ACTIONS[:3], lora={"r": 4}, seed=1)
+    assert restored.frozen_fingerprint != learner.frozen_fingerprint  # another random LLM
+    restored.set_state(learner.get_state())
+    for key, value in learner.state_dict().items():
+        assert torch.equal(value, restored.state_dict()[key]), key
+    assert restored.frozen_fingerprint == learner.frozen_fingerprint  # what it now holds
+
+
 def test_a_hugging_face_folder_loads_and_scores_the_same(module, tmp_path):
     module.lm.save_pretrained(tmp_path)
     module.tokenizer.save_pretrained(tmp_path)
@@ -192,6 +313,80 @@ def test_config_builds_the_module_spec():
                                  "max_prompt_tokens": 256}  # fmt: skip
     assert config.training(lora_r=None).glam_model_config()["lora"] is None
     assert (config.clip_param, config.entropy_coeff, config.num_epochs) == (0.2, 0.01, 4)
+
+
+def save_tiny_model(folder) -> str:
+    lm, tokenizer = load_causal_lm("tiny")
+    lm.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_a_model_path_that_is_not_a_model_folder_fails_validation(tmp_path):
+    for path, what in ((tmp_path / "missing", "does not exist"), (tmp_path, "has no config.json")):
+        config = GLAMPPOConfig().environment("CartPole-v1").training(glam_model=str(path))
+        with pytest.raises(ValueError, match=rf"glam_model .*{what}: give \"tiny\""):
+            config.validate()
+    config.training(glam_model=save_tiny_model(tmp_path)).validate()
+
+
+def test_gpu_settings_reach_rllibs_learner_and_env_runners():
+    config = GLAMPPOConfig().training(num_gpus_per_learner=0.5, num_gpus_per_env_runner=0.25)
+    assert (config.num_gpus_per_learner, config.num_gpus_per_env_runner) == (0.5, 0.25)
+    config = config.environment("CartPole-v1").training(glam_model="tiny")
+    with pytest.raises(ValueError, match="num_gpus_per_env_runner is for remote env runners"):
+        config.env_runners(num_env_runners=0).validate()
+
+
+# --------------------------------------------------------------------------------------------
+# The GPU recipe (tune_configs/babyai-gotoredball-glam-gpu.yaml): its checks without a GPU
+# --------------------------------------------------------------------------------------------
+GPU_TASK = "babyai-gotoredball-glam-gpu"
+GLAM_TRIAL = {"variant": {"method": "glam", "params": {}}, "seed": 0}
+
+
+def gpu_task(smoke: bool = False, model: str | None = None):
+    from rl_bk.experiments.task_config import load_task
+
+    task = load_task(GPU_TASK, smoke=smoke)
+    if model is not None:
+        task = task.model_copy(update={"glam": task.glam.model_copy(update={"model": model})})
+    return task
+
+
+def test_gpu_recipe_asks_for_one_gpu_shared_by_learner_and_env_runner(tmp_path):
+    from rl_bk.experiments.sweep import build_algorithm_config, resources_for
+
+    task = gpu_task(model=save_tiny_model(tmp_path))
+    config = build_algorithm_config(task, GLAM_TRIAL)
+    config.validate()
+    assert (config.num_learners, config.num_gpus_per_learner) == (0, 0.5)
+    assert (config.num_env_runners, config.num_gpus_per_env_runner) == (1, 0.5)
+    assert config.get_default_rl_module_spec().model_config["lora"] == {"r": 16, "alpha": 32}
+    bundles = resources_for(task)(GLAM_TRIAL).bundles
+    assert sum(b.get("GPU", 0) for b in bundles) == 1.0
+    # The symbolic PPO baseline of the same task asks for no GPU.
+    ppo = {"variant": {"method": "ppo", "params": {}}, "seed": 0}
+    assert sum(b.get("GPU", 0) for b in resources_for(task)(ppo).bundles) == 0
+
+
+def test_gpu_recipe_without_its_model_folder_stops_before_any_trial(tmp_path):
+    from rl_bk.experiments.sweep import resources_for
+
+    task = gpu_task(model=str(tmp_path / "SmolLM2-1.7B-Instruct"))
+    with pytest.raises(ValueError, match=r"SmolLM2-1\.7B-Instruct.*does not exist"):
+        resources_for(task)(GLAM_TRIAL)  # what tune_run.py asks first, on the driver
+
+
+def test_gpu_recipe_smoke_runs_the_same_layout_on_the_cpu():
+    from rl_bk.experiments.sweep import build_algorithm_config, resources_for
+
+    task = gpu_task(smoke=True)
+    assert task.glam.model == "tiny" and task.env_runners.num_env_runners == 1
+    config = build_algorithm_config(task, GLAM_TRIAL)
+    config.validate()
+    assert config.num_gpus_per_learner == 0 and config.num_gpus_per_env_runner == 0
+    assert sum(b.get("GPU", 0) for b in resources_for(task)(GLAM_TRIAL).bundles) == 0
 
 
 # --------------------------------------------------------------------------------------------

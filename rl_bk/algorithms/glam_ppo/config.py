@@ -21,17 +21,25 @@ Task files usually set PPO's settings themselves. Two adaptations to RLlib's PPO
 - LoRA dropout, target modules and the value head's width can be set through
   ``.rl_module(model_config={"lora": {...}, "value_hidden": ...})``; ``training(lora_r=...,
   lora_alpha=...)`` sets r and alpha on top (and ``lora_r=None`` turns LoRA off).
+
+``training()`` also takes RLlib's ``num_gpus_per_learner`` (``learners()``) and
+``num_gpus_per_env_runner`` (``env_runners()``), so that a task file's ``glam: {ppo: ...}``
+section, which reaches the config through ``training()``, can put the LLM on a GPU
+(``tune_configs/babyai-gotoredball-glam-gpu.yaml``). ``validate()`` checks that a model given
+by path is a folder with a ``config.json``, so a wrong path fails before any trial starts.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.algorithms.ppo import PPO, PPOConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.glam_ppo.language_model import VALID_MODELS
 from rl_bk.algorithms.glam_ppo.rl_module import GLAMTorchRLModule
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
 
@@ -61,7 +69,7 @@ GLAM_PPO_DEFAULTS: dict[str, Any] = {
 
 class GLAMPPOConfig(PPOConfig):
     def __init__(self, algo_class: type | None = None):
-        super().__init__(algo_class=algo_class)
+        super().__init__(algo_class=algo_class or GLAMPPO)
         set_defaults(self, {**GLAM_PPO_DEFAULTS, **GLAM_DEFAULTS})
 
     @override(PPOConfig)
@@ -72,6 +80,8 @@ class GLAMPPOConfig(PPOConfig):
         lora_r: int | None = NotProvided,
         lora_alpha: float = NotProvided,
         max_prompt_tokens: int = NotProvided,
+        num_gpus_per_learner: float = NotProvided,
+        num_gpus_per_env_runner: float = NotProvided,
         **kwargs: Any,
     ) -> GLAMPPOConfig:
         """PPO's training settings, plus GLAM's.
@@ -82,9 +92,18 @@ class GLAMPPOConfig(PPOConfig):
             lora_r: LoRA rank; None fine-tunes the whole LLM (GLAM).
             lora_alpha: LoRA's alpha (32, lamorel's LoRA example).
             max_prompt_tokens: prompts are cut from the left to this many tokens.
+            num_gpus_per_learner: RLlib's ``learners(num_gpus_per_learner=...)``: GPUs (or a
+                fraction of one) for the learner, which lives in the trial's process.
+            num_gpus_per_env_runner: RLlib's ``env_runners(num_gpus_per_env_runner=...)``:
+                GPUs (or a fraction) for each remote env runner (the local one, used when
+                ``num_env_runners`` is 0, always runs on the CPU).
         """
         super().training(**kwargs)
         set_provided(self, locals(), GLAM_DEFAULTS)
+        if num_gpus_per_learner is not NotProvided:
+            self.learners(num_gpus_per_learner=num_gpus_per_learner)
+        if num_gpus_per_env_runner is not NotProvided:
+            self.env_runners(num_gpus_per_env_runner=num_gpus_per_env_runner)
         return self
 
     @override(PPOConfig)
@@ -95,6 +114,22 @@ class GLAMPPOConfig(PPOConfig):
         if not isinstance(self.glam_model, str) or not self.glam_model:
             self._value_error('glam_model must be "tiny", "smollm2" or the path of a Hugging '
                               f"Face causal-LM folder, got {self.glam_model!r}")  # fmt: skip
+        if self.glam_model not in ("tiny", "smollm2"):
+            folder = Path(self.glam_model).expanduser()
+            if not (folder / "config.json").is_file():
+                what = "does not exist" if not folder.exists() else "has no config.json"
+                self._value_error(
+                    f"glam_model {self.glam_model!r} ({folder}) {what}: give {VALID_MODELS} "
+                    "(a task file's glam.model), on a path every node running the learner or "
+                    "an env runner reads"
+                )
+        # (An evaluation config inherits the setting; its runners are the evaluation's own.)
+        if self.num_gpus_per_env_runner and not self.num_env_runners and not self.in_evaluation:
+            self._value_error(
+                "num_gpus_per_env_runner is for remote env runners; with num_env_runners 0 "
+                "the trial's own env runner samples on the CPU: set num_env_runners >= 1 (a "
+                "task's env_runners section)"
+            )
         if self.lora_r is not None and (not isinstance(self.lora_r, int) or self.lora_r < 1):
             self._value_error(f"lora_r must be a positive int (or None: full fine-tuning), "
                               f"got {self.lora_r!r}")  # fmt: skip
@@ -121,3 +156,13 @@ class GLAMPPOConfig(PPOConfig):
     @override(PPOConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         return RLModuleSpec(module_class=GLAMTorchRLModule, model_config=self.glam_model_config())
+
+
+class GLAMPPO(PPO):
+    """RLlib's PPO with GLAM's config, so that what asks the algorithm class for its default
+    config (Tune's resource request, on the driver) validates GLAM's settings too."""
+
+    @classmethod
+    @override(PPO)
+    def get_default_config(cls) -> GLAMPPOConfig:
+        return GLAMPPOConfig()

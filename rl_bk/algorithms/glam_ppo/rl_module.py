@@ -31,10 +31,23 @@ Hugging Face causal-LM folder, see ``language_model``), ``action_texts``, ``acti
 ``lora`` (None: the whole LLM is fine-tuned, as in GLAM; a dict of r, alpha, dropout,
 target_modules: LoRA adapters only, as lamorel's LoRA example), ``max_prompt_tokens``,
 ``value_hidden``, ``value_chunk`` (prompts per gradient-free value pass), ``dtype`` and ``seed``.
+
+Weight sync. After each update RLlib sends the learner module's ``get_state(inference_only=True)``
+to every env runner, which ``set_state``s it into a module it built itself from the same
+model_config. Under LoRA the pretrained LM's weights are frozen, and each module loads them
+itself from the same model (the packaged SmolLM2's cache, a folder every node sees, or the tiny
+model's seed), so that state leaves them out: it holds the adapters, the value head and
+anything else that trains (:meth:`GLAMTorchRLModule.frozen_state_keys`): 10 MB for
+SmolLM2-135M with r=16 instead of 662 MB (``bench/results/glam_prior.md``). With it goes a
+fingerprint of the frozen weights, so a runner whose own copy differs (another model or
+conversion under the same name) refuses the state instead of acting on other weights. Full
+fine-tuning (``lora`` None) trains every weight, so everything travels. Checkpoints
+(``inference_only=False``) keep the whole state.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -42,6 +55,9 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.apis import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.annotations import override
+from ray.rllib.utils.numpy import convert_to_numpy
+from ray.rllib.utils.torch_utils import convert_to_torch_tensor
+from ray.rllib.utils.typing import StateDict
 from torch import nn
 
 from rl_bk.algorithms.glam_ppo.language_model import load_causal_lm
@@ -51,6 +67,10 @@ from rl_bk.algorithms.glam_ppo.prompt_observation import ACTION_TEXTS, decode_pr
 #: example). Dropout 0 keeps the train-mode scores equal to the ones the env runners acted on,
 #: so PPO's first ratio is 1. ``target_modules`` None: peft's choice for the architecture.
 LORA_DEFAULTS: dict[str, Any] = {"r": 16, "alpha": 32, "dropout": 0.0, "target_modules": None}
+
+#: The weight-sync state's entry for :meth:`GLAMTorchRLModule._fingerprint` of the frozen
+#: weights it leaves out: a runner whose own copy differs refuses the state.
+FROZEN_FINGERPRINT = "glam_frozen_fingerprint"
 
 GLAM_MODEL_DEFAULTS: dict[str, Any] = {
     "model": "tiny",
@@ -88,6 +108,8 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
         self.tokenizer.truncation_side = "left"
         if cfg["lora"] is not None:
             self.lm = _with_lora(self.lm, cfg["lora"])
+        # Taken here, on the CPU, before RLlib moves the module to its device.
+        self.frozen_fingerprint = self._fingerprint(self.frozen_state_keys())
 
         ids = [self.tokenizer(cfg["action_prefix"] + t, add_special_tokens=False)["input_ids"]
                for t in texts]  # fmt: skip
@@ -158,6 +180,66 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
         return scores, hidden
 
     # ----------------------------------------------------------------------------------------
+    def frozen_state_keys(self) -> set[str]:
+        """State-dict keys of the parameters nothing trains: under LoRA, the pretrained LM's
+        own weights (every name a tied weight goes by: SmolLM2 ties its embeddings to its
+        output layer). Empty when the whole LM is fine-tuned."""
+        return {name for name, p in self.named_parameters(remove_duplicate=False)
+                if not p.requires_grad}  # fmt: skip
+
+    @override(TorchRLModule)
+    def get_state(self, components: Any = None, *, not_components: Any = None,
+                  inference_only: bool = False, **kwargs: Any) -> StateDict:  # fmt: skip
+        """The module's state; with ``inference_only`` (what RLlib syncs to env runners after
+        each update), without the frozen weights every module loads for itself."""
+        if not inference_only:
+            return super().get_state(components, not_components=not_components, **kwargs)
+        frozen = self.frozen_state_keys()
+        state = convert_to_numpy({k: v for k, v in self.state_dict().items() if k not in frozen})
+        if frozen:
+            state[FROZEN_FINGERPRINT] = self.frozen_fingerprint
+        return state
+
+    @override(TorchRLModule)
+    def set_state(self, state: StateDict) -> None:
+        """Loads a state from :meth:`get_state`: a whole one (a checkpoint), or one without
+        the frozen weights (a weight sync), which this module then keeps as it built them.
+        Anything else missing, a key this module does not have, or frozen weights other than
+        the sender's (their fingerprint) is an error: the sender's model or LoRA settings
+        differ from this module's."""
+        state = dict(state)
+        fingerprint = state.pop(FROZEN_FINGERPRINT, None)
+        own = self.state_dict()
+        unexpected = sorted(set(state) - set(own))
+        missing = sorted(set(own) - set(state) - self.frozen_state_keys())
+        if unexpected or missing:
+            raise ValueError(
+                f"GLAM module state does not fit this module (model {self.glam_config['model']!r}"
+                f", lora {self.glam_config['lora']!r}): missing {_some(missing)}, unexpected "
+                f"{_some(unexpected)}; learner and env runners must build the same model"
+            )  # fmt: skip
+        if fingerprint is not None and not math.isclose(fingerprint, self.frozen_fingerprint,
+                                                        rel_tol=1e-6):  # fmt: skip
+            raise ValueError(
+                f"the frozen weights of this module's LLM ({self.glam_config['model']!r}) are "
+                f"not the sender's (fingerprints {fingerprint!r} and "
+                f"{self.frozen_fingerprint!r}): every node must load the same model"
+            )
+        # RLlib's set_state would refuse an inference-only module's missing (frozen) keys.
+        self.load_state_dict(convert_to_torch_tensor(state), strict=False)
+        frozen = self.frozen_state_keys()
+        if frozen & set(state):  # a whole state (a checkpoint) may bring other frozen weights
+            self.frozen_fingerprint = self._fingerprint(frozen)
+
+    def _fingerprint(self, keys: set[str]) -> float:
+        """A number that changes when the weights under ``keys`` do (each tensor's float64
+        sum, weighted by its place in name order); 0.0 for none."""
+        params = dict(self.named_parameters(remove_duplicate=False))
+        with torch.no_grad():
+            return float(sum((i + 1) * params[k].detach().sum(dtype=torch.float64).item()
+                             for i, k in enumerate(sorted(keys))))  # fmt: skip
+
+    # ----------------------------------------------------------------------------------------
     @override(TorchRLModule)
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         scores, hidden = self.score_actions(*self.tokenize(batch[Columns.OBS]))
@@ -195,6 +277,12 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
 
     def _value(self, embeddings: torch.Tensor) -> torch.Tensor:
         return self.value_head(embeddings.to(self.value_head[0].weight.dtype)).squeeze(-1)
+
+
+def _some(keys: list[str], n: int = 5) -> str:
+    """Up to ``n`` keys and how many more, for an error message."""
+    more = f" and {len(keys) - n} more" if len(keys) > n else ""
+    return (", ".join(keys[:n]) or "none") + more
 
 
 def _token_log_probs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
