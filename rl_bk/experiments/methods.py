@@ -208,6 +208,8 @@ def _build_glam(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algor
     glam = {"glam_model": g.model, "lora_r": g.lora_r, "lora_alpha": g.lora_alpha,
             "max_prompt_tokens": g.max_prompt_tokens}  # fmt: skip
     config = base_ppo_config(task, seed, {**g.ppo, **glam, **params}, config=GLAMPPOConfig())
+    config.learners(num_gpus_per_learner=g.num_gpus_per_learner)
+    config.env_runners(num_gpus_per_env_runner=g.num_gpus_per_env_runner)
     env = register_glam_env(task.env, n_obs=g.n_obs, reward_scale=g.reward_scale)
     return config.environment(env, env_config=dict(task.env_config))
 

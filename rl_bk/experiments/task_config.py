@@ -164,6 +164,10 @@ class GLAMParams(_Strict):
     n_obs: int = Field(3, gt=0)  # observations in the prompt (GLAM: nbr_obs 3)
     max_prompt_tokens: int = Field(512, gt=0)
     reward_scale: float = Field(20.0, gt=0)  # GLAM: 20 * r_env on success
+    #: GPUs (or a share of one) for the learner, in the trial's process, and for each remote
+    #: env runner (the local one, with num_env_runners 0, samples on the CPU)
+    num_gpus_per_learner: float = Field(0.0, ge=0)
+    num_gpus_per_env_runner: float = Field(0.0, ge=0)
     #: PPO's training() values for GLAM (an LLM policy wants a far smaller lr and batch)
     ppo: dict[str, Any] = {}
 

@@ -331,7 +331,12 @@ def test_a_model_path_that_is_not_a_model_folder_fails_validation(tmp_path):
 
 
 def test_gpu_settings_reach_rllibs_learner_and_env_runners():
-    config = GLAMPPOConfig().training(num_gpus_per_learner=0.5, num_gpus_per_env_runner=0.25)
+    from rl_bk.experiments.methods import get_method
+
+    task = gpu_task(smoke=True)
+    glam = task.glam.model_copy(update={"num_gpus_per_learner": 0.5,
+                                        "num_gpus_per_env_runner": 0.25})  # fmt: skip
+    config = get_method("glam").build(task.model_copy(update={"glam": glam}), 0, {})
     assert (config.num_gpus_per_learner, config.num_gpus_per_env_runner) == (0.5, 0.25)
     config = config.environment("CartPole-v1").training(glam_model="tiny")
     with pytest.raises(ValueError, match="num_gpus_per_env_runner is for remote env runners"):

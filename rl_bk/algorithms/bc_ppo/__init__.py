@@ -13,14 +13,8 @@ The names load lazily so that :mod:`rl_bk.algorithms.bc_ppo.cloning` imports wit
 
 from __future__ import annotations
 
-from typing import Any
+from rl_bk.algorithms.lazy_names import lazy_names
 
-__all__ = ["BCPPO", "BCPPOConfig"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from rl_bk.algorithms.bc_ppo import config
-
-        return getattr(config, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_WHERE = {"BCPPO": "config", "BCPPOConfig": "config"}
+__all__ = sorted(_WHERE)
+__getattr__ = lazy_names(__name__, _WHERE)

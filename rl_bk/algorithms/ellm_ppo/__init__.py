@@ -10,18 +10,12 @@ goal-conditioned observation) and :mod:`.config`. The names load lazily.
 
 from __future__ import annotations
 
-from typing import Any
+from rl_bk.algorithms.lazy_names import lazy_names
 
-__all__ = ["SUGGESTERS", "ELLMIntrinsicReward", "ELLMPPOConfig"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "ELLMPPOConfig":
-        from rl_bk.algorithms.ellm_ppo.config import ELLMPPOConfig
-
-        return ELLMPPOConfig
-    if name in ("SUGGESTERS", "ELLMIntrinsicReward"):
-        from rl_bk.algorithms.ellm_ppo import intrinsic_reward
-
-        return getattr(intrinsic_reward, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_WHERE = {
+    "SUGGESTERS": "intrinsic_reward",
+    "ELLMIntrinsicReward": "intrinsic_reward",
+    "ELLMPPOConfig": "config",
+}
+__all__ = sorted(_WHERE)
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -22,11 +22,9 @@ Task files usually set PPO's settings themselves. Two adaptations to RLlib's PPO
   ``.rl_module(model_config={"lora": {...}, "value_hidden": ...})``; ``training(lora_r=...,
   lora_alpha=...)`` sets r and alpha on top (and ``lora_r=None`` turns LoRA off).
 
-``training()`` also takes RLlib's ``num_gpus_per_learner`` (``learners()``) and
-``num_gpus_per_env_runner`` (``env_runners()``), so that a task file's ``glam: {ppo: ...}``
-section, which reaches the config through ``training()``, can put the LLM on a GPU
-(``tune_configs/babyai-gotoredball-glam-gpu.yaml``). ``validate()`` checks that a model given
-by path is a folder with a ``config.json``, so a wrong path fails before any trial starts.
+``validate()`` checks that a model given by path is a folder with a ``config.json``, so a
+wrong path fails before any trial starts, and that GPUs asked for env runners
+(``env_runners(num_gpus_per_env_runner=...)``) have remote runners to go to.
 """
 
 from __future__ import annotations
@@ -80,8 +78,6 @@ class GLAMPPOConfig(PPOConfig):
         lora_r: int | None = NotProvided,
         lora_alpha: float = NotProvided,
         max_prompt_tokens: int = NotProvided,
-        num_gpus_per_learner: float = NotProvided,
-        num_gpus_per_env_runner: float = NotProvided,
         **kwargs: Any,
     ) -> GLAMPPOConfig:
         """PPO's training settings, plus GLAM's.
@@ -92,18 +88,9 @@ class GLAMPPOConfig(PPOConfig):
             lora_r: LoRA rank; None fine-tunes the whole LLM (GLAM).
             lora_alpha: LoRA's alpha (32, lamorel's LoRA example).
             max_prompt_tokens: prompts are cut from the left to this many tokens.
-            num_gpus_per_learner: RLlib's ``learners(num_gpus_per_learner=...)``: GPUs (or a
-                fraction of one) for the learner, which lives in the trial's process.
-            num_gpus_per_env_runner: RLlib's ``env_runners(num_gpus_per_env_runner=...)``:
-                GPUs (or a fraction) for each remote env runner (the local one, used when
-                ``num_env_runners`` is 0, always runs on the CPU).
         """
         super().training(**kwargs)
         set_provided(self, locals(), GLAM_DEFAULTS)
-        if num_gpus_per_learner is not NotProvided:
-            self.learners(num_gpus_per_learner=num_gpus_per_learner)
-        if num_gpus_per_env_runner is not NotProvided:
-            self.env_runners(num_gpus_per_env_runner=num_gpus_per_env_runner)
         return self
 
     @override(PPOConfig)

@@ -4,23 +4,14 @@ ranking, cosine-BoW), and offline Motif. The names load lazily, so that the sett
 
 from __future__ import annotations
 
-from typing import Any
+from rl_bk.algorithms.lazy_names import lazy_names
 
-__all__ = [
-    "ONI_MODULE_ID",
-    "REWARD_TYPES",
-    "ONIPPOConfig",
-    "OnlineIntrinsicReward",
-    "OnlineRewardModel",
-]
-_WHERE = {"ONIPPOConfig": "config", "REWARD_TYPES": "intrinsic_reward",
-          "OnlineIntrinsicReward": "intrinsic_reward", "ONI_MODULE_ID": "rl_module",
-          "OnlineRewardModel": "rl_module"}  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_WHERE = {
+    "ONI_MODULE_ID": "rl_module",
+    "REWARD_TYPES": "intrinsic_reward",
+    "ONIPPOConfig": "config",
+    "OnlineIntrinsicReward": "intrinsic_reward",
+    "OnlineRewardModel": "rl_module",
+}
+__all__ = sorted(_WHERE)
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -8,18 +8,12 @@ lazily, so that the pre-training imports without the RLlib algorithm classes.
 
 from __future__ import annotations
 
-from typing import Any
+from rl_bk.algorithms.lazy_names import lazy_names
 
-__all__ = ["HighLevelGoalEnv", "PTGMPPOConfig", "register_high_level_env"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "PTGMPPOConfig":
-        from rl_bk.algorithms.ptgm_ppo.config import PTGMPPOConfig
-
-        return PTGMPPOConfig
-    if name in ("HighLevelGoalEnv", "register_high_level_env"):
-        from rl_bk.algorithms.ptgm_ppo import high_level_env
-
-        return getattr(high_level_env, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_WHERE = {
+    "HighLevelGoalEnv": "high_level_env",
+    "PTGMPPOConfig": "config",
+    "register_high_level_env": "high_level_env",
+}
+__all__ = sorted(_WHERE)
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -11,14 +11,8 @@ numpy arrays) imports without the algorithm classes.
 
 from __future__ import annotations
 
-from typing import Any
+from rl_bk.algorithms.lazy_names import lazy_names
 
-__all__ = ["RNDPPO", "RNDPPOConfig"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from rl_bk.algorithms.rnd_ppo import config
-
-        return getattr(config, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_WHERE = {"RNDPPO": "config", "RNDPPOConfig": "config"}
+__all__ = sorted(_WHERE)
+__getattr__ = lazy_names(__name__, _WHERE)

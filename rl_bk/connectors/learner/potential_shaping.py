@@ -91,10 +91,29 @@ def shaped_rewards(
     convention: Convention = "ng",
     previous: float | None = None,
 ) -> np.ndarray:
-    """``extrinsic_coeff * r + coeff * F`` for one chunk's n real steps (see the module).
+    """``extrinsic_coeff * r + coeff * F`` for one chunk's n real steps (see the module;
+    the arguments are :func:`shaping_terms`'s, and ``rewards``, the chunk's n real rewards)."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    if len(potentials) != len(rewards) + 1:
+        raise ValueError(f"need {len(rewards) + 1} potentials for {len(rewards)} steps, got "
+                         f"{len(potentials)}")  # fmt: skip
+    return extrinsic_coeff * rewards + shaping_terms(
+        potentials, gamma=gamma, coeff=coeff, terminated=terminated, convention=convention,
+        previous=previous)  # fmt: skip
+
+
+def shaping_terms(
+    potentials: np.ndarray,
+    *,
+    gamma: float,
+    coeff: float,
+    terminated: bool,
+    convention: Convention = "ng",
+    previous: float | None = None,
+) -> np.ndarray:
+    """``coeff * F_t`` for a chunk's n real steps (see the module).
 
     Args:
-        rewards: the chunk's n real rewards.
         potentials: n + 1 potentials, of the states before and after each step.
         terminated: whether the chunk's last step ended the episode.
         convention: ``"ng"``: ``F_t = gamma * Phi(s_{t+1}) - Phi(s_t)``, ``Phi = 0`` after
@@ -104,18 +123,15 @@ def shaped_rewards(
             start, where ``Phi(s_0)`` stands in for it.
     """
     phi = np.asarray(potentials, dtype=np.float64)
-    n = len(rewards)
-    if len(phi) != n + 1:
-        raise ValueError(f"need {n + 1} potentials for {n} steps, got {len(phi)}")
-    extrinsic = extrinsic_coeff * np.asarray(rewards, dtype=np.float64)
+    n = len(phi) - 1
     if convention == "ng":
         next_phi = phi[1:].copy()
         if terminated and n:
             next_phi[-1] = 0.0
-        return extrinsic + coeff * (gamma * next_phi - phi[:-1])
+        return coeff * (gamma * next_phi - phi[:-1])
     if convention == "bk":
         before = np.concatenate([[phi[0] if previous is None else previous], phi[: n - 1]])
-        return extrinsic + coeff * (gamma * phi[:n] - before[:n])
+        return coeff * (gamma * phi[:n] - before[:n])
     raise ValueError(f"unknown shaping convention {convention!r}; valid: {', '.join(CONVENTIONS)}")
 
 
@@ -227,10 +243,9 @@ class PotentialShaping:
                 added.append(np.zeros(0))
                 continue
             prev = previous.get(i)
-            bonus = shaped_rewards(
-                np.zeros(piece.steps), phi / divisor, gamma=self.gamma, coeff=self.coeff,
-                terminated=piece.terminated, extrinsic_coeff=0.0, convention=self.convention,
-                previous=None if prev is None else prev / divisor,
+            bonus = shaping_terms(
+                phi / divisor, gamma=self.gamma, coeff=self.coeff, terminated=piece.terminated,
+                convention=self.convention, previous=None if prev is None else prev / divisor,
             )  # fmt: skip
             added.append(bonus)
             bonus_total += float(bonus.sum())
