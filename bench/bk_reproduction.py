@@ -15,9 +15,10 @@ before anything runs; the tables are rewritten after every study. Re-running the
 continues: finished studies are read, an interrupted one resumes from its checkpoints (the
 same as ``tune_run.py --resume <its run folder>``).
 
-Each study runs one method at a time, and the numbers of every finished method are kept in
+Each study runs one method and one seed at a time (a part: that seed's trials of every variant
+of the method), and the numbers and curves of every finished part are kept in
 ``bench/results/bk-reproduction.json``: a reproduction that spans sessions or machines (Tune's
-folders are not committed) resumes from the method it was running.
+folders are not committed) resumes from the seed it was running.
 
 The question each table answers (the issue's goal): does every bk-* method reach 0.9 greedy
 success in fewer env steps than PPO on the mean over seeds (a seed that never reaches it
@@ -31,7 +32,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -45,9 +45,9 @@ RESULTS = ROOT / "bench" / "results" / "bk-reproduction"
 RUNS = ROOT / "bench" / "runs" / "bk-reproduction"
 
 #: (study name, task file): run in this order; each takes its methods, seeds and budget from
-#: the task file. A study runs one method at a time (a "part"), and each finished part's
-#: numbers are kept in the results JSON, so a reproduction that spans sessions (and machines:
-#: Tune's folders are not committed) loses at most the part it was running.
+#: the task file. A study runs one method and seed at a time (a "part"), and each finished
+#: part's numbers are kept in the results JSON, so a reproduction that spans sessions (and
+#: machines: Tune's folders are not committed) loses at most the part it was running.
 STUDIES = [
     ("redball-s20", "babyai-gotolocal-redball-s20"),
     ("purpleball-s20", "babyai-gotolocal-purpleball-s20"),
@@ -58,12 +58,19 @@ STUDIES = [
 ]
 
 
-def parts() -> list[tuple[str, str, str]]:
-    """(part name, study, method) in the order they run."""
+def parts() -> list[tuple[str, str, str, object]]:
+    """(part name ``<study>/<method>/<seed>``, study, method, the task narrowed to that seed)
+    in the order they run."""
+    from bench.study import seed_parts
     from rl_bk.experiments.task_config import load_task
 
-    return [(f"{study}/{method}", study, method) for study, task in STUDIES
-            for method in load_task(task).methods]  # fmt: skip
+    out = []
+    for study, task_name in STUDIES:
+        task = load_task(task_name)
+        for method in task.methods:
+            out += [(part, study, method, seeded)
+                    for part, seeded, _ in seed_parts(f"{study}/{method}", task)]  # fmt: skip
+    return out
 
 
 def _plan(facts: dict) -> list[str]:
@@ -114,8 +121,7 @@ def _table(name: str, numbers: dict, steps: int, budgets: list[int],
     cols = ["eval steps to 0.9 (per seed)", "mean steps to 0.9",
             *[f"eval @{b // 1000}k" for b in budgets], "final eval return",
             "train steps to 0.9"]  # fmt: skip
-    lines = [f"### {name}", "", f"Runs: {', '.join(f'`{r}`' for r in runs)}; curves: "
-             f"`bk-reproduction-{name}-<method>.png`.", "",
+    lines = [f"### {name}", "", f"Runs (not committed): {', '.join(f'`{r}`' for r in runs)}.", "",
              "| variant | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]  # fmt: skip
     for label, n in numbers.items():
         cells = [steps_per_seed(n["eval_steps"]), steps_mean(n["eval_steps"], steps),
@@ -140,7 +146,8 @@ def _table(name: str, numbers: dict, steps: int, budgets: list[int],
 
 
 def write_report(facts: dict, finished: dict[str, dict]) -> None:
-    from bench.study import write_keeping_reading
+    from bench.study import is_done, merge_seed_numbers, plot_study, write_keeping_reading
+    from rl_bk import metrics as M
     from rl_bk.experiments.task_config import load_task
 
     lines = [*_plan(facts), "", "## Results", ""]
@@ -150,30 +157,42 @@ def write_report(facts: dict, finished: dict[str, dict]) -> None:
             lines += [f"### {name}", "", "Not run yet.", ""]
             continue
         t = load_task(task_name)
-        numbers = {label: n for f in mine.values() for label, n in f["numbers"].items()}
-        missing = [m for m in t.methods if f"{name}/{m}" not in mine]
-        lines += _table(name, numbers, t.stop.num_env_steps, list(t.budgets),
-                        [f["run_dir"] for f in mine.values()])  # fmt: skip
+        numbers = merge_seed_numbers([f["numbers"] for f in mine.values()])
+        per_seed = f"bench/runs/bk-reproduction/{name}/<method>/<seed>/"
+        runs = sorted({f["run_dir"] if "curves" not in f else per_seed for f in mine.values()})
+        lines += _table(name, numbers, t.stop.num_env_steps, list(t.budgets), runs)
+        trials = [c for f in mine.values() for c in f.get("curves", [])]
+        plot = RESULTS.parent / f"bk-reproduction-{name}.png"
+        if plot_study(trials, {"greedy success (evaluation)": M.EVAL_SUCCESS_RATE,
+                               "training success (last 100 episodes)": M.SUCCESS_RATE},
+                      plot, f"BK reproduction, {name} (ORACLE knowledge)"):  # fmt: skip
+            kept = sorted({t["label"] for t in trials})
+            lines += [f"Curves of the trials whose reports were kept ({', '.join(kept)}): "
+                      f"`{plot.name}`.", ""]  # fmt: skip
+        for part, f in mine.items():
+            old_plot = f"bk-reproduction-{part.replace('/', '-')}.png"
+            if "curves" not in f and (RESULTS.parent / old_plot).is_file():
+                lines += [f"Curves of `{part}` (one part for all seeds; its reports were not "
+                          f"kept): `{old_plot}`.", ""]  # fmt: skip
+        missing = [f"{m} (seeds {', '.join(str(s) for s in left)})" for m in t.methods
+                   if (left := [s for s in t.seeds if not is_done(f"{name}/{m}/{s}", mine)])]
         if missing:
-            lines += [f"Still to run in this study: {', '.join(missing)}.", ""]
+            lines += [f"Still to run in this study: {'; '.join(missing)}.", ""]
     write_keeping_reading(RESULTS.with_suffix(".md"), "\n".join(lines))
     RESULTS.with_suffix(".json").write_text(json.dumps({**facts, "finished": finished},
                                                        indent=2))  # fmt: skip
 
 
-def _finish(part: str, run_dir: Path, budgets: list[int]) -> dict:
-    """A finished part's numbers, kept in the results JSON; its curves copied beside it."""
+def _finish(run_dir: Path, budgets: list[int]) -> dict:
+    """A finished part's numbers and per-report curves, as the results JSON keeps them."""
     from dataclasses import asdict
 
-    from bench.study import seed_numbers
+    from bench.study import seed_numbers, trial_curves
 
     numbers = {label: asdict(n) for label, n in seed_numbers(run_dir, budgets).items()}
     numbers = json.loads(json.dumps(numbers))  # as the JSON keeps them (budget keys: str)
-    curves = run_dir / "learning_curves.png"
-    if curves.is_file():
-        shutil.copy(curves, RESULTS.parent / f"bk-reproduction-{part.replace('/', '-')}.png")
     rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
-    return {"run_dir": str(rel), "numbers": numbers}
+    return {"run_dir": str(rel), "numbers": numbers, "curves": trial_curves(run_dir)}
 
 
 def main() -> int:
@@ -190,8 +209,7 @@ def main() -> int:
         raise SystemExit(f"unknown studies; valid: {', '.join(n for n, _ in STUDIES)}")
 
     from bench.paired_rounds import run_facts
-    from bench.study import run_or_resume
-    from rl_bk.experiments.task_config import load_task
+    from bench.study import is_done, run_or_resume
 
     facts = run_facts("bench/bk_reproduction.py")
     finished: dict[str, dict] = {}
@@ -208,12 +226,11 @@ def main() -> int:
     # Studies keep their order; within one, the named methods come first (sorted is stable).
     ordered = sorted(parts(), key=lambda p: (
         studies.index(p[1]), first.index(p[2]) if p[2] in first else len(first)))
-    for part, study, method in ordered:
-        if study not in names or part in finished:
+    for part, study, method, task in ordered:
+        if study not in names or is_done(part, finished):
             continue
-        task = load_task(dict(STUDIES)[study])
         run_dir = run_or_resume(task, [method], task.stop.num_env_steps, args.runs / part)
-        finished[part] = _finish(part, run_dir, list(task.budgets))
+        finished[part] = _finish(run_dir, list(task.budgets))
         write_report(facts, finished)
         print(f"[bk-reproduction] {part} done: {run_dir}", flush=True)
     return 0

@@ -1,10 +1,12 @@
 """What the long BK studies share: run a task's sweep or continue it, and read each trial's
 greedy-evaluation numbers back (bench/bk_hypotheses.py, bench/bk_reproduction.py).
 
-A study is one ``rl_bk.experiments.run`` sweep, as ``tune_run.py`` runs it, written under a
-folder of its own. Running the same study again finds it: a finished run is read, an
-interrupted one resumes from its trials' checkpoints (``tune_run.py --resume``), so a study
-that spans sessions is continued by re-running its command.
+A study is run in parts of one method and one seed, each an ``rl_bk.experiments.run``
+sweep (as ``tune_run.py`` runs it) under a folder of its own. Running the same part again
+finds it: a finished run is read, an interrupted one resumes from its trials' checkpoints
+(``tune_run.py --resume``). A finished part's numbers and curves are kept in the study's
+results JSON, which is committed, so a study that spans sessions and machines (Tune's folders
+are not committed) loses at most the trials it was running.
 """
 
 from __future__ import annotations
@@ -21,6 +23,52 @@ from rl_bk.experiments.results import (
     steps_to_reach,
     value_at,
 )
+
+
+def seed_parts(prefix: str, task) -> list[tuple[str, object, int]]:
+    """(part id ``<prefix>/<seed>``, the task narrowed to that seed, seed) for each seed."""
+    return [(f"{prefix}/{seed}", task.model_copy(update={"seeds": [seed]}), seed)
+            for seed in task.seeds]  # fmt: skip
+
+
+def is_done(part: str, finished: dict) -> bool:
+    """A per-seed part is done when it, or the whole-method part it belongs to (studies
+    started before parts were per seed kept one part per method), is in ``finished``."""
+    return part in finished or part.rsplit("/", 1)[0] in finished
+
+
+#: The per-report columns a finished trial keeps for the study's curves.
+CURVE_COLUMNS = (M.ENV_STEPS, M.EPISODES_LIFETIME, M.SUCCESS_RATE, M.EPISODE_RETURN_MEAN,
+                 M.EVAL_SUCCESS_RATE, M.EVAL_RETURN_MEAN)  # fmt: skip
+
+
+def trial_curves(run_dir: Path, extra: tuple[str, ...] = ()) -> list[dict]:
+    """Each trial's smoothed per-report values of ``CURVE_COLUMNS`` (and ``extra``), as the
+    results JSON keeps them: ``{"label", "seed", "progress": {column: [values]}}``."""
+    out = []
+    for record in sorted(records_from_tune_dir(run_dir / "tune"), key=lambda r: r.seed):
+        p = smooth_over_episodes(record.progress)
+        cols = [c for c in dict.fromkeys((*CURVE_COLUMNS, *extra)) if c in p]
+        out.append({"label": display_label(record.label), "seed": record.seed,
+                    "progress": {c: [None if math.isnan(v) else float(v) for v in p[c]]
+                                 for c in cols}})  # fmt: skip
+    return out
+
+
+def plot_study(trials: list[dict], metrics: dict[str, str], path: Path, title: str) -> bool:
+    """The study's learning curves from the trials the results JSON kept (mean over seeds,
+    band = min..max); False when no trial kept the metrics."""
+    import pandas as pd
+
+    from rl_bk.experiments.results import TrialRecord, learning_curves, plot_learning_curves
+
+    records = [TrialRecord(t["label"], t["seed"], pd.DataFrame(t["progress"], dtype=float))
+               for t in trials]  # fmt: skip
+    curves = learning_curves(records, metrics)
+    if not len(curves):
+        return False
+    plot_learning_curves(curves, path, title)
+    return True
 
 
 def find_run(home: Path) -> Path | None:
@@ -56,6 +104,27 @@ class SeedNumbers:
     eval_at: dict[int, list[float]] = field(default_factory=dict)
     train_at: dict[int, list[float]] = field(default_factory=dict)
     final_eval_return: list[float] = field(default_factory=list)
+
+
+def merge_seed_numbers(parts: list[dict[str, dict]]) -> dict[str, dict]:
+    """Per variant, the per-seed numbers of several parts (as the JSON keeps
+    :class:`SeedNumbers`) in one, ordered by seed."""
+    rows: dict[str, list[tuple[int, int, dict]]] = {}
+    for numbers in parts:
+        for label, n in numbers.items():
+            rows.setdefault(label, []).extend((s, i, n) for i, s in enumerate(n["seeds"]))
+    out = {}
+    for label, entries in rows.items():
+        entries.sort(key=lambda e: e[0])
+        merged: dict = {"seeds": [s for s, _, _ in entries]}
+        for key in ("eval_steps", "train_steps", "final_eval_return"):
+            merged[key] = [n[key][i] for _, i, n in entries]
+        for key in ("eval_at", "train_at"):
+            budgets = dict.fromkeys(b for _, _, n in entries for b in n[key])
+            merged[key] = {b: [n[key][b][i] if b in n[key] else math.nan
+                               for _, i, n in entries] for b in budgets}  # fmt: skip
+        out[label] = merged
+    return out
 
 
 def seed_numbers(run_dir: Path, budgets: list[int],
