@@ -165,19 +165,27 @@ def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callback
     stop = {M.ENV_STEPS: stop_steps}
     if task.stop.time_budget_s:
         stop["time_total_s"] = task.stop.time_budget_s
-    reporter = tune.CLIReporter(
-        metric_columns={M.ENV_STEPS: "env steps", M.EPISODE_RETURN_MEAN: "return",
-                        M.SUCCESS_RATE: "success", "time_total_s": "s"},
-        parameter_columns={"seed": "seed"},
-        max_report_frequency=30, sort_by_metric=False,
-    )  # fmt: skip
+    from rl_bk.console import verbose
+
+    if verbose():  # Tune's own status table
+        reporter, tune_verbosity = tune.CLIReporter(
+            metric_columns={M.ENV_STEPS: "env steps", M.EPISODE_RETURN_MEAN: "return",
+                            M.SUCCESS_RATE: "success", "time_total_s": "s"},
+            parameter_columns={"seed": "seed"},
+            max_report_frequency=30, sort_by_metric=False,
+        ), 1  # fmt: skip
+    else:  # one line per trial
+        from rl_bk.experiments.progress import TrialProgress
+
+        reporter, tune_verbosity = None, 0
+        callbacks = [*callbacks, TrialProgress(stop_steps, _trial_title)]
     return tune.RunConfig(
         name="tune",
         storage_path=tune_location(task, run_dir).rsplit("/", 1)[0],
         stop=stop,
         callbacks=callbacks,
         progress_reporter=reporter,
-        verbose=1,
+        verbose=tune_verbosity,
         # A trial that dies (a node lost, an OOM) restarts from its last checkpoint.
         failure_config=tune.FailureConfig(max_failures=2),
         checkpoint_config=tune.CheckpointConfig(
@@ -186,8 +194,12 @@ def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callback
     )
 
 
+def _trial_title(trial) -> str:
+    return f"{trial_label(trial.config)} seed={trial.config['seed']}"
+
+
 def _trial_name(trial) -> str:
-    return f"{trial_label(trial.config)} seed={trial.config['seed']}".replace(" ", "_")
+    return _trial_title(trial).replace(" ", "_")
 
 
 def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:

@@ -1,0 +1,87 @@
+"""One progress line per trial: a tqdm bar of env steps towards the stop, with the trial's
+latest training success (or return) and its greedy evaluation, in place of Tune's status
+table (which ``RLBK_VERBOSE=1`` brings back).
+
+Tune calls a :class:`ray.tune.Callback` in the driver on every trial event, so the bars cost
+nothing on the training path. Off a terminal (a log file, CI) tqdm would write a line per
+update; there the bars update at most once a minute.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from ray import tune
+
+from rl_bk import metrics as M
+
+
+def _number(result: dict, key: str) -> float:
+    """A flattened or nested result key (``a/b`` or ``{"a": {"b": ...}}``); NaN if absent."""
+    value = result.get(key)
+    if value is None:
+        value = result
+        for part in key.split("/"):
+            value = value.get(part) if isinstance(value, dict) else None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def trial_postfix(result: dict) -> str:
+    """What a trial's line shows after its bar: the latest training success (the return on a
+    task without success) and greedy-evaluation success, each once reported."""
+    shown = []
+    success, ret = _number(result, M.SUCCESS_RATE), _number(result, M.EPISODE_RETURN_MEAN)
+    if not math.isnan(success):
+        shown.append(f"success {success:.2f}")
+    elif not math.isnan(ret):
+        shown.append(f"return {ret:.3g}")
+    evaluated = _number(result, M.EVAL_SUCCESS_RATE)
+    if not math.isnan(evaluated):
+        shown.append(f"eval {evaluated:.2f}")
+    return " ".join(shown)
+
+
+class TrialProgress(tune.Callback):
+    """A tqdm line per trial, in the order trials start, closed with its final state."""
+
+    def __init__(self, stop_env_steps: int, name_of=str) -> None:
+        self.stop = stop_env_steps
+        self.name_of = name_of
+        self.bars: dict[str, object] = {}
+        self.interactive = sys.stderr.isatty()
+
+    def _bar(self, trial):
+        from tqdm import tqdm
+
+        if trial.trial_id not in self.bars:
+            self.bars[trial.trial_id] = tqdm(
+                total=self.stop, desc=self.name_of(trial), unit=" env steps", unit_scale=True,
+                position=len(self.bars), leave=True, dynamic_ncols=True,
+                mininterval=1.0 if self.interactive else 60.0,
+            )  # fmt: skip
+        return self.bars[trial.trial_id]
+
+    def on_trial_start(self, iteration, trials, trial, **info):
+        self._bar(trial)
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        bar = self._bar(trial)
+        steps = _number(result, M.ENV_STEPS)
+        if not math.isnan(steps):
+            bar.update(max(0, min(int(steps), self.stop) - bar.n))
+        bar.set_postfix_str(trial_postfix(result), refresh=False)
+
+    def _close(self, trial, state: str) -> None:
+        bar = self._bar(trial)
+        bar.set_postfix_str(f"{bar.postfix or ''} [{state}]".strip(), refresh=False)
+        bar.close()
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self._close(trial, "done")
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self._close(trial, "ERROR: see the log above")

@@ -1,0 +1,36 @@
+"""One progress line per trial: env steps towards the stop, the latest success and greedy
+evaluation, and how the trial ended."""
+
+from types import SimpleNamespace
+
+from rl_bk import metrics as M
+from rl_bk.experiments.progress import TrialProgress, trial_postfix
+
+
+def _trial(trial_id: str, seed: int) -> SimpleNamespace:
+    return SimpleNamespace(trial_id=trial_id, config={"seed": seed})
+
+
+def test_postfix_shows_success_and_eval_once_reported():
+    assert trial_postfix({}) == ""
+    assert trial_postfix({M.EPISODE_RETURN_MEAN: 0.4}) == "return 0.4"
+    # Tune's results are nested dicts; success replaces the return on a success task.
+    nested = {"env_runners": {"success_rate": 0.625, "episode_return_mean": 0.5},
+              "evaluation": {"env_runners": {"success_rate": 0.5}}}  # fmt: skip
+    assert trial_postfix(nested) == "success 0.62 eval 0.50"
+
+
+def test_one_line_per_trial_follows_env_steps_and_ends_with_its_state():
+    progress = TrialProgress(1000, lambda t: f"ppo seed={t.config['seed']}")
+    a, b = _trial("a", 0), _trial("b", 1)
+    progress.on_trial_start(0, [a], a)
+    progress.on_trial_result(1, [a], a, {M.ENV_STEPS: 400, M.SUCCESS_RATE: 0.25})
+    progress.on_trial_result(2, [a, b], b, {M.ENV_STEPS: 300})
+    progress.on_trial_result(3, [a], a, {M.ENV_STEPS: 1200, M.SUCCESS_RATE: 0.5})
+    bar_a, bar_b = progress.bars["a"], progress.bars["b"]
+    assert (bar_a.n, bar_b.n) == (1000, 300)  # capped at the stop
+    assert bar_a.desc.startswith("ppo seed=0") and bar_b.desc.startswith("ppo seed=1")
+    progress.on_trial_complete(4, [a, b], a)
+    progress.on_trial_error(5, [a, b], b)
+    assert bar_a.postfix.endswith("[done]") and "success 0.50" in bar_a.postfix
+    assert "ERROR" in bar_b.postfix
