@@ -18,6 +18,7 @@ Each logs its own metrics (:meth:`RewardTerm.batch_metrics`), under the names it
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -69,9 +70,13 @@ class RewriteRewards(ConnectorV2):
                     raise ValueError(f"{type(term).__name__} gave {values.shape[0]} values "
                                      f"for a chunk of {chunk.steps} steps")  # fmt: skip
                 new[i] = new[i] + values
-        for chunk, rewards in zip(found, new):
-            if chunk.steps:
-                chunk.episode.set_rewards(new_data=rewards, at_indices=slice(0, chunk.steps))
+        with warnings.catch_warnings():
+            # RLlib checks each reward it sets against its Box space, and gymnasium warns that
+            # it casts the scalar to an array: once per chunk, every batch, about nothing.
+            warnings.filterwarnings("ignore", message=".*Casting input x to numpy array")
+            for chunk, rewards in zip(found, new):
+                if chunk.steps:
+                    chunk.episode.set_rewards(new_data=rewards, at_indices=slice(0, chunk.steps))
         if metrics is not None:
             for term in self.terms:
                 for key, value in term.batch_metrics().items():
