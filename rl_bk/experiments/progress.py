@@ -1,6 +1,6 @@
 """One progress line per trial: a tqdm bar of env steps towards the stop, with the trial's
-latest training success (or return) and its greedy evaluation, in place of Tune's status
-table (which ``RLBK_VERBOSE=1`` brings back).
+training success over its last 100 episodes (or its return) and its greedy evaluation, in
+place of Tune's status table (which ``RLBK_VERBOSE=1`` brings back).
 
 Tune calls a :class:`ray.tune.Callback` in the driver on every trial event, so the bars cost
 nothing on the training path. Off a terminal (a log file, CI) tqdm would write a line per
@@ -30,11 +30,36 @@ def _number(result: dict, key: str) -> float:
         return math.nan
 
 
-def trial_postfix(result: dict) -> str:
-    """What a trial's line shows after its bar: the latest training success (the return on a
-    task without success) and greedy-evaluation success, each once reported."""
+class EpisodeMean:
+    """The mean of a per-iteration episode metric over (at least) the last ``window``
+    episodes, each report weighted by the episodes it averages: RLlib's env runners report
+    each metric over the episodes that ended in that iteration only (a handful on BabyAI),
+    so the raw value jumps between 0 and 1 (``rl_bk.experiments.results`` smooths the same
+    way for the tables)."""
+
+    def __init__(self, window: int = M.SMOOTHING_EPISODES) -> None:
+        self.window = window
+        self.reports: list[tuple[float, float]] = []  # (episodes, value)
+
+    def add(self, episodes: float, value: float) -> float:
+        if episodes > 0 and not math.isnan(value):
+            self.reports.append((episodes, value))
+        total = weighted = 0.0
+        for n, v in reversed(self.reports):
+            total, weighted = total + n, weighted + n * v
+            if total >= self.window:
+                break
+        self.reports = self.reports[-64:]  # enough whole iterations for any window here
+        return weighted / total if total else math.nan
+
+
+def trial_postfix(result: dict, success: float | None = None) -> str:
+    """What a trial's line shows after its bar: training success (``success``, else the
+    result's), or the return on a task without success, and greedy-evaluation success, each
+    once reported."""
     shown = []
-    success, ret = _number(result, M.SUCCESS_RATE), _number(result, M.EPISODE_RETURN_MEAN)
+    ret = _number(result, M.EPISODE_RETURN_MEAN)
+    success = _number(result, M.SUCCESS_RATE) if success is None else success
     if not math.isnan(success):
         shown.append(f"success {success:.2f}")
     elif not math.isnan(ret):
@@ -52,6 +77,7 @@ class TrialProgress(tune.Callback):
         self.stop = stop_env_steps
         self.name_of = name_of
         self.bars: dict[str, object] = {}
+        self.success: dict[str, EpisodeMean] = {}
         self.interactive = sys.stderr.isatty()
 
     def _bar(self, trial):
@@ -73,7 +99,10 @@ class TrialProgress(tune.Callback):
         steps = _number(result, M.ENV_STEPS)
         if not math.isnan(steps):
             bar.update(max(0, min(int(steps), self.stop) - bar.n))
-        bar.set_postfix_str(trial_postfix(result), refresh=False)
+        success = self.success.setdefault(trial.trial_id, EpisodeMean()).add(
+            _number(result, M.EPISODES_THIS_ITER), _number(result, M.SUCCESS_RATE)
+        )
+        bar.set_postfix_str(trial_postfix(result, success), refresh=False)
 
     def _close(self, trial, state: str) -> None:
         bar = self._bar(trial)

@@ -4,7 +4,7 @@ evaluation, and how the trial ended."""
 from types import SimpleNamespace
 
 from rl_bk import metrics as M
-from rl_bk.experiments.progress import TrialProgress, trial_postfix
+from rl_bk.experiments.progress import EpisodeMean, TrialProgress, trial_postfix
 
 
 def _trial(trial_id: str, seed: int) -> SimpleNamespace:
@@ -24,13 +24,24 @@ def test_one_line_per_trial_follows_env_steps_and_ends_with_its_state():
     progress = TrialProgress(1000, lambda t: f"ppo seed={t.config['seed']}")
     a, b = _trial("a", 0), _trial("b", 1)
     progress.on_trial_start(0, [a], a)
-    progress.on_trial_result(1, [a], a, {M.ENV_STEPS: 400, M.SUCCESS_RATE: 0.25})
+    progress.on_trial_result(1, [a], a, {M.ENV_STEPS: 400, M.SUCCESS_RATE: 0.25,
+                                          M.EPISODES_THIS_ITER: 4})  # fmt: skip
     progress.on_trial_result(2, [a, b], b, {M.ENV_STEPS: 300})
-    progress.on_trial_result(3, [a], a, {M.ENV_STEPS: 1200, M.SUCCESS_RATE: 0.5})
+    progress.on_trial_result(3, [a], a, {M.ENV_STEPS: 1200, M.SUCCESS_RATE: 1.0,
+                                          M.EPISODES_THIS_ITER: 4})  # fmt: skip
     bar_a, bar_b = progress.bars["a"], progress.bars["b"]
     assert (bar_a.n, bar_b.n) == (1000, 300)  # capped at the stop
     assert bar_a.desc.startswith("ppo seed=0") and bar_b.desc.startswith("ppo seed=1")
     progress.on_trial_complete(4, [a, b], a)
     progress.on_trial_error(5, [a, b], b)
-    assert bar_a.postfix.endswith("[done]") and "success 0.50" in bar_a.postfix
+    assert bar_a.postfix.endswith("[done]") and "success 0.62" in bar_a.postfix  # (1 + .25) / 2
     assert "ERROR" in bar_b.postfix
+
+
+def test_success_is_the_mean_over_the_last_window_of_episodes():
+    mean = EpisodeMean(window=10)
+    assert mean.add(4, 0.25) == 0.25
+    assert mean.add(0, float("nan")) == 0.25  # an iteration without episodes changes nothing
+    assert mean.add(6, 0.5) == (4 * 0.25 + 6 * 0.5) / 10
+    # Whole reports until the window is full: 8 episodes at 1.0 and the 6 before them.
+    assert mean.add(8, 1.0) == (6 * 0.5 + 8 * 1.0) / 14
