@@ -47,7 +47,7 @@ PARTS: dict[str, tuple[str | None, list[tuple[str, str]]]] = {
                                     [("rl_module.py", "forward_exploration")]),
     # The pipeline class inherits its __call__; its pieces are RLlib's default ones.
     "module-to-env connectors": ("sampling (env runner)",
-                                 [(f"module_to_env/{piece}.py", "__call__") for piece in (
+                                 [(f"/{piece}.py", "__call__") for piece in (
                                      "get_actions", "listify_data_for_vector_env",
                                      "normalize_and_clip_actions", "unbatch_to_individual_items",
                                      "remove_single_ts_time_rank_from_batch", "tensor_to_numpy")]),
