@@ -1,6 +1,6 @@
-"""Studies too long for one session: a task's methods, one method at a time, each finished
-method's numbers kept in the results JSON, so a study that spans sessions and machines loses
-at most the method it was running.
+"""Studies too long for one session: a task's methods, one method and one seed at a time,
+each finished part's numbers and curves kept in the results JSON, so a study that spans
+sessions and machines loses at most the seed it was running.
 
     nohup python bench/long_study.py ptgm-fair > ptgm-fair.log 2>&1 &      # hours
     python bench/long_study.py nethack-oni --methods oni-classification     # those parts first
@@ -8,11 +8,11 @@ at most the method it was running.
     python bench/long_study.py --list
 
 Each study (``STUDIES``) is a list of (part of the study, task file as committed); every
-method of the task runs as one ``tune_run.py`` sweep of its own (its seeds, its budget, its
+method and seed of the task runs as one ``tune_run.py`` sweep of its own (its budget, its
 settings, the sweep grid of that method), under ``bench/runs/<study>/``. The plan (tasks,
 methods, seeds, env steps, budgets, metric) is written to ``bench/results/<study>.md`` before
-the first trial; the tables are rewritten after every method. Re-running the command
-continues: finished methods are read from the JSON, an interrupted one resumes from its
+the first trial; the tables and the plot are rewritten after every part. Re-running the
+command continues: finished parts are read from the JSON, an interrupted one resumes from its
 checkpoints when its Tune folder is still there (the same machine) and starts again when not.
 
 The numbers per seed are the results table's (``rl_bk.experiments.results.trial_row``): the
@@ -27,7 +27,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -86,11 +85,18 @@ def _load(task_name: str, smoke: bool, study: str | None = None):
     return task
 
 
-def parts(study: str, smoke: bool) -> list[tuple[str, str, str]]:
-    """(part id, task name, method) in the order they run."""
-    return [(f"{name}/{method}", task_name, method)
-            for name, task_name in STUDIES[study]["parts"]
-            for method in _load(task_name, smoke, study).methods]  # fmt: skip
+def parts(study: str, smoke: bool) -> list[tuple[str, str, object]]:
+    """(part id ``<part>/<method>/<seed>``, method, the task narrowed to that seed) in the
+    order they run."""
+    from bench.study import seed_parts
+
+    out = []
+    for name, task_name in STUDIES[study]["parts"]:
+        task = _load(task_name, smoke, study)
+        for method in task.methods:
+            out += [(part, method, seeded)
+                    for part, seeded, _ in seed_parts(f"{name}/{method}", task)]  # fmt: skip
+    return out
 
 
 def _plan(study: str, facts: dict, smoke: bool) -> list[str]:
@@ -145,7 +151,9 @@ def _table(rows: list[dict]) -> list[str]:
 
 
 def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
-    from bench.study import write_keeping_reading
+    from bench.study import is_done, plot_study, write_keeping_reading
+    from rl_bk import metrics as M
+    from rl_bk.experiments.results import CURVE_NAMES
 
     lines = [*_plan(study, facts, smoke), "", "## Results", ""]
     for name, task_name in STUDIES[study]["parts"]:
@@ -154,13 +162,22 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
         if not mine:
             lines += ["Not run yet.", ""]
             continue
-        rows = [r for f in mine.values() for r in f["rows"]]
+        task = _load(task_name, smoke, study)
+        rows = sorted((r for f in mine.values() for r in f["rows"]),
+                      key=lambda r: (task.methods.index(r["variant"].split()[0])
+                                     if r["variant"].split()[0] in task.methods else 99,
+                                     r["variant"], r["seed"]))  # fmt: skip
         lines += [*_table(rows), ""]
-        lines.append("Runs: " + ", ".join(f"`{f['run_dir']}`" for f in mine.values())
-                     + f"; curves: `{study}-{name}-<method>.png`.")  # fmt: skip
-        missing = [m for m in _load(task_name, smoke, study).methods if f"{name}/{m}" not in mine]
+        lines.append(f"Runs (not committed): `bench/runs/{study}/{name}/<method>/<seed>/`.")
+        main = M.MAIN_METRICS[task.metric]
+        plot = RESULTS / f"{study}-{name}.png"
+        if plot_study([c for f in mine.values() for c in f.get("curves", [])],
+                      {CURVE_NAMES.get(main, main): main}, plot, f"{study}, {name}"):
+            lines.append(f"Curves: `{plot.name}`.")
+        missing = [f"{m} (seeds {', '.join(str(s) for s in left)})" for m in task.methods
+                   if (left := [s for s in task.seeds if not is_done(f"{name}/{m}/{s}", mine)])]
         if missing:
-            lines.append(f"Still to run: {', '.join(missing)}.")
+            lines.append(f"Still to run: {'; '.join(missing)}.")
         lines.append("")
     path = RESULTS / f"{study}.md"
     write_keeping_reading(path, "\n".join(lines))
@@ -168,8 +185,8 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
                                                       indent=2, default=float))  # fmt: skip
 
 
-def _finish(study: str, part: str, task, run_dir: Path) -> dict:
-    """A finished method's numbers, one row per trial, and its curves beside the results."""
+def _finish(task, run_dir: Path) -> dict:
+    """A finished part's numbers, one row per trial, and its per-report curves."""
     from rl_bk import metrics as M
     from rl_bk.experiments.results import (
         TrialRecord,
@@ -185,11 +202,11 @@ def _finish(study: str, part: str, task, run_dir: Path) -> dict:
     for r in sorted(records_from_tune_dir(run_dir / "tune"), key=lambda r: (r.label, r.seed)):
         record = TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress))
         rows.append(trial_row(record, threshold, main, list(task.budgets)))
-    curves = run_dir / "learning_curves.png"
-    if curves.is_file():
-        shutil.copy(curves, RESULTS / f"{study}-{part.replace('/', '-')}.png")
+    from bench.study import trial_curves
+
     rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
-    return {"run_dir": str(rel), "rows": json.loads(json.dumps(rows, default=float))}
+    return {"run_dir": str(rel), "rows": json.loads(json.dumps(rows, default=float)),
+            "curves": trial_curves(run_dir, extra=(main,))}  # fmt: skip
 
 
 def main() -> int:
@@ -211,7 +228,7 @@ def main() -> int:
         return 0
 
     from bench.paired_rounds import run_facts
-    from bench.study import run_or_resume
+    from bench.study import is_done, run_or_resume
 
     global RESULTS, RUNS
     if args.out is not None:
@@ -228,13 +245,12 @@ def main() -> int:
         return 0
     first = args.methods.split(",") if args.methods else []
     order = sorted(parts(study, args.smoke),
-                   key=lambda p: first.index(p[2]) if p[2] in first else len(first))
-    for part, task_name, method in order:
-        if part in finished:
+                   key=lambda p: first.index(p[1]) if p[1] in first else len(first))
+    for part, method, task in order:
+        if is_done(part, finished):
             continue
-        task = _load(task_name, args.smoke, study)
         run_dir = run_or_resume(task, [method], task.stop.num_env_steps, RUNS / study / part)
-        finished[part] = _finish(study, part, task, run_dir)
+        finished[part] = _finish(task, run_dir)
         write_report(study, facts, finished, args.smoke)
         print(f"[long-study] {study} {part} done: {run_dir}", flush=True)
     return 0
