@@ -1,6 +1,6 @@
 """One progress line per trial: a tqdm bar of env steps towards the stop, with the trial's
-training success over its last 100 episodes (or its return) and its greedy evaluation, in
-place of Tune's status table (which ``RLBK_VERBOSE=1`` brings back).
+task's main metric over its last 100 episodes (success, return, achievements or game score)
+and its greedy evaluation, in place of Tune's status table (which ``RLBK_VERBOSE=1`` brings back).
 
 Tune calls a :class:`ray.tune.Callback` in the driver on every trial event, so the bars cost
 nothing on the training path. Off a terminal (a log file, CI) tqdm would write a line per
@@ -53,19 +53,20 @@ class EpisodeMean:
         return weighted / total if total else math.nan
 
 
-def trial_postfix(result: dict, success: float | None = None) -> str:
-    """What a trial's line shows after its bar: training success (``success``, else the
-    result's), or the return on a task without success, and greedy-evaluation success, each
-    once reported."""
+#: How a line names each task's main metric (``metric:`` of a task file).
+SHORT_NAMES = {M.SUCCESS_RATE: "success", M.EPISODE_RETURN_MEAN: "return",
+               M.ACHIEVEMENTS_PER_EPISODE: "achievements", M.GAME_SCORE_MEAN: "score"}  # fmt: skip
+
+
+def trial_postfix(result: dict, main: str = M.SUCCESS_RATE, value: float | None = None) -> str:
+    """What a trial's line shows after its bar: the task's main metric (``value``, else the
+    result's) and, on a success task, greedy-evaluation success, each once reported."""
     shown = []
-    ret = _number(result, M.EPISODE_RETURN_MEAN)
-    success = _number(result, M.SUCCESS_RATE) if success is None else success
-    if not math.isnan(success):
-        shown.append(f"success {success:.2f}")
-    elif not math.isnan(ret):
-        shown.append(f"return {ret:.3g}")
+    value = _number(result, main) if value is None else value
+    if not math.isnan(value):
+        shown.append(f"{SHORT_NAMES.get(main, main)} {value:.3g}")
     evaluated = _number(result, M.EVAL_SUCCESS_RATE)
-    if not math.isnan(evaluated):
+    if main == M.SUCCESS_RATE and not math.isnan(evaluated):
         shown.append(f"eval {evaluated:.2f}")
     return " ".join(shown)
 
@@ -73,11 +74,10 @@ def trial_postfix(result: dict, success: float | None = None) -> str:
 class TrialProgress(tune.Callback):
     """A tqdm line per trial, in the order trials start, closed with its final state."""
 
-    def __init__(self, stop_env_steps: int, name_of=str) -> None:
-        self.stop = stop_env_steps
-        self.name_of = name_of
+    def __init__(self, stop_env_steps: int, name_of=str, main: str = M.SUCCESS_RATE) -> None:
+        self.stop, self.name_of, self.main = stop_env_steps, name_of, main
         self.bars: dict[str, object] = {}
-        self.success: dict[str, EpisodeMean] = {}
+        self.means: dict[str, EpisodeMean] = {}
         self.interactive = sys.stderr.isatty()
 
     def _bar(self, trial):
@@ -99,10 +99,10 @@ class TrialProgress(tune.Callback):
         steps = _number(result, M.ENV_STEPS)
         if not math.isnan(steps):
             bar.update(max(0, min(int(steps), self.stop) - bar.n))
-        success = self.success.setdefault(trial.trial_id, EpisodeMean()).add(
-            _number(result, M.EPISODES_THIS_ITER), _number(result, M.SUCCESS_RATE)
+        value = self.means.setdefault(trial.trial_id, EpisodeMean()).add(
+            _number(result, M.EPISODES_THIS_ITER), _number(result, self.main)
         )
-        bar.set_postfix_str(trial_postfix(result, success), refresh=False)
+        bar.set_postfix_str(trial_postfix(result, self.main, value), refresh=False)
 
     def _close(self, trial, state: str) -> None:
         bar = self._bar(trial)

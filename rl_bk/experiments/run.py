@@ -178,7 +178,8 @@ def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callback
         from rl_bk.experiments.progress import TrialProgress
 
         reporter, tune_verbosity = None, 0
-        callbacks = [*callbacks, TrialProgress(stop_steps, _trial_title)]
+        main = M.MAIN_METRICS[task.metric]
+        callbacks = [*callbacks, TrialProgress(stop_steps, _trial_title, main)]
     return tune.RunConfig(
         name="tune",
         storage_path=tune_location(task, run_dir).rsplit("/", 1)[0],

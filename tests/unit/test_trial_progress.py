@@ -11,13 +11,14 @@ def _trial(trial_id: str, seed: int) -> SimpleNamespace:
     return SimpleNamespace(trial_id=trial_id, config={"seed": seed})
 
 
-def test_postfix_shows_success_and_eval_once_reported():
+def test_postfix_shows_the_main_metric_and_eval_once_reported():
     assert trial_postfix({}) == ""
-    assert trial_postfix({M.EPISODE_RETURN_MEAN: 0.4}) == "return 0.4"
-    # Tune's results are nested dicts; success replaces the return on a success task.
+    assert trial_postfix({M.GAME_SCORE_MEAN: 41.25}, M.GAME_SCORE_MEAN) == "score 41.2"
+    # Tune's results are nested dicts; greedy evaluation only on a success task.
     nested = {"env_runners": {"success_rate": 0.625, "episode_return_mean": 0.5},
               "evaluation": {"env_runners": {"success_rate": 0.5}}}  # fmt: skip
-    assert trial_postfix(nested) == "success 0.62 eval 0.50"
+    assert trial_postfix(nested) == "success 0.625 eval 0.50"
+    assert trial_postfix(nested, M.EPISODE_RETURN_MEAN) == "return 0.5"
 
 
 def test_one_line_per_trial_follows_env_steps_and_ends_with_its_state():
@@ -34,7 +35,7 @@ def test_one_line_per_trial_follows_env_steps_and_ends_with_its_state():
     assert bar_a.desc.startswith("ppo seed=0") and bar_b.desc.startswith("ppo seed=1")
     progress.on_trial_complete(4, [a, b], a)
     progress.on_trial_error(5, [a, b], b)
-    assert bar_a.postfix.endswith("[done]") and "success 0.62" in bar_a.postfix  # (1 + .25) / 2
+    assert bar_a.postfix.endswith("[done]") and "success 0.625" in bar_a.postfix  # (1 + .25) / 2
     assert "ERROR" in bar_b.postfix
 
 
