@@ -58,6 +58,13 @@ STUDIES = [
 ]
 
 
+#: Studies whose evaluation is RLlib's, on one env episode after episode: those whose first
+#: parts ran before lockstep evaluation existed, so all their rows are read by one evaluator.
+#: The other studies evaluate in lockstep (the task default, ~6x less time per evaluation
+#: env step, bench/results/evaluation_speed.md); either runs every episode to its end.
+SEQUENTIAL_EVALUATION = {"redball-s20"}
+
+
 def parts() -> list[tuple[str, str, str, object]]:
     """(part name ``<study>/<method>/<seed>``, study, method, the task narrowed to that seed)
     in the order they run."""
@@ -67,6 +74,9 @@ def parts() -> list[tuple[str, str, str, object]]:
     out = []
     for study, task_name in STUDIES:
         task = load_task(task_name)
+        if study in SEQUENTIAL_EVALUATION:
+            evaluation = task.evaluation.model_copy(update={"lockstep": False})
+            task = task.model_copy(update={"evaluation": evaluation})
         for method in task.methods:
             out += [(part, study, method, seeded)
                     for part, seeded, _ in seed_parts(f"{study}/{method}", task)]  # fmt: skip
@@ -100,6 +110,11 @@ def _plan(facts: dict) -> list[str]:
         "never reached 0.9 at the budget (≥: a lower bound). Greedy success at the budgets, "
         "mean ± std over seeds. Seeds and budgets below; none is dropped or swapped after "
         "being seen.",
+        "- Evaluator (added 2026-11-25, after redball-s20's first parts had run; the metric's "
+        "definition is unchanged): redball-s20 uses RLlib's evaluation on one env, episode "
+        "after episode, as its first parts did; the other studies run the 50 episodes in "
+        "lockstep, one env each (`rl_bk/experiments/lockstep_evaluation.py`). Both run every "
+        "episode to its end from a fresh reset. Each part records the commit it ran at.",
         "",
         "| study | task | methods | seeds | env steps |",
         "|---|---|---|---|---|",
@@ -174,6 +189,9 @@ def write_report(facts: dict, finished: dict[str, dict]) -> None:
             if "curves" not in f and (RESULTS.parent / old_plot).is_file():
                 lines += [f"Curves of `{part}` (one part for all seeds; its reports were not "
                           f"kept): `{old_plot}`.", ""]  # fmt: skip
+        commits = ", ".join(f"`{c}`" for c in sorted({f.get("commit", "not recorded")
+                                                      for f in mine.values()}))  # fmt: skip
+        lines += [f"Code: {commits} (the commits its parts ran at).", ""]
         missing = [f"{m} (seeds {', '.join(str(s) for s in left)})" for m in t.methods
                    if (left := [s for s in t.seeds if not is_done(f"{name}/{m}/{s}", mine)])]
         if missing:
@@ -187,12 +205,13 @@ def _finish(run_dir: Path, budgets: list[int]) -> dict:
     """A finished part's numbers and per-report curves, as the results JSON keeps them."""
     from dataclasses import asdict
 
-    from bench.study import seed_numbers, trial_curves
+    from bench.study import code_commit, seed_numbers, trial_curves
 
     numbers = {label: asdict(n) for label, n in seed_numbers(run_dir, budgets).items()}
     numbers = json.loads(json.dumps(numbers))  # as the JSON keeps them (budget keys: str)
     rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
-    return {"run_dir": str(rel), "numbers": numbers, "curves": trial_curves(run_dir)}
+    return {"run_dir": str(rel), "numbers": numbers, "curves": trial_curves(run_dir),
+            "commit": code_commit()}  # fmt: skip
 
 
 def main() -> int:

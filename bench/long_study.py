@@ -168,7 +168,10 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
                                      if r["variant"].split()[0] in task.methods else 99,
                                      r["variant"], r["seed"]))  # fmt: skip
         lines += [*_table(rows), ""]
-        lines.append(f"Runs (not committed): `bench/runs/{study}/{name}/<method>/<seed>/`.")
+        commits = ", ".join(f"`{c}`" for c in sorted({f.get("commit", "not recorded")
+                                                      for f in mine.values()}))  # fmt: skip
+        lines.append(f"Runs (not committed): `bench/runs/{study}/{name}/<method>/<seed>/`; "
+                     f"code: {commits}.")  # fmt: skip
         main = M.MAIN_METRICS[task.metric]
         plot = RESULTS / f"{study}-{name}.png"
         if plot_study([c for f in mine.values() for c in f.get("curves", [])],
@@ -202,11 +205,11 @@ def _finish(task, run_dir: Path) -> dict:
     for r in sorted(records_from_tune_dir(run_dir / "tune"), key=lambda r: (r.label, r.seed)):
         record = TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress))
         rows.append(trial_row(record, threshold, main, list(task.budgets)))
-    from bench.study import trial_curves
+    from bench.study import code_commit, trial_curves
 
     rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
     return {"run_dir": str(rel), "rows": json.loads(json.dumps(rows, default=float)),
-            "curves": trial_curves(run_dir, extra=(main,))}  # fmt: skip
+            "curves": trial_curves(run_dir, extra=(main,)), "commit": code_commit()}  # fmt: skip
 
 
 def main() -> int:

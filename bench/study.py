@@ -25,6 +25,24 @@ from rl_bk.experiments.results import (
 )
 
 
+def code_commit() -> str:
+    """The commit the code runs at (``+dirty`` when the library or task files differ from
+    it), kept with every finished part: a study that spans sessions says what ran each part."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+
+    head = git("rev-parse", "--short", "HEAD")
+    if head.returncode != 0:
+        return "unknown"
+    code = ["rl_bk", "env_registry", "serve_deployments", "tune_configs", "bench"]
+    dirty = git("diff", "--quiet", "HEAD", "--", *code).returncode != 0
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
 def seed_parts(prefix: str, task) -> list[tuple[str, object, int]]:
     """(part id ``<prefix>/<seed>``, the task narrowed to that seed, seed) for each seed."""
     return [(f"{prefix}/{seed}", task.model_copy(update={"seeds": [seed]}), seed)

@@ -38,11 +38,15 @@ def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfi
     """The task's evaluation (BK: 50 greedy episodes every 20k env steps), if it has one.
 
     RLlib counts the interval in training iterations; an iteration samples one train batch,
-    so the interval is the nearest whole number of batches. It runs on the trial's own (local)
-    env runner, so it takes no CPU beyond the trial's, on one env, episode after episode, as
-    BK's ``evaluate`` does: with several envs in parallel RLlib stops once enough episodes
-    have ended and drops the ones still running, which are the long ones, so the successes
-    (short episodes) would be over-counted."""
+    so the interval is the nearest whole number of batches. It runs in the trial's own
+    process, so it takes no CPU beyond the trial's. By default every episode runs on an env
+    of its own, all in lockstep (:mod:`rl_bk.experiments.lockstep_evaluation`); with
+    ``lockstep: false``, RLlib's own evaluation on one env, episode after episode, as BK's
+    ``evaluate`` loops (slower; equally unbiased). Never RLlib's on several envs: it stops
+    once enough episodes have ended and drops the ones still running, which are the long
+    ones, so successes (short episodes) would be over-counted."""
+    from rl_bk.experiments.lockstep_evaluation import LockstepEvaluation
+
     e = task.evaluation
     if e.every_env_steps is None:
         return config
@@ -54,4 +58,6 @@ def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfi
         evaluation_num_env_runners=0,
         evaluation_config=AlgorithmConfig.overrides(explore=not e.greedy,
                                                     num_envs_per_env_runner=1),
-    )
+        custom_evaluation_function=LockstepEvaluation(e.episodes, e.greedy) if e.lockstep
+        else None,
+    )  # fmt: skip

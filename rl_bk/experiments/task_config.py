@@ -90,6 +90,10 @@ class EvaluationParams(_Strict):
     every_env_steps: int | None = Field(None, gt=0)
     episodes: int = Field(50, gt=0)
     greedy: bool = True
+    #: Each episode on an env of its own, all in lockstep (one batched forward pass per
+    #: step); false: RLlib's evaluation on one env, episode after episode (slower, the same
+    #: estimate). Either way every episode runs to its end.
+    lockstep: bool = True
 
 
 class StopParams(_Strict):

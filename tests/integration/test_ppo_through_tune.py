@@ -28,13 +28,20 @@ def test_ppo_from_a_task_trains_and_reports_task_metrics(ray_session):
     assert "episode_return_mean" in runners
 
 
-def test_greedy_evaluation_runs_at_its_interval_and_marks_its_reports(ray_session):
+@pytest.mark.parametrize("lockstep", [True, False])
+def test_greedy_evaluation_runs_at_its_interval_and_marks_its_reports(ray_session, lockstep):
+    from rl_bk.experiments.lockstep_evaluation import LockstepEvaluation
+
     # The smoke task evaluates 4 greedy episodes every 2048 env steps (2 iterations of 1024).
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    task = task.model_copy(update={"evaluation": task.evaluation.model_copy(
+        update={"lockstep": lockstep})})  # fmt: skip
     config = get_method("ppo").build(task, 0, {})
-    # Greedy, on one env episode after episode (parallel envs would over-count short ones).
+    # Greedy; each episode on an env of its own in lockstep, or RLlib's on one env, episode
+    # after episode (RLlib's on parallel envs would over-count short ones).
     assert config.evaluation_interval == 2
     assert config.evaluation_config == {"explore": False, "num_envs_per_env_runner": 1}
+    assert isinstance(config.custom_evaluation_function, LockstepEvaluation) == lockstep
     config.env_runners(num_env_runners=0)
     algo = config.build_algo()
     try:
@@ -44,8 +51,15 @@ def test_greedy_evaluation_runs_at_its_interval_and_marks_its_reports(ray_sessio
     assert "evaluation" not in results[0]
     fresh = results[1]["evaluation"]
     assert fresh["trained_env_steps"] == results[1][M.ENV_STEPS]
-    assert fresh["env_runners"]["num_episodes"] >= 4
-    assert 0.0 <= fresh["env_runners"]["success_rate"] <= 1.0
+    runners = fresh["env_runners"]
+    if lockstep:  # exactly the episodes asked for, every one to its end
+        assert runners["num_episodes"] == 4
+        assert 4 <= runners["num_env_steps_sampled"] <= 4 * 400
+        assert runners["episode_len_mean"] * 4 == pytest.approx(runners["num_env_steps_sampled"])
+    else:
+        assert runners["num_episodes"] >= 4
+    assert 0.0 <= runners["success_rate"] <= 1.0
+    assert "episode_return_mean" in runners
     # RLlib repeats the last evaluation's numbers in the next report, without the mark.
     assert "trained_env_steps" not in results[2].get("evaluation", {})
 

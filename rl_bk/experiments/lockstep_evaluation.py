@@ -1,0 +1,116 @@
+"""BK's greedy evaluation, fast: N complete episodes, each from a fresh seeded reset, run in
+lockstep on N envs with one batched forward pass per step.
+
+BK evaluates 50 episodes of the argmax policy every 20k env steps (``utils/evaluate.py`` of
+mansicer/background-knowledge-rl). RLlib's own evaluation cannot run them side by side
+without bias: with several envs it stops once enough episodes have ended and drops the ones
+still running, which are the long, failing ones, so it over-counts successes; on one env,
+episode after episode, it is unbiased but slow (one forward pass and one connector pass per
+env step: about as long as the training iterations between two evaluations, on BabyAI S20).
+Here every env plays exactly one episode, so none is dropped, and the policy sees all the
+envs still playing at once.
+
+It is RLlib's ``custom_evaluation_function``: RLlib has synced the learner's weights into the
+evaluation env runner before calling it; the forward pass is that runner's RLModule's
+``forward_inference`` on the stacked observations (the default env-to-module connectors only
+batch and tensorise a flat observation, which this does directly), and the action is the
+mode of the module's inference distribution (greedy) or a sample from it. The results go to
+``evaluation/env_runners/...`` as RLlib's would: return, length, episodes, env steps, and the
+task metrics of ``rl_bk.callbacks.episode_metrics``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rl_bk.callbacks.episode_metrics import episode_end_metrics
+
+
+def episode_seeds(trial_seed: int | None, evaluation: int, episodes: int) -> list[int]:
+    """One reset seed per episode, fixed by the trial's seed and which evaluation this is
+    (drawn from a seed sequence of its own, so unrelated to the training envs' seeds)."""
+    seq = np.random.SeedSequence([0 if trial_seed is None else int(trial_seed), 7919, evaluation])
+    return [int(s) for s in seq.generate_state(episodes, dtype=np.uint32)]
+
+
+def play_in_lockstep(envs, seeds: list[int], act) -> list[dict]:
+    """Plays one episode on each env (``envs[i]`` reset with ``seeds[i]``), calling
+    ``act(observations) -> actions`` once per step on the envs still playing; returns each
+    episode's ``{"return", "length", "info"}`` (``info``: the last step's)."""
+    obs = [env.reset(seed=seed)[0] for env, seed in zip(envs, seeds)]
+    out = [{"return": 0.0, "length": 0, "info": {}} for _ in envs]
+    playing = list(range(len(envs)))
+    while playing:
+        actions = act(np.stack([obs[i] for i in playing]))
+        still = []
+        for i, action in zip(playing, actions):
+            obs[i], reward, terminated, truncated, info = envs[i].step(action)
+            out[i]["return"] += float(reward)
+            out[i]["length"] += 1
+            if terminated or truncated:
+                out[i]["info"] = info
+            else:
+                still.append(i)
+        playing = still
+    return out
+
+
+class LockstepEvaluation:
+    """``AlgorithmConfig.evaluation(custom_evaluation_function=LockstepEvaluation(n, greedy))``."""
+
+    def __init__(self, episodes: int, greedy: bool = True) -> None:
+        self.episodes, self.greedy = int(episodes), bool(greedy)
+
+    def _policy(self, module):
+        import torch
+        from ray.rllib.core.columns import Columns
+
+        if module.is_stateful():
+            raise ValueError("lockstep evaluation needs a stateless RLModule (no LSTM state)")
+        dist_cls = module.get_inference_action_dist_cls()
+
+        def act(observations: np.ndarray) -> list:
+            with torch.no_grad():
+                out = module.forward_inference({Columns.OBS: torch.as_tensor(observations)})
+                dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
+                actions = (dist.to_deterministic() if self.greedy else dist).sample()
+            return actions.cpu().numpy().tolist()
+
+        return act
+
+    def __call__(self, algorithm, eval_env_runner_group) -> tuple[dict, int, int]:
+        from ray.rllib.env.env_context import EnvContext
+        from ray.rllib.utils.metrics import (
+            ENV_RUNNER_RESULTS,
+            EVALUATION_RESULTS,
+            NUM_ENV_STEPS_SAMPLED,
+            NUM_ENV_STEPS_SAMPLED_LIFETIME,
+            NUM_EPISODES,
+        )
+        from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+        runner = eval_env_runner_group.local_env_runner
+        config = algorithm.config
+        envs = [algorithm.env_creator(EnvContext(dict(config.env_config), worker_index=0))
+                for _ in range(self.episodes)]  # fmt: skip
+        try:
+            # The training iteration names the evaluation: a resumed trial replays the same seeds.
+            seeds = episode_seeds(config.seed, algorithm.iteration, self.episodes)
+            episodes = play_in_lockstep(envs, seeds, self._policy(runner.module))
+        finally:
+            for env in envs:
+                env.close()
+
+        steps = sum(e["length"] for e in episodes)
+        logger = MetricsLogger()
+        for e in episodes:
+            logger.log_value("episode_return_mean", e["return"], reduce="mean")
+            logger.log_value("episode_len_mean", float(e["length"]), reduce="mean")
+            for key, value in episode_end_metrics(e["info"]).items():
+                logger.log_value(key, value, reduce="mean")
+        logger.log_value(NUM_EPISODES, len(episodes), reduce="sum")
+        logger.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
+        logger.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="sum",
+                         clear_on_reduce=False)  # fmt: skip
+        algorithm.metrics.aggregate([logger.reduce()], key=(EVALUATION_RESULTS, ENV_RUNNER_RESULTS))
+        return {}, steps, steps
