@@ -151,8 +151,9 @@ def _table(name: str, numbers: dict, steps: int, budgets: list[int],
             if not label.startswith("bk-"):
                 continue
             mean, censored = censored_mean(n["eval_steps"], steps)
-            wins = sum((not math.isnan(b)) and (math.isnan(p) or b < p)
-                       for b, p in zip(n["eval_steps"], ppo["eval_steps"]))  # fmt: skip
+            ppo_at = dict(zip(ppo["seeds"], ppo["eval_steps"]))  # paired by seed
+            wins = sum((not math.isnan(b)) and (math.isnan(ppo_at[s]) or b < ppo_at[s])
+                       for s, b in zip(n["seeds"], n["eval_steps"]) if s in ppo_at)  # fmt: skip
             verdict = "fewer" if mean < base else "not fewer"
             lines.append(f"- {label}: mean {mean / 1000:.0f}k{' (lower bound)' if censored else ''}"
                          f" vs PPO {base / 1000:.0f}k: {verdict}; sooner than PPO on "
