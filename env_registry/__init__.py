@@ -19,8 +19,11 @@ from typing import Any
 
 import gymnasium as gym
 
+from env_registry.babyai import env as babyai
+from env_registry.crafter import env as crafter
 from env_registry.errors import MissingDependencyError, UnknownEnvError
-from env_registry.families import babyai, crafter, minedojo, nethack
+from env_registry.minedojo import env as minedojo
+from env_registry.nethack import env as nethack
 from env_registry.spec import EnvSpec
 
 __all__ = [

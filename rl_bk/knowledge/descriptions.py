@@ -2,9 +2,10 @@
 action names, the window its function reads, and the function it must write.
 
 The code an LLM writes can only be as good as its picture of the input, so these texts
-describe the captions our captioners really produce (``rl_bk.captioning``), with examples in
-their exact wording, and the action names of :data:`rl_bk.knowledge.trajectory.ACTION_NAMES`.
-The wording is ours; BK's prompts described minigrid's numeric observation instead.
+describe the captions our captioners really produce (``env_registry.<family>.captioner``),
+with examples in their exact wording, and the action names of
+:data:`rl_bk.knowledge.trajectory.ACTION_NAMES`. The wording is ours; BK's prompts described
+minigrid's numeric observation instead.
 
 The mission: BK withheld the task goal from the LLM ("you will not know the specific task")
 to test background knowledge alone. :func:`describe_env` states the mission when it is given,

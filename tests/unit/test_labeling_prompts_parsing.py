@@ -139,8 +139,8 @@ def test_reward_code_grammar_forces_the_signature():
 
 def test_vocabularies_agree_with_the_envs():
     pytest.importorskip("minigrid")
-    from env_registry.families import crafter
-    from rl_bk.captioning.babyai import COLORS, OBJECT_TYPES
+    from env_registry.babyai.captioner import COLORS, OBJECT_TYPES
+    from env_registry.crafter import env as crafter
 
     assert set(grammars.BABYAI_COLORS) == set(COLORS)
     assert set(grammars.BABYAI_THINGS) == set(OBJECT_TYPES)

@@ -2,7 +2,8 @@
 
 An upper bound for benchmarks (ELLM's SimpleOracle is the precedent), never an LLM result:
 ``is_oracle`` is True and the name is "oracle", so its labels are stored and reported apart.
-It reads the same captions an LLM would read (``rl_bk.captioning``), not the env's state.
+It reads the same captions an LLM would read (``env_registry.<family>.captioner``), not the
+env's state.
 
 Rules per env family (the request's ``env``; when None, inferred from the caption format):
 

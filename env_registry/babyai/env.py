@@ -39,8 +39,8 @@ from minigrid.envs.babyai.core.verifier import (
     PickupInstr,
 )
 
+from env_registry.babyai.captioner import caption_babyai
 from env_registry.spec import EnvSpec
-from rl_bk.captioning.babyai import caption_babyai
 
 #: Words of BabyAI's mission grammar (minigrid.envs.babyai.core.verifier surface forms).
 MISSION_VOCAB: tuple[str, ...] = (

@@ -60,8 +60,8 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
+from env_registry.crafter.captioner import CAPTIONERS
 from env_registry.spec import EnvSpec
-from rl_bk.captioning.crafter import CAPTIONERS
 
 # crafter's vocabulary (crafter 1.8.3 data.yaml), written out so that importing the registry
 # does not import crafter, whose world generation pulls in numba (about 60 MB per process).
@@ -197,7 +197,7 @@ def _headless_crafter() -> type:
 
         def reset(self) -> None:
             # crafter.Env.reset, with its world generation vectorised (the same worlds).
-            from env_registry.families.crafter_worldgen import generate_world
+            from env_registry.crafter.worldgen import generate_world
 
             center = (self._world.area[0] // 2, self._world.area[1] // 2)
             self._episode += 1
