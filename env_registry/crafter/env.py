@@ -37,7 +37,7 @@ full game has no goal, so ``success`` is always False there; read ``info["achiev
 the Crafter score (geometric mean of per-achievement success rates) is computed.
 
 ``info["achieved"]``: what this step achieved, as goal texts (:data:`ACHIEVED_TEXT`, the words
-of ``rl_bk.labeling.grammars.CRAFTER_GOALS``), one per achievement whose count rose on the
+of :data:`env_registry.crafter.vocabulary.GOALS`), one per achievement whose count rose on the
 step, every time (not only the first), and "sleep" on the step the player falls asleep (not
 when crafter counts wake_up); ``[]`` after reset. ELLM's reward matches these
 against the goals suggested for the state before the step.
@@ -113,7 +113,7 @@ TASK_MISSIONS: dict[str, str] = {
 FULL_GAME_MISSION = "unlock as many achievements as you can"
 
 #: What each achievement reads as in ``info["achieved"]``: the goal vocabulary's own words
-#: (``rl_bk.labeling.grammars.CRAFTER_GOALS``), so that an achievement matches the suggestion
+#: (:data:`env_registry.crafter.vocabulary.GOALS`), so that an achievement matches the suggestion
 #: of the same goal exactly (ELLM's reward compares the two texts).
 ACHIEVED_TEXT: dict[str, str | None] = {
     "collect_coal": "collect coal",

@@ -44,15 +44,11 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from env_registry.babyai.vocabulary import COLORS as BABYAI_COLORS
+from env_registry.babyai.vocabulary import THINGS as BABYAI_THINGS
 from rl_bk.labeling.backends.babyai_background import segment_score, task_agnostic_code
 from rl_bk.labeling.backends.base import Backend, BackendError, UnsupportedError
-from rl_bk.labeling.grammars import (
-    BABYAI_COLORS,
-    BABYAI_THINGS,
-    ENV_VOCABULARY,
-    normalize_goal,
-    normalize_signature,
-)
+from rl_bk.labeling.grammars import ENV_VOCABULARY, normalize_goal, normalize_signature
 from rl_bk.labeling.parsing import coerce_requests
 from rl_bk.labeling.tasks import (
     GoalsLabel,
