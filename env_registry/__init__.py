@@ -12,8 +12,9 @@ RLlib (``config.environment(name)``).
 One package per env family (``babyai``, ``crafter``, ``nethack``, ``minedojo``) holds all that
 rl-bk knows about it: ``env.py`` (the env and its registered names, ``SPECS``),
 ``captioner.py`` (observation → text), ``vocabulary.py`` (action names and goal words),
-and ``description.py`` (what an LLM is told about the game), so that a caption and the words
-an LLM is told about it change together.
+``description.py`` (what an LLM is told about the game) and ``oracle.py`` (the rules that read
+its captions back for the rule-based oracle), so that a caption, what an LLM is told about it
+and the rules that parse it back change together.
 
 The family packages import nothing from ``rl_bk``: the library (its labeler, its knowledge
 sources) imports them, never the other way round. Only ``env.py`` imports its family's heavy

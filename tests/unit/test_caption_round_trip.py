@@ -11,12 +11,10 @@ from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT
 
 import env_registry
 from env_registry.babyai.captioner import AGENT_X, AGENT_Y
+from env_registry.babyai.oracle import parse_caption as parse_babyai_caption
+from env_registry.crafter.oracle import parse_caption as parse_crafter_caption
 from env_registry.nethack import captioner as nh
-from rl_bk.labeling.backends.oracle import (
-    parse_babyai_caption,
-    parse_crafter_caption,
-    split_nethack_caption,
-)
+from env_registry.nethack.oracle import split_caption as split_nethack_caption
 
 
 def test_babyai_objects_and_the_carried_one_parse_back_to_the_view():
