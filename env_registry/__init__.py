@@ -40,6 +40,7 @@ __all__ = [
     "EnvSpec",
     "MissingDependencyError",
     "UnknownEnvError",
+    "env_specs",
     "get_spec",
     "make_env",
     "register_all",

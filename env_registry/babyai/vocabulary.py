@@ -2,8 +2,8 @@
 that the labeler's grammar and parser, the rule-based oracle, ELLM's novelty baseline and the
 env's ``info["achieved"]`` all speak, so that none of them can drift from the others.
 
-Plain data with no imports, so that a labeler can read it without loading minigrid; the unit
-tests check it against minigrid's own names.
+Plain data (the standard library only), so that a labeler can read it without loading
+minigrid; the unit tests check it against minigrid's own names.
 """
 
 from __future__ import annotations
