@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rl_bk.captioning.babyai import offset_phrase  # noqa: E402
+from env_registry.babyai.captioner import offset_phrase  # noqa: E402
 from rl_bk.labeling.tasks import HelpfulRequest, PreferenceRequest  # noqa: E402
 
 COLORS = ("red", "green", "blue", "purple", "yellow", "grey")

@@ -7,20 +7,32 @@
     'You see a wall 2 steps left. You see a red ball ...'
 
 ``register_all()`` registers every env with gymnasium (``gymnasium.make(name)``) and with
-RLlib (``config.environment(name)``). Family modules import their heavy packages (nle,
-minedojo) only when an env of theirs is built, so a missing optional package fails that env
-alone, with a message that says what to install.
+RLlib (``config.environment(name)``).
+
+One package per env family (``babyai``, ``crafter``, ``nethack``, ``minedojo``) holds all that
+rl-bk knows about it: ``env.py`` (the env and its registered names, ``SPECS``),
+``captioner.py`` (observation → text), ``vocabulary.py`` (action names and goal words),
+``description.py`` (what an LLM is told about the game) and ``oracle.py`` (the rules that read
+its captions back for the rule-based oracle), so that a caption, what an LLM is told about it
+and the rules that parse it back change together.
+
+The family packages import nothing from ``rl_bk``: the library (its labeler, its knowledge
+sources) imports them, never the other way round. Only ``env.py`` imports its family's heavy
+packages (minigrid, crafter, nle, minedojo), and those of nle and minedojo only when an env is
+built, so a missing optional package fails that env alone, with a message that says what to
+install; the other modules are plain Python, and the env modules are loaded on the first call
+that needs the registered names, so a labeler that reads a vocabulary loads no simulator.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
 
 from env_registry.errors import MissingDependencyError, UnknownEnvError
-from env_registry.families import babyai, crafter, minedojo, nethack
 from env_registry.spec import EnvSpec
 
 __all__ = [
@@ -28,21 +40,39 @@ __all__ = [
     "EnvSpec",
     "MissingDependencyError",
     "UnknownEnvError",
+    "env_specs",
     "get_spec",
     "make_env",
     "register_all",
 ]
 
-ENV_SPECS: dict[str, EnvSpec] = {
-    spec.name: spec for family in (babyai, crafter, nethack, minedojo) for spec in family.SPECS
-}
+
+@functools.cache
+def env_specs() -> dict[str, EnvSpec]:
+    """Every registered env by name (loads the family env modules on first use)."""
+    from env_registry.babyai import env as babyai
+    from env_registry.crafter import env as crafter
+    from env_registry.minedojo import env as minedojo
+    from env_registry.nethack import env as nethack
+
+    return {
+        spec.name: spec for family in (babyai, crafter, nethack, minedojo) for spec in family.SPECS
+    }
+
+
+def __getattr__(name: str) -> Any:
+    # ENV_SPECS stays a module attribute for its readers, computed on first access.
+    if name == "ENV_SPECS":
+        return env_specs()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_spec(name: str) -> EnvSpec:
+    specs = env_specs()
     try:
-        return ENV_SPECS[name]
+        return specs[name]
     except KeyError:
-        raise UnknownEnvError(name, sorted(ENV_SPECS)) from None
+        raise UnknownEnvError(name, sorted(specs)) from None
 
 
 def make_env(name: str, env_config: Mapping[str, Any] | None = None) -> gym.Env:
@@ -56,19 +86,18 @@ def _make_for_gymnasium(name: str, **env_config: Any) -> gym.Env:
 
 def register_all() -> list[str]:
     """Registers every env with gymnasium and with RLlib's env registry. Idempotent."""
-    from functools import partial
-
     from ray.tune.registry import register_env
 
-    for name, spec in ENV_SPECS.items():
+    specs = env_specs()
+    for name, spec in specs.items():
         if name not in gym.registry:
             # No gymnasium TimeLimit/OrderEnforcing/PassiveEnvChecker on top: each family
             # applies its own limit (so that `truncated` is set where the game says so).
             gym.register(
                 id=name,
-                entry_point=partial(_make_for_gymnasium, name),
+                entry_point=functools.partial(_make_for_gymnasium, name),
                 disable_env_checker=True,
                 order_enforce=False,
             )
         register_env(name, spec.build)
-    return list(ENV_SPECS)
+    return list(specs)

@@ -20,36 +20,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Text for each action id, per env family; BabyAI's follow BK's captions.
+from env_registry.babyai import vocabulary as babyai_vocabulary
+from env_registry.crafter import vocabulary as crafter_vocabulary
+
+#: Text for each action id, per env family (each family's ``vocabulary.py``).
 ACTION_NAMES: dict[str, tuple[str, ...]] = {
-    "babyai": (
-        "turn left",
-        "turn right",
-        "go forward",
-        "pick up the front object",
-        "drop the carried object",
-        "toggle the front object",
-        "done",
-    ),
-    "crafter": (
-        "noop",
-        "move left",
-        "move right",
-        "move up",
-        "move down",
-        "do",
-        "sleep",
-        "place stone",
-        "place table",
-        "place furnace",
-        "place plant",
-        "make wood pickaxe",
-        "make stone pickaxe",
-        "make iron pickaxe",
-        "make wood sword",
-        "make stone sword",
-        "make iron sword",
-    ),
+    "babyai": babyai_vocabulary.ACTION_NAMES,
+    "crafter": crafter_vocabulary.ACTION_NAMES,
 }
 
 

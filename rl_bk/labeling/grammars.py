@@ -6,12 +6,12 @@ answer parses and every goal is made of the environment's own verbs and objects.
 lose nothing by it. llama.cpp takes these strings as they are (``LlamaGrammar.from_string``);
 backends without grammar support get the same vocabulary in the prompt and in the parser.
 
-:data:`ENV_VOCABULARY` is the one place the goal language of each env family is written: the
-grammar, the parser's validation (:func:`normalize_goal`) and the oracle all read it, so an
-LLM, the parser and the oracle can never disagree about what a valid goal is.
-
-The vocabularies are written out (not imported from ``env_registry``) so that importing the
-labeler pulls in neither minigrid nor crafter; the unit tests check them against the envs.
+:data:`ENV_VOCABULARY` gathers the goal language of each env family: the grammar, the
+parser's validation (:func:`normalize_goal`) and the oracle all read it, so an LLM, the parser
+and the oracle can never disagree about what a valid goal is. The words themselves are written
+once, in each family's ``env_registry.<family>.vocabulary`` (plain data, so that importing the
+labeler pulls in neither minigrid nor crafter); this module writes them as grammars. The unit
+tests check them against the envs.
 
 This module also holds a small GBNF interpreter (:class:`Gbnf`): it checks that a grammar
 accepts a string and draws deterministic strings from it. Tests use it without llama.cpp, and
@@ -25,29 +25,13 @@ import random
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import product
+
+from env_registry.babyai import vocabulary as babyai
+from env_registry.crafter import vocabulary as crafter
+from env_registry.nethack import vocabulary as nethack
+
 
 # ------------------------------------------------------------------------------ vocabularies
-BABYAI_COLORS: tuple[str, ...] = ("red", "green", "blue", "purple", "yellow", "grey")
-BABYAI_PORTABLE: tuple[str, ...] = ("ball", "box", "key")
-BABYAI_THINGS: tuple[str, ...] = (*BABYAI_PORTABLE, "door")
-
-CRAFTER_GOALS: tuple[str, ...] = (
-    "collect wood", "collect sapling", "collect stone", "collect coal", "collect iron",
-    "collect diamond", "drink water", "eat cow", "eat plant", "attack zombie",
-    "attack skeleton", "attack cow", "place crafting table", "place furnace", "place plant",
-    "place stone", "make wood pickaxe", "make stone pickaxe", "make iron pickaxe",
-    "make wood sword", "make stone sword", "make iron sword", "sleep",
-)  # fmt: skip
-
-# Deliberately modest: what the message line can tell, in the words ONI's prompts use.
-NETHACK_GOALS: tuple[str, ...] = (
-    "descend the stairs", "find the stairs", "explore the level", "pick up the gold",
-    "pick up the item", "open the door", "kick the door", "kill the monster", "eat food",
-    "search for hidden passages", "pray", "rest",
-)  # fmt: skip
-
-
 @dataclass(frozen=True)
 class EnvVocabulary:
     """The goal language of one env family.
@@ -72,64 +56,36 @@ def _alts(words: tuple[str, ...] | list[str]) -> str:
     return " | ".join(gbnf_literal(w) for w in words)
 
 
-def _babyai_goals() -> frozenset[str]:
-    def phrases(kinds: tuple[str, ...]) -> list[str]:
-        return [f"{c} {k}" for c, k in product(BABYAI_COLORS, kinds)] + list(kinds)
-
-    things, portable = phrases(BABYAI_THINGS), phrases(BABYAI_PORTABLE)
-    goals = {f"go to the {t}" for t in things}
-    goals |= {f"pick up the {p}" for p in portable}
-    goals |= {f"open the {d}" for d in phrases(("door",))}
-    goals |= {f"put the {p} next to the {t}" for p, t in product(portable, things)}
-    return frozenset(goals)
-
-
-def _crafter_objects() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(g.split(" ", 1)[1] for g in CRAFTER_GOALS if " " in g))
-
-
 ENV_VOCABULARY: dict[str, EnvVocabulary] = {
     "babyai": EnvVocabulary(
         family="babyai",
-        verbs=("go to", "pick up", "open", "put"),
-        objects=(*BABYAI_THINGS, *BABYAI_COLORS),
-        goals=_babyai_goals(),
+        verbs=babyai.GOAL_VERBS,
+        objects=(*babyai.THINGS, *babyai.COLORS),
+        goals=babyai.GOALS,
         rules="\n".join(
             (
                 'goal ::= "go to the " thing | "pick up the " portable | "open the " door'
                 ' | "put the " portable " next to the " thing',
                 "thing ::= portable | door",
-                f'portable ::= (color " ")? ({_alts(BABYAI_PORTABLE)})',
+                f'portable ::= (color " ")? ({_alts(babyai.PORTABLE)})',
                 'door ::= (color " ")? "door"',
-                f"color ::= {_alts(BABYAI_COLORS)}",
+                f"color ::= {_alts(babyai.COLORS)}",
             )
         ),
     ),
     "crafter": EnvVocabulary(
         family="crafter",
-        verbs=("collect", "drink", "eat", "attack", "place", "make", "sleep"),
-        objects=_crafter_objects(),
-        goals=frozenset(CRAFTER_GOALS),
-        rules=f"goal ::= {_alts(CRAFTER_GOALS)}",
+        verbs=crafter.GOAL_VERBS,
+        objects=crafter.GOAL_OBJECTS,
+        goals=frozenset(crafter.GOALS),
+        rules=f"goal ::= {_alts(crafter.GOALS)}",
     ),
     "nethack": EnvVocabulary(
         family="nethack",
-        verbs=(
-            "descend",
-            "find",
-            "explore",
-            "pick up",
-            "open",
-            "kick",
-            "kill",
-            "eat",
-            "search",
-            "pray",
-            "rest",
-        ),
-        objects=("stairs", "level", "gold", "item", "door", "monster", "food", "passages"),
-        goals=frozenset(NETHACK_GOALS),
-        rules=f"goal ::= {_alts(NETHACK_GOALS)}",
+        verbs=nethack.GOAL_VERBS,
+        objects=nethack.GOAL_OBJECTS,
+        goals=frozenset(nethack.GOALS),
+        rules=f"goal ::= {_alts(nethack.GOALS)}",
     ),
 }
 

@@ -21,6 +21,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from env_registry.babyai import description as babyai
+from env_registry.crafter import description as crafter
+from env_registry.minedojo import description as minedojo
+from env_registry.nethack import description as nethack
 from rl_bk.labeling.grammars import ENV_VOCABULARY, normalize_signature
 from rl_bk.labeling.tasks import (
     TASKS,
@@ -39,20 +43,17 @@ FEEDBACK_CHARS = 600
 
 #: One line about each env family, so a model knows which game it is judging.
 ENV_DESCRIPTIONS: dict[str, str] = {
-    "babyai": "BabyAI, a grid world: the agent sees a 7x7 area in front of it with balls, "
-    "boxes, keys and doors in six colours, and must follow a mission.",
-    "crafter": "Crafter, a 2D survival game: collect wood, stone, coal, iron and diamond, "
-    "build a table and a furnace, make tools, and keep health, food, drink and energy up.",
-    "nethack": "NetHack, a dungeon game: explore, collect gold, kill monsters, go down the "
-    "stairs and stay alive.",
-    "minedojo": "Minecraft: gather resources, craft tools and survive.",
+    "babyai": babyai.LABELER_DESCRIPTION,
+    "crafter": crafter.LABELER_DESCRIPTION,
+    "nethack": nethack.LABELER_DESCRIPTION,
+    "minedojo": minedojo.LABELER_DESCRIPTION,
 }
 
 #: Two example goals per env family, shown in the goals prompt.
 GOAL_EXAMPLES: dict[str, tuple[str, str]] = {
-    "babyai": ("go to the red ball", "open the blue door"),
-    "crafter": ("collect wood", "place crafting table"),
-    "nethack": ("descend the stairs", "pick up the gold"),
+    "babyai": babyai.LABELER_GOAL_EXAMPLES,
+    "crafter": crafter.LABELER_GOAL_EXAMPLES,
+    "nethack": nethack.LABELER_GOAL_EXAMPLES,
 }
 
 

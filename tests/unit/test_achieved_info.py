@@ -11,9 +11,10 @@ import pytest
 from minigrid.core.world_object import Ball, Box, Door, Key
 
 import env_registry
-from env_registry.families import crafter as fam
-from env_registry.families.babyai import BabyAITextEnv, _front_cell
-from rl_bk.labeling.grammars import CRAFTER_GOALS, ENV_VOCABULARY
+from env_registry.babyai.env import BabyAITextEnv, _front_cell
+from env_registry.crafter import env as fam
+from env_registry.crafter.vocabulary import GOALS as CRAFTER_GOALS
+from rl_bk.labeling.grammars import ENV_VOCABULARY
 
 NOOP, DO, SLEEP, PLACE_TABLE, MAKE_WOOD_PICKAXE = 0, 5, 6, 8, 11
 LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = 0, 1, 2, 3, 4, 5

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX
 
-from rl_bk.captioning.babyai import caption_babyai
+from env_registry.babyai.captioner import caption_babyai
 
 EMPTY, WALL = OBJECT_TO_IDX["empty"], OBJECT_TO_IDX["wall"]
 

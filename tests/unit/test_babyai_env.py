@@ -5,7 +5,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import env_registry
-from env_registry.families.babyai import MISSION_VOCAB, encode_mission
+from env_registry.babyai.env import MISSION_VOCAB, encode_mission
 
 BABYAI_ENVS = sorted(n for n, s in env_registry.ENV_SPECS.items() if s.family == "babyai")
 

@@ -10,13 +10,11 @@ import pytest
 from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT
 
 import env_registry
-from rl_bk.captioning import nethack as nh
-from rl_bk.captioning.babyai import AGENT_X, AGENT_Y
-from rl_bk.labeling.backends.oracle import (
-    parse_babyai_caption,
-    parse_crafter_caption,
-    split_nethack_caption,
-)
+from env_registry.babyai.captioner import AGENT_X, AGENT_Y
+from env_registry.babyai.oracle import parse_caption as parse_babyai_caption
+from env_registry.crafter.oracle import parse_caption as parse_crafter_caption
+from env_registry.nethack import captioner as nh
+from env_registry.nethack.oracle import split_caption as split_nethack_caption
 
 
 def test_babyai_objects_and_the_carried_one_parse_back_to_the_view():
@@ -35,8 +33,12 @@ def test_babyai_objects_and_the_carried_one_parse_back_to_the_view():
             if o.kind == "door":
                 assert o.state == {0: "open", 1: "closed", 2: "locked"}[state]
         # The agent's own cell shows what it carries; the caption says that separately.
-        listed = sum(IDX_TO_OBJECT[image[x, y, 0]] in ("ball", "box", "key", "door")
-                     for x in range(7) for y in range(7) if (x, y) != (AGENT_X, AGENT_Y))
+        listed = sum(
+            IDX_TO_OBJECT[image[x, y, 0]] in ("ball", "box", "key", "door")
+            for x in range(7)
+            for y in range(7)
+            if (x, y) != (AGENT_X, AGENT_Y)
+        )
         assert len(parsed) == listed, info["caption"]
         held = level.carrying
         assert carrying == ((held.color, held.type) if held is not None else None)
@@ -48,7 +50,7 @@ def test_babyai_objects_and_the_carried_one_parse_back_to_the_view():
 
 @pytest.mark.parametrize("style", ["smartplay", "ellm"])
 def test_crafter_inventory_and_facing_parse_back(style):
-    from rl_bk.captioning.crafter import faced_name
+    from env_registry.crafter.captioner import faced_name
 
     env = env_registry.make_env("Crafter-Text-v0", {"caption_style": style})
     game = env.unwrapped
@@ -90,7 +92,10 @@ def test_nethack_status_numbers_parse_back():
         assert text == message
         assert status["hp"] == b[nh.BL_HP] and status["hpmax"] == b[nh.BL_HPMAX]
         assert (status["depth"], status["gold"], status["xl"]) == (
-            b[nh.BL_DEPTH], b[nh.BL_GOLD], b[nh.BL_XP])
+            b[nh.BL_DEPTH],
+            b[nh.BL_GOLD],
+            b[nh.BL_XP],
+        )
         # hungry, weak, fainting, fainted; never "not hungry" (1), NetHack's normal state
         assert status.get("hungry", 0) == int(b[nh.BL_HUNGER] in (2, 3, 4, 5))
     over, status = split_nethack_caption(nh.caption_nethack("You die...", np.zeros(27, int)))

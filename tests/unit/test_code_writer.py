@@ -11,12 +11,13 @@ import time
 import numpy as np
 import pytest
 
+from env_registry.babyai.oracle import parse_mission
 from rl_bk.knowledge.code.potential import CodePotential
 from rl_bk.knowledge.code.writer import FALLBACK_CODE, write_potential_code
 from rl_bk.knowledge.descriptions import SIGNATURE, describe_env, window_records
 from rl_bk.knowledge.trajectory import Chunk, windows
 from rl_bk.labeling.backends.base import BackendError
-from rl_bk.labeling.backends.oracle import infer_env, parse_babyai_mission
+from rl_bk.labeling.backends.oracle import infer_env
 from rl_bk.labeling.tasks import MAX_TEXT, RewardCodeLabel, RewardCodeRequest
 
 MISSION = "go to the red ball"
@@ -74,10 +75,10 @@ def test_the_description_states_the_mission_when_given_and_the_contract_always()
     assert "pick up the front object" in text  # the action names of the window
     assert len(text) <= MAX_TEXT
     # Rule readers (the oracle) find exactly the mission in it, and the right game.
-    assert [t.goal for t in parse_babyai_mission(text)] == ["go to the red ball"]
+    assert [t.goal for t in parse_mission(text)] == ["go to the red ball"]
     assert infer_env(text) == "babyai"
     withheld = describe_env("babyai", None)
-    assert "mission:" not in withheld and parse_babyai_mission(withheld) == []
+    assert "mission:" not in withheld and parse_mission(withheld) == []
     for style in ("smartplay", "ellm"):
         crafter = describe_env("crafter", "collect coal", caption_style=style)
         assert len(crafter) <= MAX_TEXT and infer_env(crafter) == "crafter"

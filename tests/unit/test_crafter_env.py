@@ -12,8 +12,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import env_registry
-from env_registry.families import crafter as fam
-from rl_bk.captioning.crafter import caption_ellm, caption_smartplay, direction_word
+from env_registry.crafter import env as fam
+from env_registry.crafter.captioner import caption_ellm, caption_smartplay, direction_word
 
 CRAFTER_NAMES = [s.name for s in fam.SPECS]
 NOOP, MOVE_UP, DO, PLACE_TABLE, MAKE_WOOD_PICKAXE = 0, 3, 5, 8, 11

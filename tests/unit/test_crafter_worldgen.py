@@ -7,7 +7,7 @@ crafter = pytest.importorskip("crafter")
 
 from crafter import objects, worldgen  # noqa: E402
 
-from env_registry.families.crafter_worldgen import generate_world  # noqa: E402
+from env_registry.crafter.worldgen import generate_world  # noqa: E402
 
 
 def fresh_world(seed: int):

@@ -10,6 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
+from env_registry.crafter.vocabulary import GOALS as CRAFTER_GOALS
 from rl_bk.algorithms.ellm_ppo.goal_matching import (
     EpisodePiece,
     GoalMatcher,
@@ -17,7 +18,7 @@ from rl_bk.algorithms.ellm_ppo.goal_matching import (
     similarity_table,
 )
 from rl_bk.algorithms.ellm_ppo.vocabulary import novelty_goals
-from rl_bk.labeling.grammars import CRAFTER_GOALS, ENV_VOCABULARY
+from rl_bk.labeling.grammars import ENV_VOCABULARY
 
 WOOD, TREE, STONE, COW, TABLE = (
     "collect wood", "chop a tree", "place stone", "eat cow", "place crafting table",

@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from rl_bk.labeling import grammars, parsing, prompts
+from rl_bk.labeling import parsing, prompts
 from rl_bk.labeling.backends.base import BackendError
 from rl_bk.labeling.grammars import (
     ENV_VOCABULARY,
@@ -139,11 +139,13 @@ def test_reward_code_grammar_forces_the_signature():
 
 def test_vocabularies_agree_with_the_envs():
     pytest.importorskip("minigrid")
-    from env_registry.families import crafter
-    from rl_bk.captioning.babyai import COLORS, OBJECT_TYPES
+    from minigrid.core.constants import COLOR_NAMES, OBJECT_TO_IDX
 
-    assert set(grammars.BABYAI_COLORS) == set(COLORS)
-    assert set(grammars.BABYAI_THINGS) == set(OBJECT_TYPES)
+    from env_registry.babyai import vocabulary as babyai
+    from env_registry.crafter import env as crafter
+
+    assert set(babyai.COLORS) == set(COLOR_NAMES)
+    assert set(babyai.THINGS) <= set(OBJECT_TO_IDX)
     # every Crafter achievement but waking up has a goal that names it
     names = {a.replace("_", " ") for a in crafter.ACHIEVEMENTS}
     canon = {normalize_goal("crafter", m) for m in crafter.TASK_MISSIONS.values()}

@@ -5,6 +5,8 @@ a lazy import still ties the two modules together."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,28 @@ def test_the_library_never_imports_the_layers_above_it(graph):
     assert len(library) > 50
     upward = {m: sorted(d for d in graph[m] if is_within(d, ABOVE_THE_LIBRARY)) for m in library}
     assert {m: d for m, d in upward.items() if d} == {}
+
+
+def test_the_env_packages_never_import_the_library(graph):
+    # The family packages hold the envs, captions and oracle rules; the library calls them.
+    envs = [m for m in graph if is_within(m, ("env_registry",))]
+    assert len(envs) > 20
+    upward = {m: sorted(d for d in graph[m] if is_within(d, ("rl_bk", "serve_deployments")))
+              for m in envs}  # fmt: skip
+    assert {m: d for m, d in upward.items() if d} == {}
+
+
+def test_the_labeler_loads_no_simulator():
+    # A labeler reads the families' vocabularies, descriptions and oracle rules; none of them
+    # may pull in minigrid, crafter or nle (seconds and hundreds of MB per process).
+    code = (
+        "import sys, rl_bk.labeling.prompts, rl_bk.labeling.backends.oracle, "
+        "rl_bk.knowledge.descriptions; "
+        "print(sorted(m for m in ('minigrid', 'crafter', 'nle') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    assert done.stdout.strip() == "[]"
 
 
 def test_no_module_imports_itself_back_through_others(graph):

@@ -14,7 +14,8 @@ import pytest
 
 import env_registry
 from env_registry.errors import MissingDependencyError
-from env_registry.families import minedojo as fam
+from env_registry.minedojo import env as fam
+from env_registry.minedojo.captioner import caption_minedojo
 
 MINEDOJO_NAMES = [spec.name for spec in fam.SPECS]
 
@@ -97,14 +98,14 @@ def test_java_major_version(output, major):
 
 
 def test_caption():
-    caption = fam.caption_minedojo(
+    caption = caption_minedojo(
         ["air", "log", "leaves", "log", "grass"], {"log": 2}, "bucket", 20, 18
     )
     assert caption == (
         "You see log, leaves and grass nearby. You hold a bucket. You have 2 log. "
         "Health 20/20, food 18/20."
     )
-    assert fam.caption_minedojo(["air"] * 27, {}, "air", 20, 20) == (
+    assert caption_minedojo(["air"] * 27, {}, "air", 20, 20) == (
         "You see only air nearby. Your inventory is empty. Health 20/20, food 20/20."
     )
 

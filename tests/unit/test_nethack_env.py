@@ -10,8 +10,8 @@ import itertools
 import numpy as np
 import pytest
 
-from env_registry.families import nethack as fam
-from rl_bk.captioning import nethack as cap
+from env_registry.nethack import captioner as cap
+from env_registry.nethack import env as fam
 
 NETHACK_NAMES = [spec.name for spec in fam.SPECS]
 

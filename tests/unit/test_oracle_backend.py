@@ -16,13 +16,13 @@ from rl_bk.labeling.tasks import (
 
 ORACLE = OracleBackend()
 
-# BabyAI captions in rl_bk.captioning.babyai's format.
+# BabyAI captions in env_registry.babyai.captioner's format.
 NEAR = "You see a wall 2 steps left. You see a red ball 1 step left and 1 step forward."
 FAR = "You see a blue key 1 step forward. You see a red ball 2 steps right and 5 steps forward."
 NONE = "You see a wall 1 step forward. You see a blue key 1 step right."
 CARRY = "You see a wall 1 step forward. You carry a red ball."
 
-# Crafter captions in both of rl_bk.captioning.crafter's styles.
+# Crafter captions in both of env_registry.crafter.captioner's styles.
 SP_WOOD = (
     "You see: tree 1 step to your north, grass 1 step to your west. You face tree to your north. "
     "Health 9/9, food 9/9, drink 9/9, energy 9/9. You have 2 wood."
@@ -94,8 +94,8 @@ def test_babyai_preference_without_a_mission_uses_background_knowledge_only():
 
 
 def test_babyai_code_without_a_mission_is_the_task_agnostic_potential():
+    from env_registry.babyai.oracle import task_agnostic_potential
     from rl_bk.knowledge.descriptions import SIGNATURE, describe_env
-    from rl_bk.labeling.backends.babyai_background import task_agnostic_potential
 
     code = one("reward_code", RewardCodeRequest(env_description=describe_env("babyai"),
                                                  signature=SIGNATURE)).code  # fmt: skip
@@ -108,8 +108,10 @@ def test_babyai_code_without_a_mission_is_the_task_agnostic_potential():
         [{"caption": NEAR, "action": None}],  # nearest object 2 steps away: 0.9
         [{"caption": "You see a wall 2 steps forward", "action": None}],  # nothing: 0
         [{"caption": NONE, "action": "go forward"}, {"caption": NONE, "action": None}],
-        [{"caption": CARRY, "action": "pick up the front object"},
-         {"caption": CARRY, "action": None}],  # already carrying: wasted
+        [
+            {"caption": CARRY, "action": "pick up the front object"},
+            {"caption": CARRY, "action": None},
+        ],  # already carrying: wasted
     ]
     values = [potential(w) for w in windows]
     assert values == pytest.approx([1.0, 0.9, 0.0, 1.0 - 0.5, -0.5])

@@ -3,8 +3,8 @@
 ELLM compares its LLM suggestions with a baseline that suggests every goal not achieved yet in
 the episode (an oracle list, no LLM). With :class:`~.goal_matching.GoalMatcher` doing the
 "not achieved yet" part (its novelty filter), the baseline's suggestion is the same
-every step: the whole vocabulary, from :mod:`rl_bk.labeling.grammars`, the words the envs'
-``info["achieved"]`` uses.
+every step: the whole vocabulary, from each family's ``env_registry.<family>.vocabulary``,
+the words the envs' ``info["achieved"]`` uses.
 
 Only the families whose envs fill ``info["achieved"]`` (Crafter, BabyAI) are offered: under
 any other the baseline could never pay.
@@ -12,11 +12,12 @@ any other the baseline could never pay.
 
 from __future__ import annotations
 
-from rl_bk.labeling.grammars import CRAFTER_GOALS, ENV_VOCABULARY
+from env_registry.babyai import vocabulary as babyai
+from env_registry.crafter import vocabulary as crafter
 
 _GOALS: dict[str, tuple[str, ...]] = {
-    "crafter": CRAFTER_GOALS,  # the grammar's order
-    "babyai": tuple(sorted(ENV_VOCABULARY["babyai"].goals)),  # a frozenset: sorted, to be stable
+    "crafter": crafter.GOALS,  # the grammar's order
+    "babyai": tuple(sorted(babyai.GOALS)),  # a frozenset: sorted, to be stable
 }
 
 

@@ -49,9 +49,9 @@ LABEL_BATCH = 16
 def caption_text(caption: str, family: str | None) -> str:
     """What the reward reads of a caption: NetHack's message line, else the caption."""
     if family == "nethack":
-        from rl_bk.labeling.backends.oracle import split_nethack_caption
+        from env_registry.nethack.oracle import split_caption
 
-        return split_nethack_caption(caption)[0]
+        return split_caption(caption)[0]
     return caption.strip()
 
 

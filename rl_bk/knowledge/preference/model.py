@@ -45,7 +45,7 @@ from rl_bk.knowledge.trajectory import Chunk, Window, window_index
 SMOOTHING_WEIGHT = 0.3
 
 #: Families whose flat observation starts with a symbolic grid, as (width, height, channels)
-#: in the order the env flattens it (``env_registry/families/babyai.py``: minigrid's image).
+#: in the order the env flattens it (``env_registry/babyai/env.py``: minigrid's image).
 GRID_LAYOUTS: dict[str, tuple[int, int, int]] = {"babyai": (7, 7, 3)}
 
 

@@ -22,7 +22,7 @@ Geometry: minigrid's egocentric image ``image[x, y]`` has the agent at ``(3, 6)`
 from __future__ import annotations
 
 import numpy as np
-from minigrid.core.constants import COLOR_NAMES, IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
+from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT, OBJECT_TO_IDX
 
 VIEW_SIZE = 7
 AGENT_X, AGENT_Y = VIEW_SIZE // 2, VIEW_SIZE - 1
@@ -35,10 +35,6 @@ _DOOR = OBJECT_TO_IDX["door"]
 _DOOR_STATES = {0: "open", 1: "closed", 2: "locked"}
 _NOT_LISTED = {_UNSEEN, _EMPTY, _WALL, _FLOOR, OBJECT_TO_IDX["agent"]}
 _PASSABLE = {_EMPTY, _FLOOR}  # a wall behind these is still "seen" along a line
-
-#: Colours and object types a BabyAI caption can mention (the env's own vocabulary).
-COLORS: tuple[str, ...] = tuple(COLOR_NAMES)
-OBJECT_TYPES: tuple[str, ...] = ("ball", "box", "key", "door")
 
 
 def _steps(n: int) -> str:

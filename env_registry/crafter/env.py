@@ -37,7 +37,7 @@ full game has no goal, so ``success`` is always False there; read ``info["achiev
 the Crafter score (geometric mean of per-achievement success rates) is computed.
 
 ``info["achieved"]``: what this step achieved, as goal texts (:data:`ACHIEVED_TEXT`, the words
-of ``rl_bk.labeling.grammars.CRAFTER_GOALS``), one per achievement whose count rose on the
+of :data:`env_registry.crafter.vocabulary.GOALS`), one per achievement whose count rose on the
 step, every time (not only the first), and "sleep" on the step the player falls asleep (not
 when crafter counts wake_up); ``[]`` after reset. ELLM's reward matches these
 against the goals suggested for the state before the step.
@@ -60,8 +60,8 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
+from env_registry.crafter.captioner import CAPTIONERS
 from env_registry.spec import EnvSpec
-from rl_bk.captioning.crafter import CAPTIONERS
 
 # crafter's vocabulary (crafter 1.8.3 data.yaml), written out so that importing the registry
 # does not import crafter, whose world generation pulls in numba (about 60 MB per process).
@@ -113,7 +113,7 @@ TASK_MISSIONS: dict[str, str] = {
 FULL_GAME_MISSION = "unlock as many achievements as you can"
 
 #: What each achievement reads as in ``info["achieved"]``: the goal vocabulary's own words
-#: (``rl_bk.labeling.grammars.CRAFTER_GOALS``), so that an achievement matches the suggestion
+#: (:data:`env_registry.crafter.vocabulary.GOALS`), so that an achievement matches the suggestion
 #: of the same goal exactly (ELLM's reward compares the two texts).
 ACHIEVED_TEXT: dict[str, str | None] = {
     "collect_coal": "collect coal",
@@ -197,7 +197,7 @@ def _headless_crafter() -> type:
 
         def reset(self) -> None:
             # crafter.Env.reset, with its world generation vectorised (the same worlds).
-            from env_registry.families.crafter_worldgen import generate_world
+            from env_registry.crafter.worldgen import generate_world
 
             center = (self._world.area[0] // 2, self._world.area[1] // 2)
             self._episode += 1

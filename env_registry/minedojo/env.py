@@ -20,11 +20,10 @@ Symbolic observation (float32, flat, 290 values in [-1, 1]; MineDojo's RGB frame
 - ``[281:284]`` health / 20, food / 20, oxygen / 300;
 - ``[284:290]`` pitch / 90, sin(yaw), cos(yaw), light level / 15, can see sky, is raining.
 
-Caption: the block kinds in the voxel cube, the item in hand, the inventory and health/food,
-e.g. ``You see log, leaves and grass nearby. You hold a bucket. You have 2 log. Health 20/20,
-food 20/20.`` (:func:`caption_minedojo`, pure and tested). ``info["success"]`` turns True
-(and stays so for the episode) when MineDojo reports success or pays a positive reward: each
-of PTGM's tasks pays only for its goal. Episode length is PTGM's ``max_steps``, enforced here
+Caption: the block kinds in the voxel cube, the item in hand, the inventory and health/food
+(:mod:`env_registry.minedojo.captioner`). ``info["success"]`` turns True (and stays so for
+the episode) when MineDojo reports success or pays a positive reward: each of PTGM's tasks
+pays only for its goal. Episode length is PTGM's ``max_steps``, enforced here
 as truncation. PTGM's ``fast_reset`` schedule and ``freeze_equipped`` wrapper are not
 reproduced; MineDojo's ``fast_reset=True`` is passed instead. Seeds are fixed when the env is
 built (``env_config`` keys ``seed`` and ``world_seed``): MineDojo cannot be reseeded by
@@ -44,6 +43,7 @@ import gymnasium as gym
 import numpy as np
 
 from env_registry.errors import MissingDependencyError
+from env_registry.minedojo.captioner import caption_minedojo, normalize_name
 from env_registry.spec import EnvSpec
 
 MINEDOJO_INSTALL = (
@@ -165,57 +165,22 @@ def require_minedojo() -> Any:
 
 
 # --------------------------------------------------------------------------------------------
-# Caption and observation (pure)
+# Observation (pure)
 # --------------------------------------------------------------------------------------------
-def _norm(name: Any) -> str:
-    return str(name).strip().lower().replace(" ", "_")
-
-
 def block_class(name: str) -> int:
     """Index in :data:`BLOCK_CLASSES` of a MineDojo block name."""
-    name = _norm(name)
+    name = normalize_name(name)
     for key, cls in _BLOCK_MATCH:
         if key in name:
             return BLOCK_CLASSES.index(cls)
     return BLOCK_CLASSES.index("other")
 
 
-def _join(words: Sequence[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def caption_minedojo(
-    block_names: Sequence[str],
-    inventory: Mapping[str, int],
-    mainhand: str,
-    health: float,
-    food: float,
-) -> str:
-    """Describes the agent's surroundings and belongings.
-
-    Args:
-        block_names: names of the blocks around the agent (any order; air is skipped).
-        inventory: item name -> count (air and zero counts skipped).
-        mainhand: name of the item in hand ("air" for none).
-        health, food: MineDojo's life stats (0 to 20).
-    """
-    sentences = []
-    blocks = list(dict.fromkeys(_norm(b) for b in block_names if _norm(b) != "air"))
-    sentences.append(f"You see {_join(blocks)} nearby" if blocks else "You see only air nearby")
-    held = _norm(mainhand)
-    if held and held != "air":
-        sentences.append(f"You hold a {held.replace('_', ' ')}")
-    items = [f"{n} {_norm(k)}" for k, n in inventory.items() if n > 0 and _norm(k) != "air"]
-    sentences.append(f"You have {_join(items)}" if items else "Your inventory is empty")
-    sentences.append(f"Health {health:g}/20, food {food:g}/20")
-    return ". ".join(sentences) + "."
-
-
 def inventory_counts(names: Sequence[Any], quantities: Sequence[Any]) -> dict[str, int]:
     """Sums MineDojo's per-slot inventory into item name -> count."""
     counts: dict[str, int] = {}
     for name, quantity in zip(names, quantities, strict=True):
-        key = _norm(name)
+        key = normalize_name(name)
         if key != "air" and int(quantity) > 0:
             counts[key] = counts.get(key, 0) + int(quantity)
     return counts

@@ -25,7 +25,7 @@ Observation (float32, flat, 202 values, all in [-1, 1]):
   their maximum; score, gold, maxima, experience points and turn as ``log1p(v) / 15``; the
   condition mask as 1 if any condition is set; alignment as -1/0/1;
 - ``[27:40]``  the 13 condition bits (blind, hallucinating, ..., order of
-  :data:`rl_bk.captioning.nethack.CONDITIONS`);
+  :data:`env_registry.nethack.captioner.CONDITIONS`);
 - ``[40:121]`` a 9x9 crop of ``chars`` centred on the hero, row-major, divided by 255 (cells
   off the 21x79 map are 0; unexplored map cells are spaces, 32/255);
 - ``[121:202]`` the same crop of ``colors``, divided by 16.
@@ -52,8 +52,8 @@ import gymnasium as gym
 import numpy as np
 
 from env_registry.errors import MissingDependencyError
+from env_registry.nethack import captioner as cap
 from env_registry.spec import EnvSpec
-from rl_bk.captioning import nethack as cap
 
 NLE_INSTALL_HINT = (
     "NetHack envs need nle 1.3.0, which is not importable: install it with "

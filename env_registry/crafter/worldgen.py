@@ -161,8 +161,9 @@ def _place_objects(world: Any, player: Any, names: np.ndarray, tunnels: np.ndarr
     dist = np.sqrt((x - player.pos[0]) ** 2 + (y - player.pos[1]) ** 2)
     grass, path = names == "grass", names == "path"
     # crafter's walkable materials are grass, sand and path; a sand cell draws only when far.
-    may_draw = (grass & (dist > 3)) | ((grass | path | (names == "sand")) & (dist > 10)) | (
-        path & tunnels)
+    may_draw = (
+        (grass & (dist > 3)) | ((grass | path | (names == "sand")) & (dist > 10)) | (path & tunnels)
+    )
     cells = np.nonzero(may_draw)  # x-major, as crafter's loops
     for i, j, d, is_grass, in_tunnel in zip(*cells, dist[cells].tolist(), grass[cells].tolist(),
                                             (path & tunnels)[cells].tolist()):  # fmt: skip

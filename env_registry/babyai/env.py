@@ -12,11 +12,12 @@ Levels:
   7 distractors; then 23/25/28/30 with 12/15/20/25 distractors), the Pretraining task (a random
   red/green/blue ball/box), ``PickUp-<Target>-S20`` and the GoTo sequences.
 
-``info["achieved"]``: what this step achieved, in BabyAI's goal words (the vocabulary of
-``rl_bk.labeling.grammars``), for ELLM's reward: "pick up the <color> <kind>" when the agent
-picked something up, "open the <color> door" when the door in front went from closed (or
-locked) to open, "go to the <color> <kind>" when the step brought an object (ball, box, key,
-door) in front of the agent that was not there before (a move or a turn; not a drop).
+``info["achieved"]``: what this step achieved, in BabyAI's goal words
+(:mod:`env_registry.babyai.vocabulary`), for ELLM's reward: "pick up the <color> <kind>" when
+the agent picked something up, "open the <color> door" when the door in front went from
+closed (or locked) to open, "go to the <color> <kind>" when the step brought an object
+(ball, box, key, door) in front of the agent that was not there before (a move or a turn;
+not a drop).
 ``[]`` after reset.
 """
 
@@ -39,8 +40,9 @@ from minigrid.envs.babyai.core.verifier import (
     PickupInstr,
 )
 
+from env_registry.babyai.captioner import caption_babyai
+from env_registry.babyai.vocabulary import THINGS
 from env_registry.spec import EnvSpec
-from rl_bk.captioning.babyai import caption_babyai
 
 #: Words of BabyAI's mission grammar (minigrid.envs.babyai.core.verifier surface forms).
 MISSION_VOCAB: tuple[str, ...] = (
@@ -48,8 +50,8 @@ MISSION_VOCAB: tuple[str, ...] = (
     "key", "red", "green", "blue", "purple", "yellow", "grey", "then", "after", "you",
     "and", "behind", "in", "front", "of", "on", "your", "left", "right",
 )  # fmt: skip
-#: Things a BabyAI goal can name ("go to the red door"); walls, floors and lava are not.
-GOAL_THINGS = frozenset(("ball", "box", "key", "door"))
+#: Things a goal can name, as a set for the per-step test in `_achieved`.
+GOAL_THINGS = frozenset(THINGS)
 #: minigrid's DIR_TO_VEC as plain ints: east, south, west, north.
 _AHEAD: tuple[tuple[int, int], ...] = ((1, 0), (0, 1), (-1, 0), (0, -1))
 MISSION_POSITIONS = 32  # positions are divided by this: missions longer than it saturate at 1

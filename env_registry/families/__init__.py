@@ -1,1 +1,0 @@
-"""One module per environment family; each exposes SPECS, a list of EnvSpec."""
