@@ -78,7 +78,7 @@ def _shaped(kind: str) -> BuildFn:
     """A bk-* method: PPO shaped by the potential the task's built ``kind`` artifact gives."""
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
-        from rl_bk.algorithms.shaped_ppo import ShapedPPOConfig
+        from rl_bk.algorithms.bk_ppo import ShapedPPOConfig
         from rl_bk.experiments.knowledge_pipeline import source_spec
 
         chosen = {k: params[k] for k in KNOWLEDGE_PARAMS if k in params}

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from rl_bk.connectors.learner.potential_shaping import SHAPING_REWARD_MEAN
+from rl_bk.algorithms.bk_ppo.potential_shaping import SHAPING_REWARD_MEAN
 from rl_bk.experiments import knowledge_pipeline as pipeline
 from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import MotifParams, load_task

@@ -66,7 +66,7 @@ from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.running_stats import RewardForwardFilter, RunningStd
 
 #: The train batch's chunks -> one potential per state (``len(chunk) + 1``) for each chunk,
-#: in one call. Any :class:`~rl_bk.knowledge.potential.PotentialSource` is one.
+#: in one call. Any :class:`~rl_bk.algorithms.bk_ppo.potential.PotentialSource` is one.
 PotentialFn = Callable[[Sequence[Chunk]], Sequence[np.ndarray]]
 
 Convention = Literal["bk", "ng"]
