@@ -11,11 +11,11 @@ from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 from rl_bk.algorithms.ellm_ppo.goal_matching import GoalMatcher
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
 from rl_bk.algorithms.oni_ppo.intrinsic_reward import OnlineIntrinsicReward
+from rl_bk.algorithms.oni_ppo.reward_models.ranking import preference_target
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps, IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
-from rl_bk.reward_models.ranking import preference_target
 
 NEWT, WALL, GOLD = "You kill the newt!", "It's a wall.", "You see here 5 gold pieces."
 
@@ -167,7 +167,7 @@ def test_cosine_bow_and_none():
             table = {"kill monsters": [1.0, 0.0], NEWT: [0.8, 0.6], WALL: [0.0, 1.0]}
             return np.array([table[t] for t in texts])
 
-    from rl_bk.reward_models.cosine_bow import CosineBoWReward
+    from rl_bk.algorithms.oni_ppo.reward_models.cosine_bow import CosineBoWReward
 
     reward = oni("cosine-bow", goal="kill monsters", beta=0.0)
     reward._bow = CosineBoWReward("kill monsters", 0.5, embedder=Stub())

@@ -41,16 +41,16 @@ from typing import Any
 
 import numpy as np
 
-from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
-from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps
-from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
-from rl_bk.reward_models.count_decay import EpisodeCounts
-from rl_bk.reward_models.ranking import (
+from rl_bk.algorithms.oni_ppo.reward_models.count_decay import EpisodeCounts
+from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
     RunningMeanStd,
     preference_target,
     quantile_threshold,
     thresholded_reward,
 )
+from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
+from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps
+from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 
 REWARD_TYPES = ("none", "retrieval", "classification", "ranking", "motif", "cosine-bow")
 LABELLED_TYPES = ("retrieval", "classification", "ranking")
@@ -207,7 +207,7 @@ class OnlineIntrinsicReward:
             return {c: float(self.queue.get(c, 0.0)) for c in distinct}
         if t == "cosine-bow":
             if self._bow is None:
-                from rl_bk.reward_models.cosine_bow import CosineBoWReward
+                from rl_bk.algorithms.oni_ppo.reward_models.cosine_bow import CosineBoWReward
 
                 self._bow = CosineBoWReward(self.goal, self.cosine_threshold)
             return dict(zip(distinct, self._bow.rewards(distinct).astype(np.float64)))
