@@ -30,18 +30,14 @@ from rl_bk.algorithms.bk_ppo.potential_shaping import (
     NORMALIZATIONS,
     PotentialShaping,
 )
+from rl_bk.algorithms.bk_ppo.settings import ShapingSettings
 from rl_bk.algorithms.bk_ppo.sources import LazySource, SourceSpec
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 
-#: BK's values (mansicer/background-knowledge-rl, train_rs.py and utils/config.py).
-SHAPING_DEFAULTS: dict[str, Any] = {
-    "potential": None,
-    "shaping_coeff": 1.0,
-    "extrinsic_coeff": 10.0,
-    "potential_normalization": "discounted-sum-std",
-    "shaping_convention": "bk",
-}
+#: BK's values (mansicer/background-knowledge-rl, train_rs.py and utils/config.py), declared
+#: once, in ShapingSettings (the task file's ``knowledge:`` section reads the same).
+SHAPING_DEFAULTS: dict[str, Any] = {"potential": None, **ShapingSettings().model_dump()}
 
 
 class ShapedPPOConfig(PPOConfig):
