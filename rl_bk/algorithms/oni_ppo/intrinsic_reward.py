@@ -49,7 +49,7 @@ from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
     thresholded_reward,
 )
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
-from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 
 REWARD_TYPES = ("none", "retrieval", "classification", "ranking", "motif", "cosine-bow")
@@ -147,7 +147,7 @@ class OnlineIntrinsicReward:
         return state
 
     # --------------------------------------------------------------------------- rewards
-    def __call__(self, pieces: Sequence[EpisodeSteps], rl_module: Any) -> list[np.ndarray]:
+    def __call__(self, pieces: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
         captions = [[str(i.get(self.caption_key) or "").strip() for i in p.infos[1:]]
                     for p in pieces]  # fmt: skip
         distinct = list(dict.fromkeys(c for cs in captions for c in cs if c))
@@ -172,7 +172,7 @@ class OnlineIntrinsicReward:
                 s["steps_labelled"] += sum(c in self.queue for c in cs if c)
         return out
 
-    def _episode_counts(self, piece: EpisodeSteps, captions: list[str]) -> np.ndarray:
+    def _episode_counts(self, piece: EpisodeChunk, captions: list[str]) -> np.ndarray:
         """N of each step: the env's own count of the message in the episode when it reports
         one (NetHack's ``message_count``, as ONI's wrapper keeps ``msg_count``), else this
         learner's count of the caption in the episode so far."""

@@ -55,10 +55,8 @@ class RewriteRewards(ConnectorV2):
         found = chunks_with_real_steps(self, episodes, shared_data)
         if not any(c.steps for c in found):
             return batch
-        # A copy: get_rewards may return a view that set_rewards then overwrites.
-        env_rewards = [np.array(c.episode.get_rewards(slice(0, c.steps)), dtype=np.float64,
-                                copy=True) for c in found]  # fmt: skip
-        new = [self.extrinsic_coeff * r for r in env_rewards]
+        # The view's rewards are a copy: set_rewards below does not change what terms read.
+        new = [self.extrinsic_coeff * c.rewards for c in found]
         for term in self.terms:
             added = term(found, rl_module)
             if len(added) != len(found):
@@ -72,7 +70,7 @@ class RewriteRewards(ConnectorV2):
                 new[i] = new[i] + values
         for chunk, rewards in zip(found, new):
             if chunk.steps:
-                chunk.episode.set_rewards(new_data=rewards, at_indices=slice(0, chunk.steps))
+                chunk.set_rewards(rewards)
         if metrics is not None:
             for term in self.terms:
                 for key, value in term.batch_metrics().items():
