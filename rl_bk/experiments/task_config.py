@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rl_bk.algorithms.bk_ppo.settings import BKSettings
 from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
 from rl_bk.algorithms.glam_ppo.settings import GLAMSettings
-from rl_bk.algorithms.oni_ppo.settings import ONISettings
+from rl_bk.algorithms.oni_ppo.settings import MotifSettings, ONISettings
 from rl_bk.algorithms.ptgm_ppo.settings import PTGMSettings
 from rl_bk.metrics import MAIN_METRICS
 
@@ -112,13 +112,6 @@ class DatasetParams(_Strict):
     seed: int = 0
 
 
-class MotifParams(_Strict):
-    """Offline Motif (``motif``): caption pairs labelled from the dataset, then the ranker."""
-
-    pairs: int = Field(2000, gt=0)
-    epochs: int = Field(30, gt=0)
-
-
 class KnowledgeParams(BKSettings):
     """How the bk-* methods get their knowledge: which labeler, which data, which settings.
 
@@ -131,8 +124,9 @@ class KnowledgeParams(BKSettings):
     ``include_mission`` parameter (a sweep grid) overrides it.
 
     BK's own settings (``code``, ``preference``, ``goals`` and the shaping) are
-    :class:`~rl_bk.algorithms.bk_ppo.settings.BKSettings`; the rest here is shared by every
-    method with offline knowledge or a labeler.
+    :class:`~rl_bk.algorithms.bk_ppo.settings.BKSettings`, Motif's build settings
+    (``motif``) are :class:`~rl_bk.algorithms.oni_ppo.settings.MotifSettings`; the rest here
+    is shared by every method with offline knowledge or a labeler.
     """
 
     backend: Literal["oracle", "llamacpp", "openai", "vllm", "fake"] = "oracle"
@@ -142,7 +136,7 @@ class KnowledgeParams(BKSettings):
     model: str | None = None
     include_mission: bool = False
     dataset: DatasetParams = DatasetParams()
-    motif: MotifParams = MotifParams()
+    motif: MotifSettings = MotifSettings()
 
 
 class LabelerParams(_Strict):
