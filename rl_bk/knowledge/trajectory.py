@@ -1,6 +1,5 @@
 """Trajectory pieces as every knowledge source sees them: one contract for the dataset
-(offline) and for the learner connector (a train batch's episode chunks). Shared: BK's
-potentials and builders, Motif, PTGM's pre-training, BC-PPO's cloning.
+(offline) and for the learner connector (a train batch's episode chunks).
 
 A :class:`Chunk` is ``n`` consecutive steps of one episode: ``n + 1`` observations and
 captions (the states before and after each step) and ``n`` actions. A potential source maps a
