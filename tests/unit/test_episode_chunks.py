@@ -87,8 +87,11 @@ def test_ellm_pays_each_goal_once_per_episode_across_train_batches():
 
 
 def test_the_view_reads_real_steps_and_keeps_the_env_rewards_after_a_rewrite():
-    ep = SingleAgentEpisode(observations=[np.zeros(2, np.float32)],
-                            infos=[{"caption": "a", "mission": "go"}], len_lookback_buffer=0)
+    ep = SingleAgentEpisode(
+        observations=[np.zeros(2, np.float32)],
+        infos=[{"caption": "a", "mission": "go"}],
+        len_lookback_buffer=0,
+    )
     for r in (1.0, 2.0):
         ep.add_env_step(np.full(2, r, np.float32), 1, r, infos={"caption": f"c{r}"})
     own_id, chunk = ep.id_, ep.to_numpy()
