@@ -238,7 +238,7 @@ def make_labeler(task: TaskConfig, backend: str | None = None):
 
 
 def _build_code(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
-    from rl_bk.knowledge.code.writer import write_potential_code
+    from rl_bk.algorithms.bk_ppo.code.writer import write_potential_code
 
     c, family, mission = task.knowledge.code, family_of(task.env), task_mission(task)
     if c.path:
@@ -253,7 +253,7 @@ def _build_code(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
 
 def _copy_hand_written_code(task: TaskConfig, folder: Path, family: str) -> dict:
     """A hand-written potential as a BK-Code artifact: no labeler, said so in its facts."""
-    from rl_bk.knowledge.code.writer import FUNCTION_NAME
+    from rl_bk.algorithms.bk_ppo.code.writer import FUNCTION_NAME
 
     code = hand_written_code(task)
     if f"def {FUNCTION_NAME}(" not in code:
@@ -267,7 +267,7 @@ def _copy_hand_written_code(task: TaskConfig, folder: Path, family: str) -> dict
 
 
 def _build_pref(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
-    from rl_bk.knowledge.preference.training import train_preference_potential
+    from rl_bk.algorithms.bk_ppo.preference.training import train_preference_potential
 
     p = task.knowledge.preference
     report = train_preference_potential(
@@ -278,8 +278,8 @@ def _build_pref(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
 
 
 def _build_goals(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
-    from rl_bk.knowledge.goals.builder import build_goal_list
-    from rl_bk.knowledge.goals.potential import save_sentence_vectors
+    from rl_bk.algorithms.bk_ppo.goals.builder import build_goal_list
+    from rl_bk.algorithms.bk_ppo.goals.potential import save_sentence_vectors
 
     g = task.knowledge.goals
     goals = build_goal_list(
@@ -390,7 +390,7 @@ def built_artifact(task: TaskConfig, kind: str, backend: str | None = None,
 def source_spec(task: TaskConfig, kind: str, backend: str | None = None,
                 options: dict[str, Any] | None = None, root: Path | None = None):  # fmt: skip
     """The built artifact of ``kind`` as a potential source spec, or a clear error."""
-    from rl_bk.knowledge.sources import SourceSpec
+    from rl_bk.algorithms.bk_ppo.sources import SourceSpec
 
     location = built_artifact(task, kind, backend, root)
     if kind == "bk-goal":
@@ -412,8 +412,8 @@ def served_potential_name(location: str) -> str:
 def register_served_potential(task: TaskConfig, backend: str | None, root: Path) -> str:
     """Exports a built bk-pref artifact's model to the reward-model registry at ``root`` (once;
     the name is the artifact's), so the reward-model app can serve its Phi. Returns the name."""
-    from rl_bk.knowledge.preference.model import script
-    from rl_bk.knowledge.preference.training import load_model
+    from rl_bk.algorithms.bk_ppo.preference.model import script
+    from rl_bk.algorithms.bk_ppo.preference.training import load_model
     from rl_bk.reward_models.registry import save_reward_model
 
     folder = artifact_dir(task, "bk-pref", backend)

@@ -78,7 +78,8 @@ def _shaped(kind: str) -> BuildFn:
     """A bk-* method: PPO shaped by the potential the task's built ``kind`` artifact gives."""
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
-        from rl_bk.algorithms.shaped_ppo import ShapedPPOConfig
+        from rl_bk.algorithms.bk_ppo import ShapedPPOConfig
+        from rl_bk.algorithms.bk_ppo.settings import ShapingSettings
         from rl_bk.experiments.knowledge_pipeline import source_spec
 
         chosen = {k: params[k] for k in KNOWLEDGE_PARAMS if k in params}
@@ -97,10 +98,8 @@ def _shaped(kind: str) -> BuildFn:
             options.update(served=(served_potential_name(where), SERVED_POTENTIAL_VERSION),
                            endpoint=f"handle:{REWARD_MODEL_APP}")  # fmt: skip
         spec = source_spec(knowledge_task(task, chosen), kind, chosen.get("backend"), options)
-        k = task.knowledge
-        training = {"shaping_coeff": k.shaping_coeff, "extrinsic_coeff": k.extrinsic_coeff,
-                    "potential_normalization": k.potential_normalization,
-                    "shaping_convention": k.shaping_convention, **training}  # fmt: skip
+        shaping = {name: getattr(task.knowledge, name) for name in ShapingSettings.model_fields}
+        training = {**shaping, **training}
         config = base_ppo_config(task, seed, training, config=ShapedPPOConfig())
         return config.training(potential=spec)
 

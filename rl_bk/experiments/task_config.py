@@ -17,8 +17,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from rl_bk.algorithms.bk_ppo.settings import BKSettings
 from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
-from rl_bk.algorithms.oni_ppo.settings import ONISettings
+from rl_bk.algorithms.glam_ppo.settings import GLAMSettings
+from rl_bk.algorithms.oni_ppo.settings import MotifSettings, ONISettings
 from rl_bk.algorithms.ptgm_ppo.settings import PTGMSettings
 from rl_bk.metrics import MAIN_METRICS
 
@@ -114,69 +116,7 @@ class DatasetParams(_Strict):
     seed: int = 0
 
 
-class CodeParams(_Strict):
-    """BK-Code: the LLM writes compute_potential(window) and improves it.
-
-    ``path``: a potential function written by hand (a Python file defining
-    ``compute_potential(window)``, as the LLM's would), used instead of asking the labeler;
-    the artifact records it as hand-written. A relative path is read from the repository root.
-    """
-
-    path: str | None = None
-    rounds: int = Field(3, gt=0)
-    candidates: int = Field(1, gt=0)  # Eureka-style: several codes, compared as trials
-    segments_per_round: int = Field(5, gt=0)
-    horizon: int = Field(5, gt=0)
-
-
-class PreferenceParams(_Strict):
-    """BK-Pref: segment pairs labelled by the LLM train a preference-transformer potential.
-
-    ``served``: trials read Phi from the reward-model app (one Serve deployment for the sweep,
-    the model registered there as ``bk-pref-<artifact>``), one call per train batch, instead
-    of running the model in the learner; a trial's ``served`` parameter overrides it.
-    """
-
-    pairs: int = Field(500, gt=0)
-    horizon: int = Field(5, gt=0)
-    epochs: int = Field(5, gt=0)
-    served: bool = False
-
-
-class GoalParams(_Strict):
-    """BK-Goal: a goal list from captions; Phi = similarity to the retrieved goals."""
-
-    iterations: int = Field(100, gt=0)
-    top_k: int = Field(3, gt=0)
-    threshold: float | None = None  # None: the potential's measured default for MiniLM
-    horizon: int = Field(4, gt=0)
-
-
-class MotifParams(_Strict):
-    """Offline Motif (``motif``): caption pairs labelled from the dataset, then the ranker."""
-
-    pairs: int = Field(2000, gt=0)
-    epochs: int = Field(30, gt=0)
-
-
-class GLAMParams(_Strict):
-    """GLAM (the ``glam`` method): the language model is the policy, PPO fine-tunes it."""
-
-    model: str = "smollm2"  # "smollm2" (packaged), "tiny" (random, plumbing) or a HF folder
-    lora_r: int | None = Field(16, gt=0)  # None: fine-tune every weight (GLAM's paper)
-    lora_alpha: int = Field(32, gt=0)
-    n_obs: int = Field(3, gt=0)  # observations in the prompt (GLAM: nbr_obs 3)
-    max_prompt_tokens: int = Field(512, gt=0)
-    reward_scale: float = Field(20.0, gt=0)  # GLAM: 20 * r_env on success
-    #: GPUs (or a share of one) for the learner, in the trial's process, and for each remote
-    #: env runner (the local one, with num_env_runners 0, samples on the CPU)
-    num_gpus_per_learner: float = Field(0.0, ge=0)
-    num_gpus_per_env_runner: float = Field(0.0, ge=0)
-    #: PPO's training() values for GLAM (an LLM policy wants a far smaller lr and batch)
-    ppo: dict[str, Any] = {}
-
-
-class KnowledgeParams(_Strict):
+class KnowledgeParams(BKSettings):
     """How the bk-* methods get their knowledge: which labeler, which data, which settings.
 
     ``backend`` is the labeler every bk-* method of the task uses unless a trial's
@@ -187,7 +127,10 @@ class KnowledgeParams(_Strict):
     makes a goal-aware variant, a different method, with one artifact per mission. A trial's
     ``include_mission`` parameter (a sweep grid) overrides it.
 
-    The shaping settings are BK's by default (``ShapedPPOConfig`` documents them).
+    BK's own settings (``code``, ``preference``, ``goals`` and the shaping) are
+    :class:`~rl_bk.algorithms.bk_ppo.settings.BKSettings`, Motif's build settings
+    (``motif``) are :class:`~rl_bk.algorithms.oni_ppo.settings.MotifSettings`; the rest here
+    is shared by every method with offline knowledge or a labeler.
     """
 
     backend: Literal["oracle", "llamacpp", "openai", "vllm", "fake"] = "oracle"
@@ -197,18 +140,7 @@ class KnowledgeParams(_Strict):
     model: str | None = None
     include_mission: bool = False
     dataset: DatasetParams = DatasetParams()
-    code: CodeParams = CodeParams()
-    preference: PreferenceParams = PreferenceParams()
-    goals: GoalParams = GoalParams()
-    motif: MotifParams = MotifParams()
-    shaping_coeff: float = Field(1.0, ge=0)
-    #: weight of the env reward in what bk-* trials train on (BK: 10, see potential_shaping)
-    extrinsic_coeff: float = Field(10.0, gt=0)
-    #: what Phi is divided by: BK's "discounted-sum-std", "std" (of Phi itself) or "none"
-    potential_normalization: Literal["discounted-sum-std", "std", "none"] = "discounted-sum-std"
-    #: BK's "bk" (F_t = gamma Phi(s_t) - Phi(s_{t-1}); the last step is not charged) or
-    #: Ng et al.'s "ng" (F_t = gamma Phi(s_{t+1}) - Phi(s_t), Phi(terminal) = 0)
-    shaping_convention: Literal["bk", "ng"] = "bk"
+    motif: MotifSettings = MotifSettings()
 
 
 class LabelerParams(_Strict):
@@ -266,7 +198,7 @@ class TaskConfig(_Strict):
     oni: ONISettings = ONISettings()
     ellm: ELLMSettings = ELLMSettings()
     ptgm: PTGMSettings = PTGMSettings()
-    glam: GLAMParams = GLAMParams()
+    glam: GLAMSettings = GLAMSettings()
     #: method -> {training parameter -> values}; the trials are their cartesian product.
     sweep: dict[str, dict[str, list[Any]]] = {}
 

@@ -1,2 +1,5 @@
-"""Background knowledge for reward shaping (BK-Code, BK-Pref, BK-Goal): the trajectory
-dataset it is learned from, each way of representing it, and the potentials it yields."""
+"""What several methods' offline knowledge is built from, shared by them: the trajectory
+dataset (:mod:`.trajectory`, :mod:`.dataset`, :mod:`.collect`: BK, Motif, PTGM, BC-PPO and
+RND-PPO's precollection) and how offline stages ask for labels (:mod:`.labeler`: BK and
+Motif). What only one method uses lives in its folder (BK's builders and potentials:
+:mod:`rl_bk.algorithms.bk_ppo`)."""

@@ -1,4 +1,5 @@
-"""Whole episodes from a policy in a local env, as :class:`Chunk` s for the trajectory dataset.
+"""Whole episodes from a policy in a local env, as :class:`Chunk` s for the trajectory dataset
+(shared: the knowledge pipeline's collect stage for every offline kind, RND-PPO's precollection).
 
 BK's stage 1 collects its dataset with RND-PPO's *stochastic* policy at intervals during
 training; baselines collect with a plain PPO policy or uniformly random actions. One loop

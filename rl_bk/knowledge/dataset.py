@@ -1,4 +1,6 @@
-"""The trajectory dataset the BK pipeline learns from: whole episodes on disk, as Parquet.
+"""The trajectory dataset offline knowledge is learned from: whole episodes on disk, as
+Parquet. Shared: BK's builders, Motif, PTGM's pre-training and BC-PPO read it; RND-PPO's
+precollection and the knowledge pipeline's collect stage write it.
 
 One row per state: ``episode_id, t, observation (list<float32>), caption, action, reward,
 terminated, truncated, mission``. An episode of ``n`` steps has ``n + 1`` rows; row ``t``

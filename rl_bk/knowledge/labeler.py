@@ -1,5 +1,6 @@
-"""How the offline BK stages ask for labels: one function, ``labeler(task, requests) ->
-labels``, backed by the label store and a backend (in process) or by a running labeler app.
+"""How offline stages ask for labels: one function, ``labeler(task, requests) -> labels``,
+backed by the label store and a backend (in process) or by a running labeler app. Shared by
+BK's builders (:mod:`rl_bk.algorithms.bk_ppo`) and Motif (:mod:`rl_bk.algorithms.oni_ppo.motif`).
 
 Every label goes through :class:`~rl_bk.labeling.service.LabelService`, so it is stored
 under its backend, model and template version and never asked for twice: a re-run of a stage

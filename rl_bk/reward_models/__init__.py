@@ -1,3 +1,5 @@
-"""Reward models learned from LLM labels: ONI's and Motif's caption models (char-CNN
-classifier and Bradley-Terry ranker, the retrieval table, cosine-BoW, the count decay) and
-the on-disk registry the reward-model app serves from."""
+"""Trained reward models on disk and scoring with them, shared by whoever serves or registers
+one: the reward-model app (``serve_deployments/reward_model.py``) serves from the registry,
+BK-Pref registers its potential there and scores with it in process, and the sweep's runner
+points trials at it. Method-specific nets live with their method (ONI's and Motif's:
+:mod:`rl_bk.algorithms.oni_ppo.reward_models`)."""

@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from rl_bk.connectors.learner.potential_shaping import SHAPING_REWARD_MEAN
+from rl_bk.algorithms.bk_ppo.potential_shaping import SHAPING_REWARD_MEAN
+from rl_bk.algorithms.oni_ppo.settings import MotifSettings
 from rl_bk.experiments import knowledge_pipeline as pipeline
 from rl_bk.experiments.methods import get_method
-from rl_bk.experiments.task_config import MotifParams, load_task
+from rl_bk.experiments.task_config import load_task
 from rl_bk.knowledge.dataset import read_episodes
 
 pytestmark = pytest.mark.ray
@@ -54,7 +55,7 @@ def test_bk_pipeline_end_to_end_with_the_oracle(ray_session, tmp_path, monkeypat
 def test_motif_is_built_from_the_dataset_and_rewards_a_trial(ray_session, tmp_path, monkeypatch):
     monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path / "knowledge"))
     monkeypatch.setenv("RLBK_LABEL_STORE", str(tmp_path / "labels.sqlite3"))
-    task = tiny_task("oracle", motif=MotifParams(pairs=64, epochs=2))
+    task = tiny_task("oracle", motif=MotifSettings(pairs=64, epochs=2))
     folder = pipeline.build_knowledge(task, "motif")
     report = json.loads((folder / "motif.json").read_text())
     assert report["is_oracle"] and report["pairs"] == 64 and report["std"] > 0

@@ -4,11 +4,10 @@ artificial-step piece and GAE, builds its source lazily and reports beside the e
 import numpy as np
 import pytest
 
-from rl_bk.algorithms.shaped_ppo import ShapedPPOConfig
-from rl_bk.connectors.learner.potential_shaping import SHAPING_REWARD_MEAN
+from rl_bk.algorithms.bk_ppo import ShapedPPOConfig, sources
+from rl_bk.algorithms.bk_ppo.potential_shaping import SHAPING_REWARD_MEAN
 from rl_bk.experiments.ppo_config import base_ppo_config
 from rl_bk.experiments.task_config import load_task
-from rl_bk.knowledge import sources
 
 pytestmark = pytest.mark.ray
 

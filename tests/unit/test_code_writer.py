@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from env_registry.babyai.oracle import parse_mission
-from rl_bk.knowledge.code.potential import CodePotential
-from rl_bk.knowledge.code.writer import FALLBACK_CODE, write_potential_code
+from rl_bk.algorithms.bk_ppo.code.potential import CodePotential
+from rl_bk.algorithms.bk_ppo.code.writer import FALLBACK_CODE, write_potential_code
 from rl_bk.knowledge.descriptions import SIGNATURE, describe_env, window_records
 from rl_bk.knowledge.trajectory import Chunk, windows
 from rl_bk.labeling.backends.base import BackendError

@@ -1,6 +1,7 @@
 """Per-episode state in learner connectors survives train batches: one episode cut into two
 chunks, each run through RLlib's own AddOneTsToEpisodesAndTruncate (which renames chunks
-``<id>_<index>``) and then our piece, as two consecutive train batches (no Ray)."""
+``<id>_<index>``) and then our piece, as two consecutive train batches (no Ray); and what the
+one view of a chunk reads."""
 
 import numpy as np
 from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
@@ -8,9 +9,10 @@ from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 from rl_bk.algorithms.ellm_ppo.goal_matching import GoalMatcher
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
-from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps, episode_id_of
+from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
+from rl_bk.connectors.learner.rllib_internals import episode_id_of
 
 
 class OneHotEmbedder:
@@ -82,3 +84,27 @@ def test_ellm_pays_each_goal_once_per_episode_across_train_batches():
     # Keyed by the chunk's renamed id, or forgetting the episode because RLlib marks every
     # unterminated chunk truncated, "collect wood" would pay again here.
     np.testing.assert_allclose(second, [0.0, 1.0])
+
+
+def test_the_view_reads_real_steps_and_keeps_the_env_rewards_after_a_rewrite():
+    ep = SingleAgentEpisode(
+        observations=[np.zeros(2, np.float32)],
+        infos=[{"caption": "a", "mission": "go"}],
+        len_lookback_buffer=0,
+    )
+    for r in (1.0, 2.0):
+        ep.add_env_step(np.full(2, r, np.float32), 1, r, infos={"caption": f"c{r}"})
+    own_id, chunk = ep.id_, ep.to_numpy()
+    shared = {}
+    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=[chunk],
+                                    shared_data=shared)  # fmt: skip
+    (view,) = chunks_with_real_steps(_Iter(), [chunk], shared)
+    assert len(view) == 2 and view.starts_episode and not view.ends_episode
+    np.testing.assert_array_equal(view.rewards, [1.0, 2.0])
+    view.set_rewards(np.array([5.0, 6.0]))
+    np.testing.assert_array_equal(np.asarray(chunk.get_rewards()), [5.0, 6.0, 0.0])
+    np.testing.assert_array_equal(view.rewards, [1.0, 2.0])  # what terms read: the env's
+    data = view.as_chunk()
+    assert data.captions == ["a", "c1.0", "c2.0"] and data.mission == "go"
+    assert data.observations.shape == (3, 2) and list(data.actions) == [1, 1]
+    assert data.episode_id == own_id

@@ -6,8 +6,8 @@ import pickle
 import numpy as np
 import pytest
 
-from rl_bk.knowledge.goals.builder import GoalList, build_goal_list, normalize_goal
-from rl_bk.knowledge.goals.potential import GoalPotential, sentences, transition_text
+from rl_bk.algorithms.bk_ppo.goals.builder import GoalList, build_goal_list, normalize_goal
+from rl_bk.algorithms.bk_ppo.goals.potential import GoalPotential, sentences, transition_text
 from rl_bk.knowledge.trajectory import Chunk, caption_history, windows
 from rl_bk.labeling.tasks import GoalsLabel
 
@@ -202,7 +202,7 @@ def test_fast_path_equals_the_whole_text_reference_on_real_captions():
 
 
 def test_saved_sentence_vectors_spare_the_trial_from_encoding_the_dataset(tmp_path):
-    from rl_bk.knowledge.goals.potential import save_sentence_vectors
+    from rl_bk.algorithms.bk_ppo.goals.potential import save_sentence_vectors
 
     captions = ["You see a red ball 2 steps forward", "You see a wall 1 step left. You carry a key"]
     chunk = Chunk(np.zeros((3, 2)), [captions[0], captions[1], "You see a grey box"], [2, 0])

@@ -5,9 +5,9 @@ import pickle
 import numpy as np
 import pytest
 
+from rl_bk.algorithms.bk_ppo.sources import LazySource, SourceSpec, UnknownSourceError
 from rl_bk.experiments import knowledge_pipeline as pipeline
 from rl_bk.experiments.task_config import load_task
-from rl_bk.knowledge.sources import LazySource, SourceSpec, UnknownSourceError
 from rl_bk.knowledge.trajectory import Chunk
 
 

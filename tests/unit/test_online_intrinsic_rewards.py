@@ -11,11 +11,12 @@ from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 from rl_bk.algorithms.ellm_ppo.goal_matching import GoalMatcher
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
 from rl_bk.algorithms.oni_ppo.intrinsic_reward import OnlineIntrinsicReward
+from rl_bk.algorithms.oni_ppo.reward_models.ranking import preference_target
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
-from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps, IntrinsicReward
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
+from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
-from rl_bk.reward_models.ranking import preference_target
 
 NEWT, WALL, GOLD = "You kill the newt!", "It's a wall.", "You see here 5 gold pieces."
 
@@ -25,7 +26,10 @@ def piece(captions, episode_id="e1", ends=False, key="message", achieved=None):
     infos = [{key: c, "caption": c, "achieved": (achieved or {}).get(i, [])}
              for i, c in enumerate(captions)]  # fmt: skip
     n = len(captions) - 1
-    return EpisodeSteps(episode_id, infos, np.zeros(n, np.int64), np.zeros(n), ends, False)
+    episode = SingleAgentEpisode(observations=[np.zeros(1, np.float32)] * (n + 1), infos=infos,
+                                 actions=[0] * n, rewards=[0.0] * n, terminated=ends,
+                                 len_lookback_buffer=0)  # fmt: skip
+    return EpisodeChunk(episode, n, episode_id)
 
 
 def idle_queue(labels):
@@ -167,7 +171,7 @@ def test_cosine_bow_and_none():
             table = {"kill monsters": [1.0, 0.0], NEWT: [0.8, 0.6], WALL: [0.0, 1.0]}
             return np.array([table[t] for t in texts])
 
-    from rl_bk.reward_models.cosine_bow import CosineBoWReward
+    from rl_bk.algorithms.oni_ppo.reward_models.cosine_bow import CosineBoWReward
 
     reward = oni("cosine-bow", goal="kill monsters", beta=0.0)
     reward._bow = CosineBoWReward("kill monsters", 0.5, embedder=Stub())

@@ -9,7 +9,7 @@ from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-from rl_bk.connectors.learner.potential_shaping import (
+from rl_bk.algorithms.bk_ppo.potential_shaping import (
     PotentialScale,
     PotentialShaping,
     shaped_rewards,

@@ -10,9 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.knowledge.labeler import LocalLabeler
-from rl_bk.knowledge.preference.model import (
+from rl_bk.algorithms.bk_ppo.preference.model import (
     ModelConfig,
     PreferenceTransformer,
     chunk_windows,
@@ -21,13 +19,15 @@ from rl_bk.knowledge.preference.model import (
     preference_loss,
     script,
 )
-from rl_bk.knowledge.preference.potential import PreferencePotential
-from rl_bk.knowledge.preference.training import (
+from rl_bk.algorithms.bk_ppo.preference.potential import PreferencePotential
+from rl_bk.algorithms.bk_ppo.preference.training import (
     criteria_text,
     load_model,
     segment_steps,
     train_preference_potential,
 )
+from rl_bk.knowledge.dataset import sample_segments
+from rl_bk.knowledge.labeler import LocalLabeler
 from rl_bk.knowledge.trajectory import Chunk, windows
 from rl_bk.labeling.backends.oracle import OracleBackend
 from rl_bk.labeling.tasks import PreferenceRequest

@@ -32,7 +32,7 @@ import numpy as np
 
 from rl_bk.algorithms.ellm_ppo.goal_matching import EpisodePiece, GoalMatcher
 from rl_bk.algorithms.ellm_ppo.vocabulary import goal_synonyms, novelty_goals
-from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 
 SUGGESTERS = ("llm", "novelty")
@@ -93,7 +93,7 @@ class ELLMIntrinsicReward:
         mission = info.get("mission") if self.include_mission else None
         return str(info.get("caption") or "").strip(), (str(mission) if mission else None)
 
-    def __call__(self, pieces: Sequence[EpisodeSteps], rl_module: Any) -> list[np.ndarray]:
+    def __call__(self, pieces: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
         keys = [[self._key(i) for i in p.infos[:-1]] for p in pieces]
         achieved = [[list(i.get("achieved") or []) for i in p.infos[1:]] for p in pieces]
         if self.suggester == "novelty":

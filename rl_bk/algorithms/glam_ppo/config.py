@@ -39,14 +39,17 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.glam_ppo.language_model import VALID_MODELS
 from rl_bk.algorithms.glam_ppo.rl_module import GLAMTorchRLModule
+from rl_bk.algorithms.glam_ppo.settings import GLAMSettings
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
 
-#: training() parameters that only this config has, with their defaults.
+_SECTION = GLAMSettings()
+#: training() parameters that only this config has, with their defaults: the task section's,
+#: but for ``lora_r``, GLAM's paper's (the whole LLM fine-tuned) where a task's is LoRA.
 GLAM_DEFAULTS: dict[str, Any] = {
-    "glam_model": "smollm2",
+    "glam_model": _SECTION.model,
     "lora_r": None,
-    "lora_alpha": 32,
-    "max_prompt_tokens": 512,
+    "lora_alpha": _SECTION.lora_alpha,
+    "max_prompt_tokens": _SECTION.max_prompt_tokens,
 }
 
 #: GLAM's PPO settings (flowersteam/Grounding_LLMs_with_online_RL), as this config's defaults.

@@ -41,16 +41,16 @@ from typing import Any
 
 import numpy as np
 
-from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
-from rl_bk.connectors.learner.intrinsic_rewards import EpisodeSteps
-from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
-from rl_bk.reward_models.count_decay import EpisodeCounts
-from rl_bk.reward_models.ranking import (
+from rl_bk.algorithms.oni_ppo.reward_models.count_decay import EpisodeCounts
+from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
     RunningMeanStd,
     preference_target,
     quantile_threshold,
     thresholded_reward,
 )
+from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
+from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
 
 REWARD_TYPES = ("none", "retrieval", "classification", "ranking", "motif", "cosine-bow")
 LABELLED_TYPES = ("retrieval", "classification", "ranking")
@@ -147,7 +147,7 @@ class OnlineIntrinsicReward:
         return state
 
     # --------------------------------------------------------------------------- rewards
-    def __call__(self, pieces: Sequence[EpisodeSteps], rl_module: Any) -> list[np.ndarray]:
+    def __call__(self, pieces: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
         captions = [[str(i.get(self.caption_key) or "").strip() for i in p.infos[1:]]
                     for p in pieces]  # fmt: skip
         distinct = list(dict.fromkeys(c for cs in captions for c in cs if c))
@@ -172,7 +172,7 @@ class OnlineIntrinsicReward:
                 s["steps_labelled"] += sum(c in self.queue for c in cs if c)
         return out
 
-    def _episode_counts(self, piece: EpisodeSteps, captions: list[str]) -> np.ndarray:
+    def _episode_counts(self, piece: EpisodeChunk, captions: list[str]) -> np.ndarray:
         """N of each step: the env's own count of the message in the episode when it reports
         one (NetHack's ``message_count``, as ONI's wrapper keeps ``msg_count``), else this
         learner's count of the caption in the episode so far."""
@@ -207,7 +207,7 @@ class OnlineIntrinsicReward:
             return {c: float(self.queue.get(c, 0.0)) for c in distinct}
         if t == "cosine-bow":
             if self._bow is None:
-                from rl_bk.reward_models.cosine_bow import CosineBoWReward
+                from rl_bk.algorithms.oni_ppo.reward_models.cosine_bow import CosineBoWReward
 
                 self._bow = CosineBoWReward(self.goal, self.cosine_threshold)
             return dict(zip(distinct, self._bow.rewards(distinct).astype(np.float64)))

@@ -2,7 +2,8 @@
 learns the ranking, and RL is run with that fixed model (``reward_type="motif"``).
 
 Motif (Klissarov et al. 2023) is the offline ancestor of ONI-Ranking, and uses the same pieces
-here: :class:`~rl_bk.reward_models.ranking.MessageRanker` (ONI's char-CNN over the message),
+here: :class:`~rl_bk.algorithms.oni_ppo.reward_models.ranking.MessageRanker` (ONI's char-CNN
+over the message),
 the soft-label Bradley-Terry loss (a tie is 0.5), and at RL time the reward normalised by the
 mean and std of the model's rewards over the dataset's captions, thresholded, and divided by
 the caption's count in the episode to the power beta (:mod:`.intrinsic_reward`).
@@ -31,15 +32,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rl_bk.knowledge.labeler import Labeler, label_in_batches
-from rl_bk.knowledge.trajectory import Chunk
-from rl_bk.reward_models.message_bytes import encode_messages
-from rl_bk.reward_models.ranking import (
+from rl_bk.algorithms.oni_ppo.reward_models.message_bytes import encode_messages
+from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
     MessageRanker,
     bradley_terry_loss,
     pair_accuracy,
     preference_target,
 )
+from rl_bk.knowledge.labeler import Labeler, label_in_batches
+from rl_bk.knowledge.trajectory import Chunk
 
 MODEL_FILE = "motif_model.pt"
 REPORT_FILE = "motif.json"

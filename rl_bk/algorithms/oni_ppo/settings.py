@@ -1,5 +1,6 @@
 """ONI's settings, as a task file's ``oni:`` section gives them; their defaults are
-:class:`~rl_bk.algorithms.oni_ppo.config.ONIPPOConfig`'s.
+:class:`~rl_bk.algorithms.oni_ppo.config.ONIPPOConfig`'s. Motif's offline build settings are
+the ``motif:`` part of the shared ``knowledge:`` section (:class:`MotifSettings`).
 """
 
 from __future__ import annotations
@@ -35,3 +36,10 @@ class ONISettings(SettingsSection):
     #: env steps during which every update fits the model on all labels so far (see learner)
     reward_model_full_until: int = Field(25_000, ge=0)
     reward_model_in_background: bool = True  # fit beside training (ONI fits in place)
+
+
+class MotifSettings(SettingsSection):
+    """Offline Motif (``motif``): caption pairs labelled from the dataset, then the ranker."""
+
+    pairs: int = Field(2000, gt=0)
+    epochs: int = Field(30, gt=0)

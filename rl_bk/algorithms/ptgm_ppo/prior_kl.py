@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from ray.rllib.core.columns import Columns
 
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 
@@ -58,13 +57,8 @@ class PriorKLPenalty:
 
     def __call__(self, found: Sequence[EpisodeChunk], rl_module: Any = None) -> list[np.ndarray]:
         live = [c for c in found if c.steps]
-        obs = np.concatenate([np.asarray(c.episode.get_observations(slice(0, c.steps)),
-                                         np.float32) for c in live])  # fmt: skip
-        logits = np.concatenate([
-            np.asarray(c.episode.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS,
-                                                         slice(0, c.steps)), np.float32)
-            for c in live
-        ])  # fmt: skip
+        obs = np.concatenate([c.observations[: c.steps] for c in live])
+        logits = np.concatenate([c.action_dist_inputs for c in live])
         with torch.no_grad():
             policy = torch.as_tensor(logits)
             prior = self.prior_logits(torch.as_tensor(obs))

@@ -35,7 +35,7 @@ from ray.rllib.utils.framework import try_import_torch
 
 from rl_bk.algorithms.rnd_ppo.advantages import scale_by_return_std
 from rl_bk.algorithms.rnd_ppo.rl_module import RND_MODULE_ID
-from rl_bk.connectors.learner.episode_chunks import episode_id_of
+from rl_bk.connectors.learner.rllib_internals import episode_id_of
 from rl_bk.running_stats import RewardForwardFilter
 
 torch, _ = try_import_torch()

@@ -1,30 +1,46 @@
-"""The episode chunks of a train batch, for learner pieces that rewrite rewards after PPO's
-``AddOneTsToEpisodesAndTruncate``: how many real steps each has, and which episode it is.
+"""The one view of an episode chunk of a train batch, for learner pieces that rewrite rewards
+after PPO's ``AddOneTsToEpisodesAndTruncate``: every reward term (BK's shaping, ELLM's and
+ONI's intrinsic rewards, PTGM's KL) reads its chunks through :class:`EpisodeChunk`.
 
-Which episode: RLlib 2.60's ``AddOneTsToEpisodesAndTruncate`` renames every chunk of the
-batch ``<episode id>_<index in batch>`` so that chunks stay apart in the batch. The next
-chunk of the same episode, in the next train batch, gets another index. Anything a piece
-keeps per episode (ELLM's goals already paid, ONI's caption counts, the last potential of a
-chunk) must therefore be keyed by the id before the suffix, :attr:`EpisodeChunk.episode_id`;
-keyed by ``episode.id_`` it would restart at every train batch.
+A chunk's real steps exclude the artificial last step PPO appends, and its episode is named
+by the episode's own id, the same in every chunk of it: RLlib renames chunks per train batch
+(:mod:`.rllib_internals`, where what this relies on of RLlib's internals is kept), so
+anything a term keeps per episode (ELLM's goals already paid, ONI's caption counts, the last
+potential of a chunk) is keyed by :attr:`EpisodeChunk.episode_id`; keyed by ``episode.id_``
+it would restart at every train batch.
+
+The view reads the episode's data on first use and keeps it, so a term pays only for what it
+reads, and two terms reading the same column read it once. Knowledge sources, which read the
+offline dataset too, get the chunk as the dataset's :class:`~rl_bk.knowledge.trajectory.Chunk`
+(:meth:`EpisodeChunk.as_chunk`).
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import warnings
+from functools import cached_property
+from typing import Any
 
+import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.core.columns import Columns
 
-#: What AddOneTsToEpisodesAndTruncate writes into ``shared_data`` once it has appended one
-#: artificial step to each chunk and renamed it (ray/rllib/connectors/learner/
-#: add_one_ts_to_episodes_and_truncate.py). The one place this module reads RLlib internals.
-_ADDED_ONE_TS = "_added_loss_mask_for_valid_episode_ts"
+from rl_bk.connectors.learner.rllib_internals import appended_one_step, episode_id_of
+from rl_bk.knowledge.trajectory import Chunk
 
 
-class EpisodeChunk(NamedTuple):
-    episode: Any  # the RLlib SingleAgentEpisode chunk
-    steps: int  # its real steps (the artificial last one not counted)
-    episode_id: str  # the episode's own id, the same in every chunk of it
+class EpisodeChunk:
+    """The ``steps`` real steps of one RLlib single-agent episode chunk (``episode``), under
+    its episode's own id (``episode_id``)."""
+
+    def __init__(self, episode: Any, steps: int, episode_id: str):
+        self.episode, self.steps, self.episode_id = episode, int(steps), episode_id
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __repr__(self) -> str:
+        return f"EpisodeChunk({self.episode_id!r}, steps={self.steps})"
 
     @property
     def starts_episode(self) -> bool:
@@ -38,14 +54,71 @@ class EpisodeChunk(NamedTuple):
         dropped once the episode no longer appears (or by a size bound)."""
         return bool(self.episode.is_terminated)
 
+    @property
+    def truncated(self) -> bool:
+        """As RLlib marks it: True for any chunk that did not terminate (see ``terminated``)."""
+        return bool(self.episode.is_truncated)
 
-def episode_id_of(episode: Any, renamed: bool) -> str:
-    """The episode's own id: ``id_`` without the ``_<index>`` RLlib appended when ``renamed``.
+    @property
+    def ends_episode(self) -> bool:
+        # Termination only: a chunk cut reads as truncated as much as a time limit does, so
+        # ``truncated`` cannot end an episode's state (that state is kept under a size bound).
+        return self.terminated
 
-    RLlib's episode ids are uuid4 hex strings (no underscore), so the suffix is everything
-    after the last underscore."""
-    eid = str(episode.id_)
-    return eid.rsplit("_", 1)[0] if renamed and "_" in eid else eid
+    @cached_property
+    def infos(self) -> list[dict]:
+        """The infos of the ``steps + 1`` states (before and after each step), as copies
+        (every term of the batch reads the same ones: read them, do not change them)."""
+        return [dict(i) for i in self.episode.get_infos(slice(0, self.steps + 1))]
+
+    @cached_property
+    def observations(self) -> np.ndarray:
+        """(steps + 1, obs_dim) float32: the states before and after each step."""
+        n = self.steps
+        obs = np.asarray(self.episode.get_observations(slice(0, n + 1)), dtype=np.float32)
+        return obs.reshape(n + 1, -1)
+
+    @cached_property
+    def actions(self) -> np.ndarray:
+        n = self.steps
+        return np.asarray(self.episode.get_actions(slice(0, n)), dtype=np.int64).reshape(n)
+
+    @cached_property
+    def rewards(self) -> np.ndarray:
+        """The environment's rewards of the real steps (float64, a copy: rewriting the
+        episode's rewards leaves them as they were)."""
+        n = self.steps
+        return np.array(self.episode.get_rewards(slice(0, n)), dtype=np.float64,
+                        copy=True).reshape(n)  # fmt: skip
+
+    @cached_property
+    def action_dist_inputs(self) -> np.ndarray:
+        """(steps, n_actions) float32: the sampling policy's action-distribution inputs."""
+        return np.asarray(self.episode.get_extra_model_outputs(
+            Columns.ACTION_DIST_INPUTS, slice(0, self.steps)), np.float32)  # fmt: skip
+
+    def set_rewards(self, rewards: np.ndarray) -> None:
+        """Writes the real steps' rewards back into the episode (the artificial step's stays)."""
+        with warnings.catch_warnings():
+            # RLlib checks each reward it sets against its Box space, and gymnasium warns that
+            # it casts the scalar to an array: once per chunk, every batch, about nothing.
+            warnings.filterwarnings("ignore", message=".*Casting input x to numpy array")
+            self.episode.set_rewards(new_data=rewards, at_indices=slice(0, self.steps))
+
+    def as_chunk(self) -> Chunk:
+        """The real steps as knowledge sources read them (the trajectory dataset's contract):
+        observations, captions and mission from the infos, actions and rewards."""
+        infos = self.infos
+        return Chunk(
+            observations=self.observations,
+            captions=[str(i.get("caption", "")) for i in infos],
+            actions=self.actions,
+            rewards=self.rewards.astype(np.float32),
+            terminated=self.terminated,
+            truncated=self.truncated,
+            mission=infos[0].get("mission") if infos else None,
+            episode_id=self.episode_id,
+        )
 
 
 def chunks_with_real_steps(piece: ConnectorV2, episodes: Any,
@@ -56,7 +129,7 @@ def chunks_with_real_steps(piece: ConnectorV2, episodes: Any,
     AddOneTsToEpisodesAndTruncate appends one artificial step (reward 0, masked out of the
     loss) to each chunk and says so in ``shared_data``; that step is not counted."""
     chunks = piece.single_agent_episode_iterator(episodes, agents_that_stepped_only=False)
-    renamed = bool((shared_data or {}).get(_ADDED_ONE_TS))
+    renamed = appended_one_step(shared_data)
     artificial = 1 if renamed else 0
     return [EpisodeChunk(ep, len(ep) - artificial, episode_id_of(ep, renamed)) for ep in chunks]
 
@@ -64,6 +137,7 @@ def chunks_with_real_steps(piece: ConnectorV2, episodes: Any,
 def in_episode_order(chunks: list[EpisodeChunk]) -> list[int]:
     """Indices of ``chunks`` with each episode's chunks in time order (a train batch can hold
     two chunks of one episode when a runner sampled twice), for state carried chunk to chunk."""
+
     def key(i: int) -> tuple[str, int]:
         return chunks[i].episode_id, int(chunks[i].episode.t_started)
 

@@ -21,7 +21,6 @@ learner trains.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,65 +31,27 @@ INTRINSIC_REWARD_MEAN = "intrinsic_reward_mean"
 INTRINSIC_RETURN_MEAN = "intrinsic_return_mean"
 
 
-@dataclass
-class EpisodeSteps:
-    """``n`` real steps of one episode chunk: ``infos`` of the n + 1 states (before and after
-    each step), ``actions`` and extrinsic ``rewards`` of the n steps, and whether the chunk's
-    last step ended the episode (``truncated`` as RLlib marks it: True for any chunk that did
-    not terminate)."""
-
-    episode_id: str
-    infos: list[dict]
-    actions: np.ndarray
-    rewards: np.ndarray
-    terminated: bool
-    truncated: bool
-
-    def __len__(self) -> int:
-        return len(self.actions)
-
-    @property
-    def ends_episode(self) -> bool:
-        # Termination only: after PPO's AddOneTsToEpisodesAndTruncate every unterminated
-        # chunk reads as truncated, a chunk cut as much as a time limit, so ``truncated``
-        # cannot end an episode's state (that state is kept under a size bound instead).
-        return self.terminated
-
-
 class IntrinsicRewardFn(Protocol):
-    def __call__(self, pieces: Sequence[EpisodeSteps], rl_module: Any) -> list[np.ndarray]:
+    def __call__(self, pieces: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
         """The weighted intrinsic reward of each piece's real steps (``len(piece)`` each)."""
         ...
 
     def metrics(self) -> dict[str, float]: ...
 
 
-def episode_steps(piece: EpisodeChunk) -> EpisodeSteps:
-    """The real steps of an RLlib single-agent episode chunk, under its episode's own id (the
-    same in every chunk of the episode, so per-episode state survives train batches)."""
-    episode, n = piece.episode, piece.steps
-    return EpisodeSteps(
-        episode_id=piece.episode_id,
-        infos=[dict(i) for i in episode.get_infos(slice(0, n + 1))],
-        actions=np.asarray(episode.get_actions(slice(0, n)), dtype=np.int64).reshape(n),
-        rewards=np.asarray(episode.get_rewards(slice(0, n)), dtype=np.float64).reshape(n),
-        terminated=bool(episode.is_terminated),
-        truncated=bool(episode.is_truncated),
-    )
-
-
 class IntrinsicReward:
     """A method's intrinsic reward as a
     :class:`~rl_bk.connectors.learner.reward_rewrite.RewardTerm` of
     :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`: ``reward_fn`` sees the
-    batch's chunks as :class:`EpisodeSteps`, once per batch."""
+    batch's chunks (:class:`~rl_bk.connectors.learner.episode_chunks.EpisodeChunk`), once
+    per batch."""
 
     def __init__(self, reward_fn: IntrinsicRewardFn):
         self.reward_fn = reward_fn
         self._metrics: dict[str, float] = {}
 
     def __call__(self, found: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
-        pieces = [episode_steps(c) for c in found]
+        pieces = list(found)
         bonuses = [np.asarray(b, dtype=np.float64).reshape(-1)
                    for b in self.reward_fn(pieces, rl_module)]  # fmt: skip
         if len(bonuses) != len(pieces):

@@ -11,14 +11,14 @@ real steps. Every term reads the environment's rewards, not another term's. The 
 last step PPO appends (reward 0, masked out of the loss) is left untouched, and the env
 runners never see the rewrite: the episode return RLlib reports stays the environment's.
 
-The terms: BK's potential-based shaping (:mod:`.potential_shaping`), ELLM's and ONI's
-intrinsic rewards (:mod:`.intrinsic_rewards`) and PTGM's KL penalty (:mod:`.prior_kl_reward`).
+The terms: BK's potential-based shaping (:mod:`rl_bk.algorithms.bk_ppo.potential_shaping`),
+ELLM's and ONI's intrinsic rewards (:mod:`.intrinsic_rewards`) and PTGM's KL penalty
+(:mod:`rl_bk.algorithms.ptgm_ppo.prior_kl`).
 Each logs its own metrics (:meth:`RewardTerm.batch_metrics`), under the names it always had.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -55,10 +55,8 @@ class RewriteRewards(ConnectorV2):
         found = chunks_with_real_steps(self, episodes, shared_data)
         if not any(c.steps for c in found):
             return batch
-        # A copy: get_rewards may return a view that set_rewards then overwrites.
-        env_rewards = [np.array(c.episode.get_rewards(slice(0, c.steps)), dtype=np.float64,
-                                copy=True) for c in found]  # fmt: skip
-        new = [self.extrinsic_coeff * r for r in env_rewards]
+        # The view's rewards are a copy: set_rewards below does not change what terms read.
+        new = [self.extrinsic_coeff * c.rewards for c in found]
         for term in self.terms:
             added = term(found, rl_module)
             if len(added) != len(found):
@@ -70,13 +68,9 @@ class RewriteRewards(ConnectorV2):
                     raise ValueError(f"{type(term).__name__} gave {values.shape[0]} values "
                                      f"for a chunk of {chunk.steps} steps")  # fmt: skip
                 new[i] = new[i] + values
-        with warnings.catch_warnings():
-            # RLlib checks each reward it sets against its Box space, and gymnasium warns that
-            # it casts the scalar to an array: once per chunk, every batch, about nothing.
-            warnings.filterwarnings("ignore", message=".*Casting input x to numpy array")
-            for chunk, rewards in zip(found, new):
-                if chunk.steps:
-                    chunk.episode.set_rewards(new_data=rewards, at_indices=slice(0, chunk.steps))
+        for chunk, rewards in zip(found, new):
+            if chunk.steps:
+                chunk.set_rewards(rewards)
         if metrics is not None:
             for term in self.terms:
                 for key, value in term.batch_metrics().items():

@@ -3,7 +3,7 @@
 BK's ``label_goals.py`` held one long conversation: each turn showed a random 3-step segment
 and asked the LLM to improve the goal list; every distinct goal got an id, and each segment's
 caption text (the "key") remembered the ids it produced. At RL time, keys similar to the
-recent history select which goals count (:mod:`rl_bk.knowledge.goals.potential`).
+recent history select which goals count (:mod:`rl_bk.algorithms.bk_ppo.goals.potential`).
 
 Here each iteration is one independent :class:`~rl_bk.labeling.tasks.GoalsRequest` (the
 labeling contract has no conversation), so the iterations are labelled in batches:

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_bk.reward_models.char_cnn import CharCNNEncoder, mlp_head
-from rl_bk.reward_models.message_bytes import MESSAGE_LENGTH
+from rl_bk.algorithms.oni_ppo.reward_models.char_cnn import CharCNNEncoder, mlp_head
+from rl_bk.algorithms.oni_ppo.reward_models.message_bytes import MESSAGE_LENGTH
 
 #: Class indices of the logits.
 NOT_HELPFUL, HELPFUL = 0, 1

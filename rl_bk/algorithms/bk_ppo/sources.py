@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from rl_bk.knowledge.potential import PotentialSource
+from rl_bk.algorithms.bk_ppo.potential import PotentialSource
 from rl_bk.knowledge.trajectory import Chunk
 
 #: kind -> "module:callable" that takes (folder, **options) and returns a PotentialSource.
 LOADERS: dict[str, str] = {
-    "bk-code": "rl_bk.knowledge.code.potential:CodePotential.from_dir",
-    "bk-pref": "rl_bk.knowledge.preference.potential:PreferencePotential.from_dir",
-    "bk-goal": "rl_bk.knowledge.goals.potential:GoalPotential.from_dir",
+    "bk-code": "rl_bk.algorithms.bk_ppo.code.potential:CodePotential.from_dir",
+    "bk-pref": "rl_bk.algorithms.bk_ppo.preference.potential:PreferencePotential.from_dir",
+    "bk-goal": "rl_bk.algorithms.bk_ppo.goals.potential:GoalPotential.from_dir",
 }
 
 

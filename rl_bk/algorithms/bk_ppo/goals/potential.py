@@ -65,8 +65,9 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from rl_bk.knowledge.goals.builder import GoalList
-from rl_bk.knowledge.potential import split_by_chunk
+from rl_bk.algorithms.bk_ppo.goals.builder import GoalList
+from rl_bk.algorithms.bk_ppo.potential import split_by_chunk
+from rl_bk.algorithms.bk_ppo.window_memo import WindowMemo
 from rl_bk.knowledge.trajectory import (
     ACTION_NAMES,
     Chunk,
@@ -77,7 +78,6 @@ from rl_bk.knowledge.trajectory import (
     step_text,
     window_index,
 )
-from rl_bk.knowledge.window_memo import WindowMemo
 
 DEFAULT_THRESHOLD = 0.5
 SENTENCE_VECTORS_FILE = "sentence_vectors.npz"

@@ -25,23 +25,19 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
-from rl_bk.algorithms.training_settings import set_defaults, set_provided
-from rl_bk.connectors.learner.potential_shaping import (
+from rl_bk.algorithms.bk_ppo.potential_shaping import (
     CONVENTIONS,
     NORMALIZATIONS,
     PotentialShaping,
 )
+from rl_bk.algorithms.bk_ppo.settings import ShapingSettings
+from rl_bk.algorithms.bk_ppo.sources import LazySource, SourceSpec
+from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
-from rl_bk.knowledge.sources import LazySource, SourceSpec
 
-#: BK's values (mansicer/background-knowledge-rl, train_rs.py and utils/config.py).
-SHAPING_DEFAULTS: dict[str, Any] = {
-    "potential": None,
-    "shaping_coeff": 1.0,
-    "extrinsic_coeff": 10.0,
-    "potential_normalization": "discounted-sum-std",
-    "shaping_convention": "bk",
-}
+#: BK's values (mansicer/background-knowledge-rl, train_rs.py and utils/config.py), declared
+#: once, in ShapingSettings (the task file's ``knowledge:`` section reads the same).
+SHAPING_DEFAULTS: dict[str, Any] = {"potential": None, **ShapingSettings().model_dump()}
 
 
 class ShapedPPOConfig(PPOConfig):

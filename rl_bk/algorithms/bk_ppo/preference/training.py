@@ -33,9 +33,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.knowledge.labeler import Labeler, label_in_batches
-from rl_bk.knowledge.preference.model import (
+from rl_bk.algorithms.bk_ppo.preference.model import (
     GRID_LAYOUTS,
     ModelConfig,
     PreferenceTransformer,
@@ -43,6 +41,8 @@ from rl_bk.knowledge.preference.model import (
     preference_loss,
     script,
 )
+from rl_bk.knowledge.dataset import sample_segments
+from rl_bk.knowledge.labeler import Labeler, label_in_batches
 from rl_bk.knowledge.trajectory import ACTION_NAMES, Chunk, step_text, windows
 from rl_bk.labeling.tasks import PreferenceRequest
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rl_bk.knowledge.code.sandbox import CodeError, Sandbox, SandboxError
+from rl_bk.algorithms.bk_ppo.code.sandbox import CodeError, Sandbox, SandboxError
 from rl_bk.knowledge.dataset import sample_segments
 from rl_bk.knowledge.descriptions import FUNCTION_NAME, SIGNATURE, describe_env, window_records
 from rl_bk.knowledge.labeler import Labeler

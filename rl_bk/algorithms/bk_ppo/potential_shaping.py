@@ -2,8 +2,9 @@
 :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece (after PPO's
 ``AddOneTsToEpisodesAndTruncate``, before GAE, so GAE sees the shaped rewards).
 
-It turns each episode chunk into a :class:`~rl_bk.knowledge.trajectory.Chunk`
-(observations, captions and mission from the infos, actions), gets one potential per state
+It reads each episode chunk as a :class:`~rl_bk.knowledge.trajectory.Chunk`
+(:meth:`~rl_bk.connectors.learner.episode_chunks.EpisodeChunk.as_chunk`: observations,
+captions and mission from the infos, actions), gets one potential per state
 from ``potential_fn`` (one call for the whole train batch, so a source that asks a Serve
 deployment makes one request per batch, never one per env step) and rewrites the rewards:
 
@@ -66,7 +67,7 @@ from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.running_stats import RewardForwardFilter, RunningStd
 
 #: The train batch's chunks -> one potential per state (``len(chunk) + 1``) for each chunk,
-#: in one call. Any :class:`~rl_bk.knowledge.potential.PotentialSource` is one.
+#: in one call. Any :class:`~rl_bk.algorithms.bk_ppo.potential.PotentialSource` is one.
 PotentialFn = Callable[[Sequence[Chunk]], Sequence[np.ndarray]]
 
 Convention = Literal["bk", "ng"]
@@ -135,23 +136,6 @@ def shaping_terms(
     raise ValueError(f"unknown shaping convention {convention!r}; valid: {', '.join(CONVENTIONS)}")
 
 
-def as_chunk(piece: EpisodeChunk) -> Chunk:
-    """The real steps of an RLlib episode chunk, as knowledge sources read them."""
-    episode, n = piece.episode, piece.steps
-    infos = list(episode.get_infos(slice(0, n + 1)))
-    observations = np.asarray(episode.get_observations(slice(0, n + 1)), dtype=np.float32)
-    return Chunk(
-        observations=observations.reshape(n + 1, -1),
-        captions=[str(i.get("caption", "")) for i in infos],
-        actions=np.asarray(episode.get_actions(slice(0, n)), dtype=np.int64).reshape(n),
-        rewards=np.asarray(episode.get_rewards(slice(0, n)), dtype=np.float32).reshape(n),
-        terminated=bool(episode.is_terminated),
-        truncated=bool(episode.is_truncated),
-        mission=infos[0].get("mission") if infos else None,
-        episode_id=piece.episode_id,
-    )
-
-
 class PotentialScale:
     """The divisor of Phi under each normalisation (see the module); updated once per batch
     with every real state's raw potential, per episode stream, in time order."""
@@ -204,7 +188,7 @@ class PotentialShaping:
     def _potentials(self, found: Sequence[EpisodeChunk]) -> list[np.ndarray | None]:
         """Raw potentials per chunk (None for chunks without real steps), in batch order."""
         live = [i for i, c in enumerate(found) if c.steps > 0]
-        raw = self.potential_fn([as_chunk(found[i]) for i in live])
+        raw = self.potential_fn([found[i].as_chunk() for i in live])
         out: list[np.ndarray | None] = [None] * len(found)
         for i, phi in zip(live, raw):
             out[i] = np.array(phi, dtype=np.float64, copy=True)

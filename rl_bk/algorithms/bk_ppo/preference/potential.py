@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from rl_bk.knowledge.potential import split_by_chunk
+from rl_bk.algorithms.bk_ppo.potential import split_by_chunk
+from rl_bk.algorithms.bk_ppo.window_memo import WindowMemo
 from rl_bk.knowledge.trajectory import Chunk
-from rl_bk.knowledge.window_memo import WindowMemo
 
 #: The reward-model app takes at most this many inputs per request (its MAX_ITEMS).
 SERVED_BATCH = 4096
@@ -74,8 +74,8 @@ class PreferencePotential:
     def _load(self) -> None:
         if self._config is not None:
             return
-        from rl_bk.knowledge.preference.model import ModelConfig
-        from rl_bk.knowledge.preference.training import load_model
+        from rl_bk.algorithms.bk_ppo.preference.model import ModelConfig
+        from rl_bk.algorithms.bk_ppo.preference.training import load_model
 
         if self.served:
             saved = json.loads((self.model_dir / "report.json").read_text())["config"]
@@ -101,7 +101,7 @@ class PreferencePotential:
 
     # --------------------------------------------------------------------------- scoring
     def __call__(self, chunks: Sequence[Chunk]) -> list[np.ndarray]:
-        from rl_bk.knowledge.preference.model import chunk_windows
+        from rl_bk.algorithms.bk_ppo.preference.model import chunk_windows
 
         if not chunks:
             return []
@@ -181,7 +181,7 @@ class PreferencePotential:
         return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
 
     def _served(self, obs, index, actions, valid) -> np.ndarray:
-        from rl_bk.knowledge.preference.model import flat_inputs
+        from rl_bk.algorithms.bk_ppo.preference.model import flat_inputs
 
         windows_obs = np.where(valid[..., None], obs[np.clip(index, 0, None)], 0.0)
         rows = flat_inputs(windows_obs.astype(np.float32), actions, valid)

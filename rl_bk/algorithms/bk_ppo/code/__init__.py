@@ -2,5 +2,6 @@
 
 - :mod:`.sandbox` runs untrusted code in a locked-down worker process;
 - :mod:`.writer` asks the labeler for the code and improves it over a few rounds;
-- :mod:`.potential` turns the final code into a :class:`~rl_bk.knowledge.potential.PotentialSource`.
+- :mod:`.potential` turns the final code into a
+  :class:`~rl_bk.algorithms.bk_ppo.potential.PotentialSource`.
 """

@@ -1,4 +1,5 @@
-"""What every knowledge source turns into: a potential Phi over states, computed in batch.
+"""What each of BK's knowledge sources turns into: a potential Phi over states, computed in
+batch.
 
 A :class:`PotentialSource` maps the chunks of one train batch (or of a dataset) to one
 potential per state: ``n + 1`` float values for a chunk of ``n`` steps. The shaping connector
