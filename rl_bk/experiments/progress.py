@@ -1,6 +1,6 @@
-"""One progress line per trial: a tqdm bar of env steps towards the stop, with the trial's
-task's main metric over its last 100 episodes (success, return, achievements or game score)
-and its greedy evaluation, in place of Tune's status table (which ``RLBK_VERBOSE=1`` brings back).
+"""One progress line per trial: a tqdm bar of env steps towards the stop, with the task's main
+metric over the trial's last 100 episodes (success, return, achievements or game score) and
+its greedy evaluation, in place of Tune's status table (``RLBK_VERBOSE=1`` brings it back).
 
 Tune calls a :class:`ray.tune.Callback` in the driver on every trial event, so the bars cost
 nothing on the training path. Off a terminal (a log file, CI) tqdm would write a line per
@@ -45,11 +45,11 @@ class EpisodeMean:
         if episodes > 0 and not math.isnan(value):
             self.reports.append((episodes, value))
         total = weighted = 0.0
-        for n, v in reversed(self.reports):
+        for used, (n, v) in enumerate(reversed(self.reports), start=1):
             total, weighted = total + n, weighted + n * v
             if total >= self.window:
+                self.reports = self.reports[-used:]  # older reports are never needed again
                 break
-        self.reports = self.reports[-64:]  # enough whole iterations for any window here
         return weighted / total if total else math.nan
 
 

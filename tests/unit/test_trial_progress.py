@@ -46,3 +46,7 @@ def test_success_is_the_mean_over_the_last_window_of_episodes():
     assert mean.add(6, 0.5) == (4 * 0.25 + 6 * 0.5) / 10
     # Whole reports until the window is full: 8 episodes at 1.0 and the 6 before them.
     assert mean.add(8, 1.0) == (6 * 0.5 + 8 * 1.0) / 14
+    # One episode a report (NetHack): the window still spans its 10 latest episodes.
+    for _ in range(30):
+        last = mean.add(1, 0.0)
+    assert last == 0.0 and len(mean.reports) == 10
