@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.knowledge_dir:
         os.environ["RLBK_KNOWLEDGE_DIR"] = str(args.knowledge_dir.resolve())
     from env_registry.errors import MissingDependencyError, UnknownEnvError
-    from rl_bk.experiments.knowledge_pipeline import KnowledgeMissingError
+    from rl_bk.experiments.artifacts import KnowledgeMissingError
     from rl_bk.experiments.methods import UnknownMethodError, get_method
     from rl_bk.experiments.run import ResourceError, RunOptions, resume_experiment, run_experiment
     from rl_bk.experiments.task_config import TaskConfigError, available_tasks, load_task

@@ -192,6 +192,8 @@ def knowledge_main(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     import os
 
+    from rl_bk.experiments.knowledge_pipeline import KINDS
+
     # One torch thread per process: the learner shares few cores with its env runners.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     parser = argparse.ArgumentParser(
@@ -227,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="collect the dataset, build the knowledge (collecting first if "
                    "needed), or show what is built and where")  # fmt: skip
     p.add_argument("--task", required=True, help="a task name or YAML (tune_run.py --list)")
-    p.add_argument("--kinds", help="comma-separated: bk-code, bk-pref, bk-goal, motif, ptgm, bc "
-                   "(default: those the task's methods use)")  # fmt: skip
+    p.add_argument("--kinds", help=f"comma-separated: {', '.join(KINDS)} (default: those the "
+                   "task's methods use)")  # fmt: skip
     p.add_argument(
         "--backend",
         choices=["oracle", "llamacpp", "openai", "vllm", "fake"],

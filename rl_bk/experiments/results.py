@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from rl_bk import metrics as M
+from rl_bk.experiments.methods import METHODS
 
 #: Plot title of each main metric (``metric:`` of a task); the plot shows the episode return
 #: and, beside it, the task's main metric.
@@ -180,10 +181,9 @@ def value_at(progress: pd.DataFrame, column: str, budget: int) -> float:
     return float(values.iloc[-1]) if len(values) else math.nan
 
 
-#: Metrics a method logs about itself, shown when a trial has them (the column name ends so;
-#: RLlib puts learner metrics under ``learners/<module>/``).
-LEARNER_COLUMNS = ("ptgm/prior_kl_mean", "ptgm/kl_reward_mean", "bc/held_out_accuracy",
-                   "bc/held_out_majority_accuracy")  # fmt: skip
+#: Metrics a method logs about itself (its declaration's ``columns``), shown when a trial has
+#: them (the column name ends so; RLlib puts learner metrics under ``learners/<module>/``).
+LEARNER_COLUMNS = tuple(dict.fromkeys(c for m in METHODS.values() for c in m.columns))
 
 
 def trial_row(record: TrialRecord, success_threshold: float | None, main_metric: str | None = None,

@@ -244,8 +244,8 @@ def reward_models_root(task: TaskConfig) -> Path:
 
 def _serve_potential(task: TaskConfig, backend: str | None) -> None:
     """A bk-pref variant with ``served``: its model registered, the reward-model app up."""
-    from rl_bk.experiments.knowledge_pipeline import register_served_potential
     from rl_bk.experiments.methods import REWARD_MODEL_APP
+    from rl_bk.experiments.methods.bk import register_served_potential
     from serve_deployments.reward_model import ensure_reward_model_app
 
     root = reward_models_root(task)

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from rl_bk.algorithms.bk_ppo.sources import LazySource, SourceSpec, UnknownSourceError
+from rl_bk.experiments import artifacts
 from rl_bk.experiments import knowledge_pipeline as pipeline
+from rl_bk.experiments.methods.bk import source_spec
 from rl_bk.experiments.task_config import load_task
 from rl_bk.knowledge.trajectory import Chunk
 
@@ -44,11 +46,11 @@ def test_tasks_with_the_same_pretraining_env_share_one_dataset(task, tmp_path):
 def test_a_missing_artifact_says_how_to_build_it(task, tmp_path, monkeypatch):
     monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
     with pytest.raises(
-        pipeline.KnowledgeMissingError,
+        artifacts.KnowledgeMissingError,
         match="rl-bk knowledge build --task "
         "babyai-gotolocal-redball-s20 --kinds bk-code --backend llamacpp",
     ):
-        pipeline.source_spec(task, "bk-code", "llamacpp")
+        source_spec(task, "bk-code", "llamacpp")
 
 
 def test_only_a_finished_build_counts(task, tmp_path, monkeypatch):
@@ -58,7 +60,7 @@ def test_only_a_finished_build_counts(task, tmp_path, monkeypatch):
     (folder / "goals.json").write_text("{}")  # an interrupted build left a file
     assert not pipeline.is_built(folder)
     (folder / pipeline.DONE).write_text("{}")
-    spec = pipeline.source_spec(task, "bk-goal")
+    spec = source_spec(task, "bk-goal")
     assert spec.kind == "bk-goal" and spec.path == str(folder)
     assert spec.options["top_k"] == 3 and spec.options["horizon"] == 4
 
@@ -132,7 +134,7 @@ def test_goal_aware_knowledge_is_one_artifact_per_mission(task, tmp_path, monkey
 
     aware = knowledge_task(task, {"include_mission": True})
     purple = knowledge_task(load_task("babyai-gotolocal-purpleball-s20"), {"include_mission": True})
-    assert pipeline.task_mission(aware) == "go to the red ball"
+    assert artifacts.task_mission(aware) == "go to the red ball"
     agnostic = pipeline.artifact_dir(task, "bk-code", "oracle", tmp_path)
     assert pipeline.artifact_dir(aware, "bk-code", "oracle", tmp_path) != agnostic
     assert pipeline.artifact_dir(aware, "bk-code", "oracle", tmp_path) \

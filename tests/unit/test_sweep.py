@@ -60,7 +60,7 @@ def test_each_declared_method_names_real_knowledge_and_settings():
     from rl_bk.experiments.task_config import TaskConfig
 
     for m in METHODS.values():
-        assert m.knowledge is None or m.knowledge in KINDS, m.name
+        assert m.knowledge is None or m.knowledge.kind in KINDS, m.name
         assert m.settings is None or m.settings in TaskConfig.model_fields, m.name
     # A method whose knowledge a labeler made also has knowledge to build.
     assert all(METHODS[name].knowledge for name in KNOWLEDGE_METHODS)

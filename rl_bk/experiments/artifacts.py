@@ -1,0 +1,161 @@
+"""Knowledge artifacts: what a knowledge kind is (:class:`Knowledge`), and where its folders
+are, built and published.
+
+    dataset  -> <root>/datasets/<env>-<hash>/
+    <kind>   -> <root>/<data env>/<kind>/<backend>-<hash>/   (a kind built with a labeler)
+                <root>/<data env>/<kind>/unlabelled-<hash>/  (from the dataset alone)
+                <root>/<data env>/<kind>/hand-<hash>/        (hand-written, as BK-Code's can be)
+
+Each folder's name carries a hash of every setting that shaped it (the kind's settings, the
+labeler, the dataset's own hash, and the mission the labeler was told, if any), and nothing
+else: the task's name is not part of it. So knowledge built on a pre-training env without the
+mission (BK's setting) is one artifact that every task sharing that dataset and those settings
+reuses, as BK reuses its knowledge on all its downstream tasks; a goal-aware build gets one
+artifact per mission. A changed setting builds a new artifact and an unchanged one is reused.
+A folder counts as built once ``DONE.json`` is in it: an interrupted build is redone, never
+half-used. The root is ``$RLBK_KNOWLEDGE_DIR`` or ``~/.cache/rl-bk/knowledge`` (on a cluster,
+point it at storage every node sees).
+
+The kinds themselves are declared with their methods (:mod:`rl_bk.experiments.methods`); the
+stages that build them are :mod:`rl_bk.experiments.knowledge_pipeline`'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rl_bk.experiments.task_config import TaskConfig
+
+DONE = "DONE.json"
+
+#: ``(task, labeler, episodes, folder) -> facts``: builds a kind's artifact into ``folder``
+#: (the labeler is None for a kind built from the dataset alone); the facts go to DONE.json.
+Builder = Callable[..., dict]
+
+
+class KnowledgeMissingError(RuntimeError):
+    """A trial found no built artifact for its task and backend."""
+
+
+def knowledge_root() -> Path:
+    return Path(os.environ.get("RLBK_KNOWLEDGE_DIR", "~/.cache/rl-bk/knowledge")).expanduser()
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def family_of(env: str) -> str:
+    import env_registry
+
+    return env_registry.get_spec(env).family
+
+
+def dataset_env(task: TaskConfig) -> str:
+    return task.knowledge.dataset.env or task.env
+
+
+def dataset_dir(task: TaskConfig, root: Path | None = None) -> Path:
+    # Keyed by its settings alone: tasks sharing a pre-training env share one dataset (BK
+    # collects once on Pretraining-S20 for all its GoToLocal tasks).
+    d = task.knowledge.dataset
+    settings = {
+        "env": dataset_env(task),
+        "env_config": dict(task.env_config) if d.env is None else {},
+        "ppo": task.ppo.model_dump(mode="json"),
+        **d.model_dump(mode="json"),
+    }
+    return (root or knowledge_root()) / "datasets" / f"{dataset_env(task)}-{_digest(settings)}"
+
+
+def is_built(folder: Path) -> bool:
+    return (folder / DONE).is_file()
+
+
+def task_mission(task: TaskConfig) -> str | None:
+    """The task env's mission text (after one reset), if it has one and the task says to use it."""
+    if not task.knowledge.include_mission:
+        return None
+    import env_registry
+
+    env = env_registry.make_env(task.env, task.env_config)
+    try:
+        _, info = env.reset(seed=0)
+    finally:
+        env.close()
+    mission = info.get("mission")
+    return str(mission) if mission else None
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """A kind of knowledge a method's trials need built before the sweep.
+
+    ``build`` makes the artifact (a :data:`Builder`). ``settings(task)``: what of the task
+    shaped it, hashed into its folder's name beside the dataset (and, for a ``labelled`` kind,
+    the labeler and the mission it was told). ``labelled``: built from a labeler's answers;
+    False: from the dataset alone, one artifact whatever the backend. ``hand_written(task)``:
+    the text of knowledge the task gives by hand in place of a labeler's, if any (BK-Code's
+    ``code.path``), hashed too; its folder is ``hand-<hash>``."""
+
+    kind: str
+    build: Builder
+    settings: Callable[[TaskConfig], dict[str, Any]]
+    labelled: bool = True
+    hand_written: Callable[[TaskConfig], str | None] | None = None
+
+    def folder(self, task: TaskConfig, backend: str | None = None,
+               root: Path | None = None) -> Path:  # fmt: skip
+        """Where the artifact is built, on this machine."""
+        home = (root or knowledge_root()) / dataset_env(task) / self.kind
+        if not self.labelled:  # no labeler: one artifact whatever the backend
+            settings = {**self.settings(task), "dataset": dataset_dir(task, root).name}
+            return home / f"unlabelled-{_digest(settings)}"
+        k = task.knowledge
+        backend = backend or k.backend
+        settings = {
+            "backend": backend, "packaged": k.packaged, "model_path": k.model_path,
+            "base_url": k.base_url, "model": k.model, "mission": task_mission(task),
+            "family": family_of(task.env), "dataset": dataset_dir(task, root).name,
+            **self.settings(task),
+        }  # fmt: skip
+        text = self.hand_written(task) if self.hand_written else None
+        if text is not None:
+            settings["code"] = hashlib.sha256(text.encode()).hexdigest()
+            return home / f"hand-{_digest(settings)}"
+        return home / f"{backend}-{_digest(settings)}"
+
+    def published(self, task: TaskConfig, backend: str | None = None,
+                  root: Path | None = None) -> str:  # fmt: skip
+        """Where trials read the artifact: the local folder, or with the task's ``storage``
+        its copy under ``<storage>/knowledge/`` (a shared mount or a URI)."""
+        folder = self.folder(task, backend, root)
+        if task.storage is None:
+            return str(folder)
+        from rl_bk.storage import join
+
+        relative = folder.relative_to(root or knowledge_root()).as_posix()
+        return join(task.storage, "knowledge", relative)
+
+    def built(self, task: TaskConfig, backend: str | None = None,
+              root: Path | None = None) -> str:  # fmt: skip
+        """Where the built artifact is (a folder, or a URI under the task's storage: loaders
+        fetch it with :func:`rl_bk.storage.fetch`), or a clear error on how to build it."""
+        from rl_bk.storage import exists
+
+        location = self.published(task, backend, root)
+        if not exists(location, DONE):
+            b = backend or task.knowledge.backend
+            raise KnowledgeMissingError(
+                f"{self.kind} has no knowledge built for task {task.name} with backend {b} "
+                f"(looked in {location}); build it with `rl-bk knowledge build --task "
+                f"{task.name} --kinds {self.kind} --backend {b}`, or let tune_run.py build it"
+                + (" (with --storage, tune_run.py publishes it there)" if task.storage else "")
+            )
+        return location

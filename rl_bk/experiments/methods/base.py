@@ -1,0 +1,78 @@
+"""What a method is (:class:`Method`), and what several methods' build functions share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from rl_bk.experiments.artifacts import Knowledge
+from rl_bk.experiments.task_config import TaskConfig
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+BuildFn = Callable[[TaskConfig, int, Mapping[str, Any]], "AlgorithmConfig"]
+
+
+class UnknownMethodError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method, declared once: everything the sweep needs to know about it.
+
+    ``build``: ``(task, seed, params) -> AlgorithmConfig``, ``params`` being the sweep's values
+    of the method's ``training(...)`` parameters for one trial. ``knowledge``: the kind its
+    trials need built before the sweep, if any. ``labels``: whether a labeler is part of it,
+    so that its trials name a ``backend``: ``"offline"`` (its knowledge came from a labeler),
+    ``"online"`` (it asks one while training), or None. ``settings``: the task file's section
+    that holds its settings, if it has one. ``columns``: metrics it logs about itself that the
+    results tables show when a trial has them (the end of the result key)."""
+
+    name: str
+    description: str
+    build: BuildFn
+    knowledge: Knowledge | None = None
+    labels: Literal["offline", "online"] | None = None
+    settings: str | None = None
+    columns: tuple[str, ...] = ()
+
+
+#: Trial parameters that choose the knowledge or the labeler, not ``training(...)`` values:
+#: the labeler, BK-Code's candidate, whether the knowledge was told the mission, and whether
+#: BK-Pref's Phi is served.
+KNOWLEDGE_PARAMS = ("backend", "candidate", "include_mission", "served")
+
+
+def training_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A trial's parameters that go to ``training(...)``."""
+    return {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
+
+
+def knowledge_task(task: TaskConfig, params: Mapping[str, Any]) -> TaskConfig:
+    """``task`` with a trial's ``include_mission`` (if it names one) in its knowledge section:
+    the goal-aware variant of a task-agnostic task, or the reverse."""
+    if "include_mission" not in params:
+        return task
+    aware = bool(params["include_mission"])
+    knowledge = task.knowledge.model_copy(update={"include_mission": aware})
+    return task.model_copy(update={"knowledge": knowledge})
+
+
+def labeler_spec(task: TaskConfig, backend: str | None = None):
+    """The task's labeler (its ``knowledge`` section), for labelling while training."""
+    import os
+
+    from rl_bk.experiments.labeler_app import app_name, uses_labeler_app
+    from rl_bk.online_labels import LabelerSpec
+
+    k = task.knowledge
+    served = {}
+    if uses_labeler_app(task):  # the sweep's shared Serve deployment, through its handle
+        served = {"serve_url": "handle", "serve_app": app_name(task, backend),
+                  "timeout_s": task.labeler.timeout_s}  # fmt: skip
+    return LabelerSpec(backend=backend or k.backend, packaged=k.packaged, model_path=k.model_path,
+                       base_url=k.base_url, model=k.model,
+                       store_path=os.environ.get("RLBK_LABEL_STORE"), **served)  # fmt: skip

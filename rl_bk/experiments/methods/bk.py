@@ -1,0 +1,194 @@
+"""BK (Zhang et al. 2024, "Improving Sample Efficiency of Reinforcement Learning with Background
+Knowledge from Large Language Models"; mansicer/background-knowledge-rl): PPO shaped by a
+potential learned offline from an LLM's knowledge, in three forms (BK-Code, BK-Pref,
+BK-Goal), each a knowledge kind built before the sweep. The algorithm and the builders are
+:mod:`rl_bk.algorithms.bk_ppo`'s; its settings are the task's ``knowledge:`` section.
+
+A trial's ``backend``, ``candidate`` and ``include_mission`` pick which artifact, ``served``
+whether Phi comes from the reward-model app; the rest go to ``ShapedPPOConfig.training``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rl_bk.experiments.artifacts import Knowledge, family_of, task_mission
+from rl_bk.experiments.methods.base import (
+    KNOWLEDGE_PARAMS,
+    BuildFn,
+    Method,
+    knowledge_task,
+    training_params,
+)
+from rl_bk.experiments.task_config import TaskConfig
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+#: The reward-model app that serves bk-pref's Phi to trials with ``served`` (one per sweep).
+REWARD_MODEL_APP = "reward_models"
+SERVED_POTENTIAL_VERSION = "1"
+
+
+# ------------------------------------------------------------------------- the builders
+def hand_written_code(task: TaskConfig) -> str:
+    """The text of the task's hand-written BK-Code potential (``knowledge.code.path``)."""
+    path = Path(task.knowledge.code.path or "")
+    if not path.is_absolute():
+        path = Path(__file__).resolve().parents[3] / path  # relative to the repository
+    if not path.is_file():
+        raise FileNotFoundError(f"knowledge.code.path: no potential function at {path}")
+    return path.read_text()
+
+
+def _build_code(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    from rl_bk.algorithms.bk_ppo.code.writer import write_potential_code
+
+    c, family, mission = task.knowledge.code, family_of(task.env), task_mission(task)
+    if c.path:
+        return _copy_hand_written_code(task, folder, family)
+    result = write_potential_code(
+        labeler, episodes, folder, family=family, mission=mission, rounds=c.rounds,
+        segments_per_round=c.segments_per_round, horizon=c.horizon, candidates=c.candidates,
+        seed=task.knowledge.dataset.seed,
+    )  # fmt: skip
+    return {"result": repr(result)}
+
+
+def _copy_hand_written_code(task: TaskConfig, folder: Path, family: str) -> dict:
+    """A hand-written potential as a BK-Code artifact: no labeler, said so in its facts."""
+    from rl_bk.algorithms.bk_ppo.code.writer import FUNCTION_NAME
+
+    code = hand_written_code(task)
+    if f"def {FUNCTION_NAME}(" not in code:
+        raise ValueError(f"knowledge.code.path {task.knowledge.code.path}: the file must define "
+                         f"{FUNCTION_NAME}(window)")  # fmt: skip
+    (folder / "code-final.py").write_text(code)
+    meta = {"family": family, "horizon": task.knowledge.code.horizon,
+            "hand_written": task.knowledge.code.path}  # fmt: skip
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2))
+    return {"labels": f"hand-written:{task.knowledge.code.path}", "is_oracle": False}
+
+
+def _build_pref(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    from rl_bk.algorithms.bk_ppo.preference.training import train_preference_potential
+
+    p = task.knowledge.preference
+    report = train_preference_potential(
+        labeler, episodes, folder, family=family_of(task.env), mission=task_mission(task),
+        pairs=p.pairs, horizon=p.horizon, epochs=p.epochs, seed=task.knowledge.dataset.seed,
+    )  # fmt: skip
+    return {"report": repr(report)}
+
+
+def _build_goals(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    from rl_bk.algorithms.bk_ppo.goals.builder import build_goal_list
+    from rl_bk.algorithms.bk_ppo.goals.potential import save_sentence_vectors
+
+    g = task.knowledge.goals
+    goals = build_goal_list(
+        labeler, episodes, folder, family=family_of(task.env), mission=task_mission(task),
+        iterations=g.iterations, seed=task.knowledge.dataset.seed,
+    )  # fmt: skip
+    # The dataset's caption sentences, embedded once here rather than in every trial.
+    save_sentence_vectors(folder, [c for ep in episodes for c in ep.captions],
+                          family_of(task.env))  # fmt: skip
+    return {"goals": repr(goals)[:2000]}
+
+
+def _section(section) -> dict[str, Any]:
+    # RL-time choices (how Phi is computed, not what it is) do not make a new artifact.
+    return {"section": section.model_dump(mode="json", exclude={"served"})}
+
+
+CODE = Knowledge(
+    "bk-code",
+    build=_build_code,
+    settings=lambda task: _section(task.knowledge.code),
+    hand_written=lambda task: hand_written_code(task) if task.knowledge.code.path else None,
+)
+PREF = Knowledge(
+    "bk-pref", build=_build_pref, settings=lambda task: _section(task.knowledge.preference)
+)
+GOAL = Knowledge(
+    "bk-goal", build=_build_goals, settings=lambda task: _section(task.knowledge.goals)
+)
+_KINDS = {k.kind: k for k in (CODE, PREF, GOAL)}
+
+
+# ------------------------------------------------------------------- the potential at RL time
+def source_spec(task: TaskConfig, kind: str, backend: str | None = None,
+                options: dict[str, Any] | None = None, root: Path | None = None):  # fmt: skip
+    """The built artifact of ``kind`` as a potential source spec, or a clear error."""
+    from rl_bk.algorithms.bk_ppo.sources import SourceSpec
+
+    location = _KINDS[kind].built(task, backend, root)
+    if kind == "bk-goal":
+        g = task.knowledge.goals
+        options = {"top_k": g.top_k, "horizon": g.horizon,
+                   **({"threshold": g.threshold} if g.threshold is not None else {}),
+                   **(options or {})}  # fmt: skip
+    return SourceSpec(kind, location, dict(options or {}))
+
+
+def served_potential_name(location: str) -> str:
+    """The name a bk-pref artifact is registered under in the reward-model registry."""
+    return f"bk-pref-{location.rstrip('/').rsplit('/', 1)[-1]}"
+
+
+def register_served_potential(task: TaskConfig, backend: str | None, root: Path) -> str:
+    """Exports a built bk-pref artifact's model to the reward-model registry at ``root`` (once;
+    the name is the artifact's), so the reward-model app can serve its Phi. Returns the name."""
+    from rl_bk.algorithms.bk_ppo.preference.model import script
+    from rl_bk.algorithms.bk_ppo.preference.training import load_model
+    from rl_bk.reward_models.registry import save_reward_model
+
+    folder = PREF.folder(task, backend)
+    name = served_potential_name(str(folder))
+    if not (root / name / SERVED_POTENTIAL_VERSION / "meta.json").is_file():
+        model, config = load_model(folder)
+        save_reward_model(script(model, config.obs_dim), name, SERVED_POTENTIAL_VERSION,
+                          kind="potential", input="vector", input_dim=config.input_dim,
+                          notes=f"bk-pref from {folder}", root=root)  # fmt: skip
+    return name
+
+
+def _shaped(knowledge: Knowledge) -> BuildFn:
+    """A bk-* method: PPO shaped by the potential the task's built ``knowledge`` gives."""
+    kind = knowledge.kind
+
+    def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        from rl_bk.algorithms.bk_ppo import ShapedPPOConfig
+        from rl_bk.algorithms.bk_ppo.settings import ShapingSettings
+        from rl_bk.experiments.ppo_config import base_ppo_config
+
+        chosen = {k: params[k] for k in KNOWLEDGE_PARAMS if k in params}
+        training = training_params(params)
+        options = {"candidate": chosen["candidate"]} if "candidate" in chosen else {}
+        if kind == "bk-pref" and chosen.get("served", task.knowledge.preference.served):
+            # Phi from the reward-model app, one call per train batch (run.py registers the
+            # model and starts the app before the sweep).
+            where = PREF.published(knowledge_task(task, chosen), chosen.get("backend"))
+            options.update(served=(served_potential_name(where), SERVED_POTENTIAL_VERSION),
+                           endpoint=f"handle:{REWARD_MODEL_APP}")  # fmt: skip
+        spec = source_spec(knowledge_task(task, chosen), kind, chosen.get("backend"), options)
+        shaping = {name: getattr(task.knowledge, name) for name in ShapingSettings.model_fields}
+        training = {**shaping, **training}
+        config = base_ppo_config(task, seed, training, config=ShapedPPOConfig())
+        return config.training(potential=spec)
+
+    return build
+
+
+METHODS = [
+    Method("bk-code", "PPO shaped by a potential the LLM wrote as code (BK-Code)",
+           _shaped(CODE), knowledge=CODE, labels="offline", settings="knowledge"),
+    Method("bk-pref", "PPO shaped by a preference-transformer potential trained on LLM "
+           "preference labels (BK-Pref)", _shaped(PREF), knowledge=PREF, labels="offline",
+           settings="knowledge"),
+    Method("bk-goal", "PPO shaped by similarity to LLM-suggested goals (BK-Goal)",
+           _shaped(GOAL), knowledge=GOAL, labels="offline", settings="knowledge"),
+]  # fmt: skip

@@ -1,0 +1,50 @@
+"""ELLM (Du et al. 2023, "Guiding Pretraining in Reinforcement Learning with Large Language
+Models"): PPO rewarded for achieving goals an LLM suggests for the caption, and its novelty
+baseline. The algorithm is :mod:`rl_bk.algorithms.ellm_ppo`'s; its settings, ``ellm:``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from rl_bk.experiments.artifacts import family_of
+from rl_bk.experiments.methods.base import BuildFn, Method, labeler_spec, training_params
+from rl_bk.experiments.task_config import TaskConfig
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+
+def _ellm(suggester: str) -> BuildFn:
+    """ELLM (the labeler's goals; with the oracle backend, ELLM's oracle) or its novelty
+    baseline (every goal of the vocabulary)."""
+
+    def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        from rl_bk.algorithms.ellm_ppo import ELLMPPOConfig
+        from rl_bk.experiments.ppo_config import base_ppo_config
+
+        settings = {**task.ellm.model_dump(), **training_params(params)}
+        conditioned = settings.pop("goal_conditioned")
+        family, labeler = family_of(task.env), labeler_spec(task, params.get("backend"))
+        online = {"suggester": suggester, "family": family, "labeler": labeler}
+        config = base_ppo_config(task, seed, {**online, **settings}, config=ELLMPPOConfig())
+        # The policy sees the embedded suggestions (ELLM's goal-conditioning); the novelty
+        # baseline suggests everything, so its policy stays unconditioned.
+        if conditioned and suggester == "llm":
+            from rl_bk.algorithms.ellm_ppo.goal_observation import register_goal_conditioned_env
+            from rl_bk.algorithms.ellm_ppo.intrinsic_reward import resolve_max_goals
+
+            max_goals = resolve_max_goals(settings["max_goals"], labeler)
+            env = register_goal_conditioned_env(task.env, labeler, family, max_goals)
+            config.environment(env, env_config=dict(task.env_config))
+        return config
+
+    return build
+
+
+METHODS = [
+    Method("ellm", "PPO on ELLM's reward for achieving goals the LLM suggested for the caption",
+           _ellm("llm"), labels="online", settings="ellm"),
+    Method("ellm-novelty", "ELLM's novelty baseline: every goal of the vocabulary, once per "
+           "episode", _ellm("novelty"), settings="ellm"),
+]  # fmt: skip

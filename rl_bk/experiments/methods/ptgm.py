@@ -1,0 +1,72 @@
+"""PTGM (Yuan et al. 2024, "Pre-Training Goal-based Models for Sample-Efficient Reinforcement
+Learning"): a high-level PPO over goals pre-trained from the dataset (a knowledge kind, built
+without a labeler), with or without the goal prior's KL term. The algorithm is
+:mod:`rl_bk.algorithms.ptgm_ppo`'s; its settings, ``ptgm:``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rl_bk.experiments.artifacts import Knowledge
+from rl_bk.experiments.methods.base import BuildFn, Method
+from rl_bk.experiments.task_config import TaskConfig
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+
+def _build_ptgm(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    from rl_bk.algorithms.ptgm_ppo.pretraining import build_ptgm
+
+    p = task.ptgm
+    report = build_ptgm(
+        episodes, folder, n_goals=p.n_goals, embedding=p.embedding,
+        low_level_gap=tuple(p.low_level_gap), prior_gap=tuple(p.prior_gap), epochs=p.epochs,
+        prior_sees_code=p.prior_sees_code, seed=task.knowledge.dataset.seed,
+    )  # fmt: skip
+    return {"report": repr(report)[:4000]}
+
+
+PTGM = Knowledge(
+    "ptgm",
+    build=_build_ptgm,
+    settings=lambda task: {"section": task.ptgm.pretraining()},
+    labelled=False,
+)
+
+
+def _ptgm(prior_kl: bool) -> BuildFn:
+    """PTGM's high-level PPO over the task's pre-trained goals, with or without the KL term."""
+
+    def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        from rl_bk.algorithms.ptgm_ppo import PTGMPPOConfig
+        from rl_bk.experiments.ppo_config import base_ppo_config
+
+        p = task.ptgm
+        rl = {
+            "ptgm_dir": str(PTGM.built(task)),
+            "prior_kl_coeff": p.prior_kl_coeff,
+            "low_level_steps": p.low_level_steps,
+            "greedy_low_level": p.greedy_low_level,
+        }
+        training = {**p.high_level_ppo, **rl, **params}
+        if not prior_kl:
+            training["prior_kl_coeff"] = 0.0
+        config = base_ppo_config(task, seed, training, config=PTGMPPOConfig())
+        return config.goal_environment(task.env, dict(task.env_config))
+
+    return build
+
+
+#: The KL term's size and its share of the reward (RLlib puts them under learners/<module>/).
+COLUMNS = ("ptgm/prior_kl_mean", "ptgm/kl_reward_mean")
+
+METHODS = [
+    Method("ptgm", "PTGM: a high-level PPO picks pre-trained goals, a frozen goal-conditioned "
+           "policy pursues each; KL to the goal prior", _ptgm(prior_kl=True), knowledge=PTGM,
+           settings="ptgm", columns=COLUMNS),
+    Method("ptgm-no-kl", "PTGM without the goal prior's KL term (its ablation)", _ptgm(False),
+           knowledge=PTGM, settings="ptgm", columns=COLUMNS),
+]  # fmt: skip
