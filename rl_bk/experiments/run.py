@@ -253,6 +253,35 @@ def _serve_potential(task: TaskConfig, backend: str | None) -> None:
     ensure_reward_model_app(str(root), REWARD_MODEL_APP)
 
 
+def check_labelers(task: TaskConfig, variants: list) -> None:
+    """The labelers the sweep's variants run in this process or its trials (not behind the
+    Serve labeler app, whose nodes may have what this one lacks), checked here: a missing
+    package, model file or setting fails before Ray starts, in one line, instead of in every
+    trial's log while its labels quietly fail."""
+    from env_registry.errors import MissingDependencyError
+    from rl_bk.experiments.labeler_app import uses_labeler_app
+    from rl_bk.experiments.methods import KNOWLEDGE_METHODS, LABELLING_METHODS
+    from rl_bk.labeling.backends.registry import preflight
+    from rl_bk.labeling.config import LabelerConfig
+
+    if uses_labeler_app(task):
+        return
+    k = task.knowledge
+    needs: dict[str, list[str]] = {}  # backend -> the variants that label with it
+    for v in variants:
+        if v.method in KNOWLEDGE_METHODS or v.method in LABELLING_METHODS:
+            backend = dict(v.params).get("backend") or k.backend
+            needs.setdefault(backend, []).append(v.label)
+    for backend, labels in sorted(needs.items()):
+        try:
+            preflight(LabelerConfig(backend=backend, packaged=k.packaged,
+                                    model_path=k.model_path, base_url=k.base_url, model=k.model))
+        except (MissingDependencyError, FileNotFoundError, ValueError) as err:
+            # Same type, so callers catch it as before; the message names who needs it.
+            raise type(err)(f"{err} (needed by {', '.join(labels)}; leave those out with "
+                            "--methods or the task's sweep grid)") from None
+
+
 def _start_labeler_apps(task: TaskConfig, variants: list) -> None:
     """With ``labeler: {mode: serve}``: the Serve app of every labeler backend the sweep
     uses, started (or found) before any knowledge build or trial needs it."""
@@ -281,6 +310,7 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
 
     # Build the env once here: a missing optional package fails now, in one line, not in a worker.
     env_registry.make_env(task.env, task.env_config).close()
+    check_labelers(task, variants)
     if options.wandb:
         _require_wandb()
 
@@ -325,12 +355,12 @@ def resume_experiment(run_dir: Path, options: RunOptions) -> Path:
     if not (run_dir / RESOLVED_TASK_FILE).is_file():
         raise ValueError(f"{run_dir} is not a run folder of tune_run.py (no task.yaml)")
     task = load_task(run_dir / RESOLVED_TASK_FILE)
+    variants = expand_variants(task, list(task.methods))
+    check_labelers(task, variants)
     _use_storage_for_knowledge(task)
     _init_ray(options.address)
     env_registry.register_all()
-    from rl_bk.experiments.sweep import expand_variants
-
-    _start_labeler_apps(task, expand_variants(task, list(task.methods)))
+    _start_labeler_apps(task, variants)
     tuner = tune.Tuner.restore(
         tune_location(task, run_dir), trainable=trainable_for(task),
         resume_unfinished=True, resume_errored=True,
