@@ -86,7 +86,10 @@ class TrialProgress(tune.Callback):
         if trial.trial_id not in self.bars:
             self.bars[trial.trial_id] = tqdm(
                 total=self.stop, desc=self.name_of(trial), unit=" env steps", unit_scale=True,
-                position=len(self.bars), leave=True, dynamic_ncols=True,
+                # A fixed line per trial on a terminal; in a log, lines one after another
+                # (tqdm moves the cursor between positioned bars).
+                position=len(self.bars) if self.interactive else None, leave=True,
+                dynamic_ncols=True,
                 mininterval=1.0 if self.interactive else 60.0,
             )  # fmt: skip
         return self.bars[trial.trial_id]
