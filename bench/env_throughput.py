@@ -7,11 +7,13 @@ env steps/s on BabyAI-Text, reported as ratios measured side by side in one run.
 Raw: one process, uniformly random actions, resets included. Captioned and uncaptioned envs
 run in 30 pairs of adjacent short rounds; steps/s are the median rounds (wall clock), and the
 caption's share of step time is the median over pairs of the CPU-time difference, so that
-load from other processes on this shared machine hits both alike. PPO: the task's own setup
-(tune_configs/babyai-gotolocal-redball-s20.yaml: 2 env runners x 16 envs, learning
-included), then 1 runner x 16 envs and 1 runner x 8 envs (the S20 probe's layout), one after
-the other; env steps over the wall time of the timed iterations (the first, warm-up
-iteration excluded), divided by the raw BabyAI rate measured in the same run.
+load from other processes on this shared machine hits both alike. PPO, learning included,
+without the task's greedy evaluation (training throughput): the task's own layout
+(tune_configs/babyai-gotolocal-redball-s20.yaml: 2 env runners x 16 envs), then 1 runner x
+32, x 16 and x 8 envs; then the task's layout with its evaluation (50 greedy episodes every
+20k env steps, whose env steps are not counted). One after the other; env steps over the
+wall time of the timed iterations (the first, warm-up iteration excluded), divided by the
+raw BabyAI rate measured in the same run.
 """
 
 from __future__ import annotations
@@ -83,8 +85,12 @@ def raw_throughput(name: str, steps: int, pairs: int) -> dict[str, float]:
     }
 
 
-def ppo_throughput(iterations: int, layouts: list[tuple[int, int] | None]) -> dict[str, dict]:
-    """PPO env steps/s for each (env runners, envs per runner) layout (None: the task's own)."""
+Layout = tuple[tuple[int, int] | None, bool]
+
+
+def ppo_throughput(iterations: int, layouts: list[Layout]) -> dict[str, dict]:
+    """PPO env steps/s for each ((env runners, envs per runner) or None for the task's own,
+    with the task's greedy evaluation or not) layout."""
     import ray
 
     from rl_bk.experiments.methods import get_method
@@ -96,10 +102,12 @@ def ppo_throughput(iterations: int, layouts: list[tuple[int, int] | None]) -> di
     task = load_task("babyai-gotolocal-redball-s20")
     out = {}
     try:
-        for layout in layouts:
+        for layout, evaluate in layouts:
             config = get_method("ppo").build(task, 0, {})
             if layout is not None:
                 config.env_runners(num_env_runners=layout[0], num_envs_per_env_runner=layout[1])
+            if not evaluate:
+                config.evaluation(evaluation_interval=None)
             algo = config.build_algo()
             try:
                 first = algo.train()
@@ -112,9 +120,10 @@ def ppo_throughput(iterations: int, layouts: list[tuple[int, int] | None]) -> di
             steps = result["num_env_steps_sampled_lifetime"] - steps0
             label = (f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} envs, "
                       f"batch {config.train_batch_size_per_learner}, {config.num_epochs} epochs, "
-                      f"MLP {task.model.fcnet_hiddens}")  # fmt: skip
+                      f"MLP {task.model.fcnet_hiddens}"
+                      + (", with the task's greedy evaluation" if evaluate else ""))  # fmt: skip
             out[label] = {"env_steps_per_s": steps / elapsed, "env_steps_timed": steps,
-                          "task_setting": layout is None}  # fmt: skip
+                          "task_setting": layout is None, "evaluation": evaluate}  # fmt: skip
     finally:
         ray.shutdown()
     return out
@@ -142,7 +151,10 @@ def main(argv: list[str] | None = None) -> int:
 
     steps = int(ROUND_STEPS["babyai"] * scale)
     babyai_raw = raw_throughput(ENVS["babyai"], steps, pairs)["steps_per_s_captioned"]
-    ppo = ppo_throughput(iters, [None, (1, 16), (1, 8)])
+    # Training throughput without evaluation (the target's measure), then the task's layout
+    # with its greedy evaluation (50 episodes every 20k env steps: env steps too, not counted).
+    ppo = ppo_throughput(iters, [(None, False), ((1, 32), False), ((1, 16), False),
+                                 ((1, 8), False), (None, True)])  # fmt: skip
     for r in ppo.values():
         r["over_raw"] = r["env_steps_per_s"] / babyai_raw
     results["ppo_babyai"] = {"raw_captioned_steps_per_s_same_run": babyai_raw, "runs": ppo}

@@ -39,8 +39,6 @@ TASK = "babyai-gotolocal-redball-s20"
 PARTS: dict[str, tuple[str | None, list[tuple[str, str]]]] = {
     "sampling (env runner)": (None, [("single_agent_env_runner.py", "sample")]),
     "env step (vector env)": ("sampling (env runner)", [("vector_env.py", "step")]),
-    "minigrid step": ("env step (vector env)", [("minigrid_env.py", "step")]),
-    "captioning": ("env step (vector env)", [("", "caption_babyai")]),
     "env-to-module connectors": ("sampling (env runner)",
                                  [("env_to_module_pipeline.py", "__call__")]),
     "RLModule forward (sampling)": ("sampling (env runner)",
@@ -61,6 +59,14 @@ PARTS: dict[str, tuple[str | None, list[tuple[str, str]]]] = {
     "loss, backward, optimiser": ("learner update", [("torch_learner.py", "_uncompiled_update")]),
     "weight sync": (None, [("env_runner_group.py", "sync_weights")]),
 }  # fmt: skip
+
+
+#: Functions called from several parts (the env's own step and the captioner run in sampling
+#: and in evaluation alike): their total, wherever called.
+FUNCTIONS: dict[str, list[tuple[str, str]]] = {
+    "minigrid's step (sampling and evaluation)": [("minigrid_env.py", "step")],
+    "captioning (sampling and evaluation)": [("", "caption_babyai")],
+}
 
 
 def _cumulative(stats: pstats.Stats, funcs: list[tuple[str, str]]) -> float:
@@ -104,8 +110,10 @@ def profile_iterations(iterations: int) -> dict:
     steps = result["num_env_steps_sampled_lifetime"] - steps0
     stats = pstats.Stats(profiler)
     parts = {name: _cumulative(stats, funcs) for name, (_, funcs) in PARTS.items()}
+    functions = {name: _cumulative(stats, funcs) for name, funcs in FUNCTIONS.items()}
     return {"iterations": iterations, "env_steps": steps, "wall_s": wall,
             "profiled_s": stats.total_tt, "parts_s": parts,  # type: ignore[attr-defined]
+            "functions_s": functions,
             "layout": f"{config.num_envs_per_env_runner} envs in one process, batch "
                       f"{config.train_batch_size_per_learner}, {config.num_epochs} epochs of "
                       f"{config.minibatch_size}, MLP {task.model.fcnet_hiddens}, evaluation "
@@ -130,6 +138,10 @@ def _rows(r: dict) -> list[str]:
     top = sum(r["parts_s"][n] for n, (p, _) in PARTS.items() if p is None)
     lines.append(f"| everything else (Tune/RLlib bookkeeping, metrics) | "
                  f"{100 * (total - top) / total:.1f}% | {(total - top) * per_k:.3f} |")  # fmt: skip
+    lines += ["", "| function, wherever called | share of profiled time | s per 1,000 env steps |",
+              "|---|---|---|"]  # fmt: skip
+    for name, s in r["functions_s"].items():
+        lines.append(f"| {name} | {100 * s / total:.1f}% | {s * per_k:.3f} |")
     return lines
 
 
