@@ -9,8 +9,9 @@ run in 30 pairs of adjacent short rounds; steps/s are the median rounds (wall cl
 caption's share of step time is the median over pairs of the CPU-time difference, so that
 load from other processes on this shared machine hits both alike. PPO, learning included,
 without the task's greedy evaluation (training throughput): the task's own layout
-(tune_configs/babyai-gotolocal-redball-s20.yaml: 2 env runners x 16 envs), then 1 runner x
-32, x 16 and x 8 envs; then the task's layout with its evaluation (50 greedy episodes every
+(tune_configs/babyai-gotolocal-redball-s20.yaml: 2 env runners x 16 envs, the learner on the
+trial's 2 CPUs), the same with the learner on one thread, then 1 runner x 32, x 16 and x 8
+envs; then the task's layout with its evaluation (50 greedy episodes every
 20k env steps, whose env steps are not counted). One after the other; env steps over the
 wall time of the timed iterations (the first, warm-up iteration excluded), divided by the
 raw BabyAI rate measured in the same run.
@@ -85,12 +86,13 @@ def raw_throughput(name: str, steps: int, pairs: int) -> dict[str, float]:
     }
 
 
-Layout = tuple[tuple[int, int] | None, bool]
+#: ((env runners, envs per runner), or None for the task's own; with the task's greedy
+#: evaluation; learner threads, or None for the task's default)
+Layout = tuple[tuple[int, int] | None, bool, int | None]
 
 
 def ppo_throughput(iterations: int, layouts: list[Layout]) -> dict[str, dict]:
-    """PPO env steps/s for each ((env runners, envs per runner) or None for the task's own,
-    with the task's greedy evaluation or not) layout."""
+    """PPO env steps/s for each layout (:data:`Layout`)."""
     import ray
 
     from rl_bk.experiments.methods import get_method
@@ -102,8 +104,9 @@ def ppo_throughput(iterations: int, layouts: list[Layout]) -> dict[str, dict]:
     task = load_task("babyai-gotolocal-redball-s20")
     out = {}
     try:
-        for layout, evaluate in layouts:
-            config = get_method("ppo").build(task, 0, {})
+        for layout, evaluate, threads in layouts:
+            learner = task.learner.model_copy(update={"threads": threads})
+            config = get_method("ppo").build(task.model_copy(update={"learner": learner}), 0, {})
             if layout is not None:
                 config.env_runners(num_env_runners=layout[0], num_envs_per_env_runner=layout[1])
             if not evaluate:
@@ -121,6 +124,7 @@ def ppo_throughput(iterations: int, layouts: list[Layout]) -> dict[str, dict]:
             label = (f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} envs, "
                       f"batch {config.train_batch_size_per_learner}, {config.num_epochs} epochs, "
                       f"MLP {task.model.fcnet_hiddens}"
+                      + (f", learner on {threads} thread(s)" if threads else "")
                       + (", with the task's greedy evaluation" if evaluate else ""))  # fmt: skip
             out[label] = {"env_steps_per_s": steps / elapsed, "env_steps_timed": steps,
                           "task_setting": layout is None, "evaluation": evaluate}  # fmt: skip
@@ -153,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     babyai_raw = raw_throughput(ENVS["babyai"], steps, pairs)["steps_per_s_captioned"]
     # Training throughput without evaluation (the target's measure), then the task's layout
     # with its greedy evaluation (50 episodes every 20k env steps: env steps too, not counted).
-    ppo = ppo_throughput(iters, [(None, False), ((1, 32), False), ((1, 16), False),
-                                 ((1, 8), False), (None, True)])  # fmt: skip
+    ppo = ppo_throughput(iters, [(None, False, None), (None, False, 1), ((1, 32), False, None),
+                                 ((1, 16), False, None), ((1, 8), False, None),
+                                 (None, True, None)])  # fmt: skip
     for r in ppo.values():
         r["over_raw"] = r["env_steps_per_s"] / babyai_raw
     results["ppo_babyai"] = {"raw_captioned_steps_per_s_same_run": babyai_raw, "runs": ppo}

@@ -5,6 +5,7 @@ comparisons are fair."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -27,11 +28,29 @@ def base_ppo_config(
         .learners(num_learners=0)  # the learner lives in the trial actor: right for 1 CPU/GPU
         .training(**ppo)
         .rl_module(model_config=DefaultModelConfig(**task.model.model_dump()))
-        .callbacks(EpisodeMetricsCallback)
+        .callbacks(EpisodeMetricsCallback,
+                   on_algorithm_init=partial(use_torch_threads, task.learner.threads))
         .debugging(seed=seed)
         .reporting(metrics_num_episodes_for_smoothing=100)
     )
     return with_evaluation(config, task)
+
+
+def learner_threads(config: AlgorithmConfig, threads: int | None = None) -> int:
+    """The learner's torch threads: ``threads`` (the task's ``learner.threads``), else the
+    CPUs the trial reserves: its own and its env runners', which are idle while PPO updates
+    (synchronous PPO samples, then learns)."""
+    if threads is not None:
+        return threads
+    return max(1, int(1 + config.num_env_runners * config.num_cpus_per_env_runner))
+
+
+def use_torch_threads(threads: int | None, *, algorithm, **kwargs) -> None:
+    """``on_algorithm_init``: the trial process's torch threads, where its learner updates
+    (``OMP_NUM_THREADS=1`` keeps every process at one thread otherwise)."""
+    import torch
+
+    torch.set_num_threads(learner_threads(algorithm.config, threads))
 
 
 def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfig:

@@ -81,6 +81,15 @@ class EnvRunnerParams(_Strict):
     num_cpus_per_env_runner: float = Field(0.5, gt=0)
 
 
+class LearnerParams(_Strict):
+    """The trial's learner (in the trial's own process: ``num_learners=0``)."""
+
+    #: torch threads for the learner's update. None: the CPUs the trial reserves (1 for
+    #: itself + its env runners'), which sit idle while PPO updates; 1 where the trial samples
+    #: in its own process.
+    threads: int | None = Field(None, ge=1)
+
+
 class EvaluationParams(_Strict):
     """Evaluation beside training, on the trial's own env runner (``AlgorithmConfig.
     evaluation``); results appear as ``evaluation/env_runners/...``.
@@ -185,6 +194,7 @@ class TaskConfig(_Strict):
     ppo: PPOParams = PPOParams()
     model: ModelParams = ModelParams()
     env_runners: EnvRunnerParams = EnvRunnerParams()
+    learner: LearnerParams = LearnerParams()
     stop: StopParams = StopParams()
     evaluation: EvaluationParams = EvaluationParams()
     checkpoint_every: int = Field(25, gt=0)  # training iterations between trial checkpoints

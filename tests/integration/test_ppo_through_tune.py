@@ -87,3 +87,17 @@ def test_wandb_logs_offline_into_the_run_folder_without_a_key(ray_session, tmp_p
     run_dir = run_experiment(task, options)
     (run_file,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
     assert run_file.stat().st_size > 1000  # the whole run, not a stub
+
+
+def test_the_learner_updates_with_the_cpus_its_idle_runners_reserve(ray_session):
+    import torch
+
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)  # 2 runners x 0.5 CPU
+    config = get_method("ppo").build(task, 0, {}).evaluation(evaluation_interval=None)
+    before = torch.get_num_threads()
+    algo = config.build_algo()  # the learner lives in this process (num_learners=0)
+    try:
+        assert torch.get_num_threads() == 2
+    finally:
+        algo.stop()
+        torch.set_num_threads(before)
