@@ -143,7 +143,10 @@ def main(argv: list[str] | None = None) -> int:
                            for name, t in r["trials"].items() if not t["same"]) or "none"
         lines.append(f"| `{task}` | `{r.get('old')}` | `{r.get('new')}` | "
                      f"{same}/{len(r['trials'])} | {differ} | `{r['command']}`, {r['date']} |")
-    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    sys.path.insert(0, str(ROOT))
+    from bench.study import write_keeping_reading
+
+    write_keeping_reading(path.with_suffix(".md"), "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
