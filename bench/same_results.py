@@ -3,6 +3,7 @@ checkout, same seeds, compared trial by trial on what training produced.
 
     python bench/same_results.py --old 46e7e81                       # the default tasks
     python bench/same_results.py --old 46e7e81 --tasks nethack-score
+    python bench/same_results.py --old 46e7e81 --new 7b22fe3 --tasks crafter-text
     python bench/same_results.py --compare OLD_RUN NEW_RUN --task T --old C1 --new C2
 
 The older commit runs from a git worktree of its own (removed afterwards), each side with its
@@ -90,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compare", nargs=2, type=Path, metavar=("OLD_RUN", "NEW_RUN"),
                    help="compare two existing run folders instead (with --task)")  # fmt: skip
     p.add_argument("--task", help="the task of the two --compare run folders")
-    p.add_argument("--new", help="with --compare: the commit the new run ran at (default HEAD)")
+    p.add_argument("--new", help="the newer commit (default: this checkout); with --compare, "
+                   "the commit the new run ran at")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
     given = sys.argv[1:] if argv is None else argv
@@ -100,20 +102,24 @@ def main(argv: list[str] | None = None) -> int:
     elif args.old:
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
-            old_tree = tmp / "old"
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old_tree),
-                            args.old], check=True, capture_output=True)  # fmt: skip
+            trees = {"old": tmp / "old", "new": tmp / "new" if args.new else ROOT}
+            for side, commit in (("old", args.old), ("new", args.new)):
+                if commit:
+                    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach",
+                                    str(trees[side]), commit], check=True, capture_output=True)
             try:
                 for task in args.tasks.split(","):
                     runs = {side: _smoke(tree, task, tmp / f"runs-{side}", tmp / f"kn-{side}",
                                          tmp / f"{side}-{task}.log")
-                            for side, tree in (("old", old_tree), ("new", ROOT))}  # fmt: skip
+                            for side, tree in trees.items()}  # fmt: skip
                     results[task] = compare(runs["old"], runs["new"])
                     print(f"{task}: {sum(t['same'] for t in results[task]['trials'].values())}"
                           f"/{len(results[task]['trials'])} trials the same", flush=True)
             finally:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                                str(old_tree)], capture_output=True)  # fmt: skip
+                for tree in trees.values():
+                    if tree != ROOT:
+                        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                                        str(tree)], capture_output=True)  # fmt: skip
     else:
         p.error("give --old COMMIT, or --compare OLD_RUN NEW_RUN")
 
