@@ -29,6 +29,7 @@ from rl_bk.callbacks.episode_metrics import episode_end_metrics
 def episode_seeds(trial_seed: int | None, evaluation: int, episodes: int) -> list[int]:
     """One reset seed per episode, fixed by the trial's seed and which evaluation this is
     (drawn from a seed sequence of its own, so unrelated to the training envs' seeds)."""
+    # 7919: a fixed salt, so no other sequence seeded from the trial's seed starts the same.
     seq = np.random.SeedSequence([0 if trial_seed is None else int(trial_seed), 7919, evaluation])
     return [int(s) for s in seq.generate_state(episodes, dtype=np.uint32)]
 
