@@ -38,7 +38,9 @@ def code_commit() -> str:
     head = git("rev-parse", "--short", "HEAD")
     if head.returncode != 0:
         return "unknown"
-    code = ["rl_bk", "env_registry", "serve_deployments", "tune_configs", "bench"]
+    # What a part's numbers depend on; a study's own results files change as it runs.
+    code = ["rl_bk", "env_registry", "serve_deployments", "tune_configs", "bench",
+            ":(exclude)bench/results"]  # fmt: skip
     dirty = git("diff", "--quiet", "HEAD", "--", *code).returncode != 0
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
