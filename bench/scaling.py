@@ -14,6 +14,9 @@ numbers; ``bench/evaluation_speed.py`` measures it).
   after one warm-up iteration.
 - Concurrent trials: k trials of 1 CPU each (sampling in the trial's process, 16 envs), run
   by Tune at once; each trial's env steps/s from its own reports (after its first), summed.
+- Two nodes: the task's layout with both runners on the worker node of the two-node cluster
+  on this machine that ``tests/cluster`` uses (needs root), the learner on the head, against
+  the same layout on one node just before and after.
 
 Run it on a quiet machine: every number here is a wall-clock rate.
 """
@@ -90,10 +93,54 @@ def concurrent_trials(iterations: int, counts: list[int], storage: Path) -> dict
     return out
 
 
+def cluster_driver(iterations: int, address: str) -> None:
+    """Run as a driver of the two-node cluster: PPO with the task's 2 runners (on the worker
+    node: the head has no CPUs) and its learner in this process; prints env steps/s."""
+    import ray
+
+    import env_registry
+
+    ray.init(address=address, logging_level="ERROR")
+    env_registry.register_all()
+    print("CLUSTER_RATE", runner_scaling(iterations, [2])["2 runner(s) x 16 envs"]
+          ["env_steps_per_s"])  # fmt: skip
+
+
+def two_node_rate(iterations: int, log_dir: Path) -> dict:
+    """The task's layout with its runners on another node (the two-node cluster on this
+    machine of ``tests/cluster``: token auth, the worker in its own mount namespace); or why
+    it cannot run here."""
+    import subprocess
+
+    from tests.cluster.two_nodes import TwoNodeCluster, can_run
+
+    why = can_run()
+    if why:
+        return {"skipped": why}
+    os.environ.setdefault("PYTHONPATH", str(ROOT))  # the nodes import this checkout
+    # The worker hides one empty folder (the class always hides some, as a worker node would).
+    cluster = TwoNodeCluster([log_dir / "hidden"], head_cpus=0, worker_cpus=1,
+                             log_dir=log_dir).start()  # fmt: skip
+    try:
+        code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from bench.scaling import "
+                f"cluster_driver; cluster_driver({iterations}, {cluster.address!r})")  # fmt: skip
+        env = {**cluster.env, "PYTHONPATH": str(ROOT)}
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=900)  # fmt: skip
+    finally:
+        cluster.stop()
+    rates = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("CLUSTER")]
+    if not rates:
+        return {"skipped": f"the driver failed: {done.stderr[-500:]}"}
+    return {"env_steps_per_s": float(rates[0])}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    p.add_argument("--no-cluster", action="store_true",
+                   help="skip the two-node row (it needs root, for a private mount namespace)")
     args = p.parse_args(argv)
     iterations, pairs = (3, 6) if args.quick else (10, 20)
 
@@ -113,6 +160,21 @@ def main(argv: list[str] | None = None) -> int:
             trials = concurrent_trials(iterations, [1, 2], Path(storage))
     finally:
         ray.shutdown()
+    cluster: dict = {"skipped": "--no-cluster"}
+    if not args.no_cluster:
+        with tempfile.TemporaryDirectory() as logs:
+            cluster = two_node_rate(iterations, Path(logs))
+        # The same layout on one node again, after, against drift.
+        ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+                 logging_level="ERROR")  # fmt: skip
+        env_registry.register_all()
+        try:
+            after = runner_scaling(iterations, [2])
+        finally:
+            ray.shutdown()
+        one_node = [runners["2 runner(s) x 16 envs"]["env_steps_per_s"],
+                    after["2 runner(s) x 16 envs"]["env_steps_per_s"]]  # fmt: skip
+        cluster["one_node_before_after"] = one_node
     raw_after = raw_throughput(ENVS["babyai"], ROUND_STEPS["babyai"], pairs)
     raw = (raw + raw_after["steps_per_s_captioned"]) / 2  # before and after, against drift
 
@@ -123,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "scaling.json").write_text(json.dumps(
         {"meta": meta, "raw_captioned_steps_per_s": raw, "runners": runners,
-         "concurrent_trials": trials}, indent=2))  # fmt: skip
+         "concurrent_trials": trials, "two_nodes": cluster}, indent=2))  # fmt: skip
     lines = ["# PPO throughput: how it scales on one machine", "",
              f"Command: `{command}` — {meta['date']}, {meta['machine']}, load average at end "
              f"{meta['load_average_at_end'][0]:.1f}. Task `{TASK}`, PPO as its file sets it "
@@ -140,6 +202,20 @@ def main(argv: list[str] | None = None) -> int:
         each = ", ".join(f"{x:.0f}" for x in r["env_steps_per_s_each"])
         lines.append(f"| {name} | {r['env_steps_per_s_total']:.0f} | {each} | "
                      f"{r['env_steps_per_s_total'] / raw:.2f} |")  # fmt: skip
+    lines += ["", "## The task's layout with its env runners on another node", ""]
+    if "env_steps_per_s" in cluster:
+        before, after = cluster["one_node_before_after"]
+        lines += ["Two Ray nodes on this machine (`tests/cluster/two_nodes.py`: token auth, the "
+                  "worker in a mount namespace of its own); the head has no CPUs, so both "
+                  "runners (0.5 CPU each) run on the worker and send their episodes across; "
+                  "the learner is in the driver, on the head, as in the one-node rows.", "",
+                  "| layout | env steps/s | over raw |", "|---|---|---|",
+                  f"| 2 runners on the other node | {cluster['env_steps_per_s']:.0f} | "
+                  f"{cluster['env_steps_per_s'] / raw:.2f} |",
+                  f"| 2 runners on the learner's node (before, after) | {before:.0f}, "
+                  f"{after:.0f} | {(before + after) / 2 / raw:.2f} |"]  # fmt: skip
+    else:
+        lines.append(f"Not measured: {cluster['skipped']}")
     (args.out / "scaling.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
