@@ -58,12 +58,10 @@ STUDIES = [
 ]
 
 
-#: Studies whose first parts ran before two later speed-ups, and which keep the settings those
-#: parts ran with, so that every row of one table comes from one code path: RLlib's
-#: evaluation on one env, episode after episode (not lockstep: the same estimate, 4.5x more
-#: time per evaluation env step, bench/results/evaluation_speed.md), and the learner on one
-#: torch thread (two threads round the losses differently in the last digits,
-#: bench/results/same_results.md). The other studies run the task defaults.
+#: Studies whose first parts ran before lockstep evaluation, and which keep RLlib's evaluation
+#: on one env, episode after episode, so that every row of one table is read by one evaluator
+#: (the same estimate; 4.5x more time per evaluation env step,
+#: bench/results/evaluation_speed.md). The other studies evaluate in lockstep.
 AS_FIRST_RUN = {"redball-s20"}
 
 
@@ -77,9 +75,8 @@ def parts() -> list[tuple[str, str, str, object]]:
     for study, task_name in STUDIES:
         task = load_task(task_name)
         if study in AS_FIRST_RUN:
-            task = task.model_copy(update={
-                "evaluation": task.evaluation.model_copy(update={"lockstep": False}),
-                "learner": task.learner.model_copy(update={"threads": 1})})  # fmt: skip
+            evaluation = task.evaluation.model_copy(update={"lockstep": False})
+            task = task.model_copy(update={"evaluation": evaluation})
         for method in task.methods:
             out += [(part, study, method, seeded)
                     for part, seeded, _ in seed_parts(f"{study}/{method}", task)]  # fmt: skip
@@ -113,13 +110,11 @@ def _plan(facts: dict) -> list[str]:
         "never reached 0.9 at the budget (≥: a lower bound). Greedy success at the budgets, "
         "mean ± std over seeds. Seeds and budgets below; none is dropped or swapped after "
         "being seen.",
-        "- Evaluator and learner threads (added 2026-11-25, after redball-s20's first parts "
-        "had run; the metric's definition is unchanged): redball-s20 keeps RLlib's "
-        "evaluation on one env, episode after episode, and the learner on one torch thread, "
-        "as its first parts ran; the other studies run the 50 episodes in lockstep, one env "
-        "each (`rl_bk/experiments/lockstep_evaluation.py`), and the learner on the trial's 2 "
-        "CPUs. Both evaluators run every episode to its end from a fresh reset. Each part "
-        "records the commit it ran at.",
+        "- Evaluator (added 2026-11-25, after redball-s20's first parts had run; the metric's "
+        "definition is unchanged): redball-s20 keeps RLlib's evaluation on one env, episode "
+        "after episode, as its first parts ran; the other studies run the 50 episodes in "
+        "lockstep, one env each (`rl_bk/experiments/lockstep_evaluation.py`). Both run every "
+        "episode to its end from a fresh reset. Each part records the commit it ran at.",
         "",
         "| study | task | methods | seeds | env steps |",
         "|---|---|---|---|---|",

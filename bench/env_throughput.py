@@ -9,8 +9,8 @@ run in 30 pairs of adjacent short rounds; steps/s are the median rounds (wall cl
 caption's share of step time is the median over pairs of the CPU-time difference, so that
 load from other processes on this shared machine hits both alike. PPO, learning included,
 without the task's greedy evaluation (training throughput): the task's own layout
-(tune_configs/babyai-gotolocal-redball-s20.yaml: 2 env runners x 16 envs, the learner on the
-trial's 2 CPUs), the same with the learner on one thread, then 1 runner x 32, x 16 and x 8
+(tune_configs/babyai-gotolocal-redball-s20.yaml: 2 env runners x 16 envs, the learner on one
+torch thread), the same with the learner on two threads, then 1 runner x 32, x 16 and x 8
 envs; then the task's layout with its evaluation (50 greedy episodes every
 20k env steps, whose env steps are not counted). One after the other; env steps over the
 wall time of the timed iterations (the first, warm-up iteration excluded), divided by the
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     babyai_raw = raw_throughput(ENVS["babyai"], steps, pairs)["steps_per_s_captioned"]
     # Training throughput without evaluation (the target's measure), then the task's layout
     # with its greedy evaluation (50 episodes every 20k env steps: env steps too, not counted).
-    ppo = ppo_throughput(iters, [(None, False, None), (None, False, 1), ((1, 32), False, None),
+    ppo = ppo_throughput(iters, [(None, False, None), (None, False, 2), ((1, 32), False, None),
                                  ((1, 16), False, None), ((1, 8), False, None),
                                  (None, True, None)])  # fmt: skip
     for r in ppo.values():

@@ -37,12 +37,13 @@ def base_ppo_config(
 
 
 def learner_threads(config: AlgorithmConfig, threads: int | None = None) -> int:
-    """The learner's torch threads: ``threads`` (the task's ``learner.threads``), else the
-    CPUs the trial reserves: its own and its env runners', which are idle while PPO updates
-    (synchronous PPO samples, then learns)."""
-    if threads is not None:
-        return threads
-    return max(1, int(1 + config.num_env_runners * config.num_cpus_per_env_runner))
+    """The learner's torch threads: ``threads`` (the task's ``learner.threads``), else one.
+
+    More threads could use the CPUs the trial reserves for its env runners, idle while
+    synchronous PPO updates; on the BK layout two were no faster, from 1.17x to 0.54x the env
+    steps/s of one in five paired measurements (``bench/env_throughput.py`` keeps a row for
+    each), and they round the losses differently (bench/results/same_results.md)."""
+    return 1 if threads is None else threads
 
 
 def use_torch_threads(threads: int | None, *, algorithm, **kwargs) -> None:

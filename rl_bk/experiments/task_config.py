@@ -84,9 +84,8 @@ class EnvRunnerParams(_Strict):
 class LearnerParams(_Strict):
     """The trial's learner (in the trial's own process: ``num_learners=0``)."""
 
-    #: torch threads for the learner's update. None: the CPUs the trial reserves (1 for
-    #: itself + its env runners'), which sit idle while PPO updates; 1 where the trial samples
-    #: in its own process.
+    #: torch threads for the learner's update (None: one). More can help a big learner
+    #: (GLAM's LLM) that has a machine to itself; on the BK layout two were no faster.
     threads: int | None = Field(None, ge=1)
 
 

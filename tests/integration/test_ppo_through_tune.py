@@ -89,11 +89,13 @@ def test_wandb_logs_offline_into_the_run_folder_without_a_key(ray_session, tmp_p
     assert run_file.stat().st_size > 1000  # the whole run, not a stub
 
 
-def test_the_learner_updates_with_the_cpus_its_idle_runners_reserve(ray_session):
+def test_the_learner_updates_with_the_threads_its_task_names(ray_session):
     import torch
 
-    task = load_task("babyai-gotolocal-redball-s20", smoke=True)  # 2 runners x 0.5 CPU
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    task = task.model_copy(update={"learner": task.learner.model_copy(update={"threads": 2})})
     config = get_method("ppo").build(task, 0, {}).evaluation(evaluation_interval=None)
+    config.env_runners(num_env_runners=0)
     before = torch.get_num_threads()
     algo = config.build_algo()  # the learner lives in this process (num_learners=0)
     try:

@@ -66,13 +66,12 @@ def test_missing_base_and_extends_cycle(tmp_path):
         load_task(tmp_path / "a.yaml")
 
 
-def test_the_learner_uses_the_cpus_its_trial_reserves_unless_told():
+def test_the_learner_uses_one_thread_unless_told():
     from ray.rllib.algorithms.ppo import PPOConfig
 
     from rl_bk.experiments.ppo_config import learner_threads
 
     two_runners = PPOConfig().env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5)
-    assert learner_threads(two_runners) == 2  # 1 for the trial + 2 x 0.5, idle while it learns
-    assert learner_threads(PPOConfig().env_runners(num_env_runners=0)) == 1
-    assert learner_threads(two_runners, threads=1) == 1
+    assert learner_threads(two_runners) == 1
+    assert learner_threads(two_runners, threads=2) == 2
     assert load_task("babyai-gotolocal-redball-s20").learner.threads is None
