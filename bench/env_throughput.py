@@ -127,7 +127,8 @@ def ppo_throughput(iterations: int, layouts: list[Layout]) -> dict[str, dict]:
                       + (f", learner on {threads} thread(s)" if threads else "")
                       + (", with the task's greedy evaluation" if evaluate else ""))  # fmt: skip
             out[label] = {"env_steps_per_s": steps / elapsed, "env_steps_timed": steps,
-                          "task_setting": layout is None, "evaluation": evaluate}  # fmt: skip
+                          "task_setting": layout is None and threads is None,
+                          "evaluation": evaluate}  # fmt: skip
     finally:
         ray.shutdown()
     return out
