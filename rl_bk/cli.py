@@ -70,6 +70,11 @@ def serve_main(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     preflight(cfg)
+    # Ctrl-C or SIGTERM from here on stops the app cleanly, even while it is still starting:
+    # the app can answer requests a moment before serve.run() returns.
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     if args.address:
         ray.init(address=args.address, logging_level="ERROR")
     else:
@@ -78,9 +83,6 @@ def serve_main(args: argparse.Namespace) -> int:
     route = cfg.route_prefix if cfg.app_name == "labeler" else f"/{cfg.app_name}"
     url = f"http://{cfg.host}:{cfg.port}{route.rstrip('/')}"
     print(f"labeler up: backend {cfg.backend}, {url}  (GET {url}/metrics; Ctrl-C stops)")
-    stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     stop.wait()
     from ray import serve
 
