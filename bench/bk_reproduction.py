@@ -161,6 +161,26 @@ def _table(name: str, numbers: dict, steps: int, budgets: list[int],
     return [*lines, ""]
 
 
+def _budget_points(parts: dict[str, dict], budgets: list[int]) -> list[dict]:
+    """For parts whose per-report curves were not kept (whole-method parts of the first
+    runs), each seed's values at the budgets, as curves the plot draws through those points
+    only (labelled so)."""
+    from rl_bk import metrics as M
+
+    out = []
+    for f in parts.values():
+        if "curves" in f:
+            continue
+        for label, n in f["numbers"].items():
+            for i, seed in enumerate(n["seeds"]):
+                out.append({"label": f"{label} (at {', '.join(f'{b // 1000}k' for b in budgets)})",
+                            "seed": seed, "progress": {
+                                M.ENV_STEPS: [float(b) for b in budgets],
+                                M.EVAL_SUCCESS_RATE: [n["eval_at"][str(b)][i] for b in budgets],
+                                M.SUCCESS_RATE: [n["train_at"][str(b)][i] for b in budgets]}})
+    return out
+
+
 def write_report(facts: dict, finished: dict[str, dict]) -> None:
     from bench.study import is_done, merge_seed_numbers, plot_study, write_keeping_reading
     from rl_bk import metrics as M
@@ -178,18 +198,17 @@ def write_report(facts: dict, finished: dict[str, dict]) -> None:
         runs = sorted({f["run_dir"] if "curves" not in f else per_seed for f in mine.values()})
         lines += _table(name, numbers, t.stop.num_env_steps, list(t.budgets), runs)
         trials = [c for f in mine.values() for c in f.get("curves", [])]
+        trials += _budget_points(mine, list(t.budgets))
         plot = RESULTS.parent / f"bk-reproduction-{name}.png"
         if plot_study(trials, {"greedy success (evaluation)": M.EVAL_SUCCESS_RATE,
                                "training success (last 100 episodes)": M.SUCCESS_RATE},
                       plot, f"BK reproduction, {name} (ORACLE knowledge)"):  # fmt: skip
-            kept = sorted({t["label"] for t in trials})
-            lines += [f"Curves of the trials whose reports were kept ({', '.join(kept)}): "
-                      f"`{plot.name}`.", ""]  # fmt: skip
+            lines += [f"Curves: `{plot.name}` (a variant whose per-report numbers were not kept "
+                      "is drawn through its values at the budgets).", ""]  # fmt: skip
         for part, f in mine.items():
             old_plot = f"bk-reproduction-{part.replace('/', '-')}.png"
             if "curves" not in f and (RESULTS.parent / old_plot).is_file():
-                lines += [f"Curves of `{part}` (one part for all seeds; its reports were not "
-                          f"kept): `{old_plot}`.", ""]  # fmt: skip
+                lines += [f"Full curves of `{part}`, from its own run: `{old_plot}`.", ""]
         commits = ", ".join(f"`{c}`" for c in sorted({f.get("commit", "not recorded")
                                                       for f in mine.values()}))  # fmt: skip
         lines += [f"Code: {commits} (the commits its parts ran at).", ""]

@@ -344,10 +344,13 @@ def plot_learning_curves(curves: pd.DataFrame, path: Path, title: str) -> None:
         ax.set_xlabel("env steps")
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    # Below the plots: variant labels are long, and inside an axis they hide the curves.
+    handles, labels = axes[0][0].get_legend_handles_labels()
     fig.suptitle(f"{title}: mean over seeds, band = min..max")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=8,
+               ncol=2 if len(labels) > 3 else 1, frameon=False)  # fmt: skip
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
