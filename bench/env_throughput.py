@@ -10,11 +10,13 @@ caption's share of step time is the median over pairs of the CPU-time difference
 load from other processes on this shared machine hits both alike. PPO, learning included,
 without the task's greedy evaluation (training throughput): the task's own layout
 (tune_configs/babyai-gotolocal-redball-s20.yaml: 2 env runners x 16 envs, the learner on one
-torch thread), the same with the learner on two threads, then 1 runner x 32, x 16 and x 8
-envs; then the task's layout with its evaluation (50 greedy episodes every
-20k env steps, whose env steps are not counted). One after the other; env steps over the
-wall time of the timed iterations (the first, warm-up iteration excluded), divided by the
-raw BabyAI rate measured in the same run.
+torch thread), the same with the learner on two threads, 1 runner x 32, x 16 and x 8 envs,
+gymnasium's async vector env (one process per env) at 2 x 16 and 1 x 16, and the learner
+compiled with torch.compile; then the task's layout with its evaluation (50 greedy episodes
+every 20k env steps, whose env steps are not counted). One after the other; env steps over
+the wall time of the timed iterations (the first, warm-up iteration excluded), divided by the
+raw BabyAI rate measured in the same run, with RLlib's own timers for sampling, the learner's
+update and the weight sync, so that the split holds without a profiler's overhead.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import platform
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -86,13 +89,29 @@ def raw_throughput(name: str, steps: int, pairs: int) -> dict[str, float]:
     }
 
 
-#: ((env runners, envs per runner), or None for the task's own; with the task's greedy
-#: evaluation; learner threads, or None for the task's default)
-Layout = tuple[tuple[int, int] | None, bool, int | None]
+@dataclass(frozen=True)
+class PPOSetup:
+    """One PPO layout to time; ``None`` fields keep the task file's setting."""
+
+    runners_x_envs: tuple[int, int] | None = None
+    evaluate: bool = False  # the task's greedy evaluation on (its env steps are not counted)
+    learner_threads: int | None = None
+    vectorize_mode: str | None = None  # gymnasium's "sync" (RLlib's default) or "async"
+    compile_learner: bool = False  # RLlib's torch_compile_learner (inductor, on the CPU)
+
+    @property
+    def task_setting(self) -> bool:
+        return (self.runners_x_envs is None and self.learner_threads is None
+                and self.vectorize_mode is None and not self.compile_learner)  # fmt: skip
 
 
-def ppo_throughput(iterations: int, layouts: list[Layout]) -> dict[str, dict]:
-    """PPO env steps/s for each layout (:data:`Layout`)."""
+#: RLlib's per-iteration timers (seconds, RLlib's moving average over iterations).
+TIMERS = {"sampling": "env_runner_sampling_timer", "learner update": "learner_update_timer",
+          "weight sync": "synch_weights"}  # fmt: skip
+
+
+def ppo_throughput(iterations: int, setups: list[PPOSetup]) -> dict[str, dict]:
+    """PPO env steps/s for each setup, and where an iteration's wall time goes."""
     import ray
 
     from rl_bk.experiments.methods import get_method
@@ -104,12 +123,17 @@ def ppo_throughput(iterations: int, layouts: list[Layout]) -> dict[str, dict]:
     task = load_task("babyai-gotolocal-redball-s20")
     out = {}
     try:
-        for layout, evaluate, threads in layouts:
-            learner = task.learner.model_copy(update={"threads": threads})
+        for setup in setups:
+            learner = task.learner.model_copy(update={"threads": setup.learner_threads})
             config = get_method("ppo").build(task.model_copy(update={"learner": learner}), 0, {})
-            if layout is not None:
-                config.env_runners(num_env_runners=layout[0], num_envs_per_env_runner=layout[1])
-            if not evaluate:
+            if setup.runners_x_envs is not None:
+                runners, envs = setup.runners_x_envs
+                config.env_runners(num_env_runners=runners, num_envs_per_env_runner=envs)
+            if setup.vectorize_mode is not None:
+                config.env_runners(gym_env_vectorize_mode=setup.vectorize_mode)
+            if setup.compile_learner:
+                config.framework(torch_compile_learner=True)
+            if not setup.evaluate:
                 config.evaluation(evaluation_interval=None)
             algo = config.build_algo()
             try:
@@ -121,14 +145,20 @@ def ppo_throughput(iterations: int, layouts: list[Layout]) -> dict[str, dict]:
             finally:
                 algo.stop()
             steps = result["num_env_steps_sampled_lifetime"] - steps0
+            timers = {name: float(result["timers"].get(key, float("nan")))
+                      for name, key in TIMERS.items()}  # fmt: skip
             label = (f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} envs, "
                       f"batch {config.train_batch_size_per_learner}, {config.num_epochs} epochs, "
                       f"MLP {task.model.fcnet_hiddens}"
-                      + (f", learner on {threads} thread(s)" if threads else "")
-                      + (", with the task's greedy evaluation" if evaluate else ""))  # fmt: skip
+                      + (f", {setup.vectorize_mode} vector env" if setup.vectorize_mode else "")
+                      + (f", learner on {setup.learner_threads} thread(s)"
+                         if setup.learner_threads else "")
+                      + (", learner compiled (torch.compile)" if setup.compile_learner else "")
+                      + (", with the task's greedy evaluation" if setup.evaluate else ""))  # fmt: skip
             out[label] = {"env_steps_per_s": steps / elapsed, "env_steps_timed": steps,
-                          "task_setting": layout is None and threads is None,
-                          "evaluation": evaluate}  # fmt: skip
+                          "iteration_s": elapsed / iterations, "timers_s": timers,
+                          "task_setting": setup.task_setting,
+                          "evaluation": setup.evaluate}  # fmt: skip
     finally:
         ray.shutdown()
     return out
@@ -158,9 +188,17 @@ def main(argv: list[str] | None = None) -> int:
     babyai_raw = raw_throughput(ENVS["babyai"], steps, pairs)["steps_per_s_captioned"]
     # Training throughput without evaluation (the target's measure), then the task's layout
     # with its greedy evaluation (50 episodes every 20k env steps: env steps too, not counted).
-    ppo = ppo_throughput(iters, [(None, False, None), (None, False, 2), ((1, 32), False, None),
-                                 ((1, 16), False, None), ((1, 8), False, None),
-                                 (None, True, None)])  # fmt: skip
+    ppo = ppo_throughput(iters, [
+        PPOSetup(),
+        PPOSetup(learner_threads=2),
+        PPOSetup(runners_x_envs=(1, 32)),
+        PPOSetup(runners_x_envs=(1, 16)),
+        PPOSetup(runners_x_envs=(1, 8)),
+        PPOSetup(vectorize_mode="async"),
+        PPOSetup(runners_x_envs=(1, 16), vectorize_mode="async"),
+        PPOSetup(compile_learner=True),
+        PPOSetup(evaluate=True),
+    ])  # fmt: skip
     for r in ppo.values():
         r["over_raw"] = r["env_steps_per_s"] / babyai_raw
     results["ppo_babyai"] = {"raw_captioned_steps_per_s_same_run": babyai_raw, "runs": ppo}
@@ -192,11 +230,21 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", f"PPO on {ENVS['babyai']} (learning included), over the raw captioned "
               f"single-process rate measured in the same run "
               f"({babyai_raw:.0f} steps/s):", "",
-              "| setup | PPO env steps/s | PPO / raw |", "|---|---|---|"]  # fmt: skip
+              "| setup | PPO env steps/s | PPO / raw | s per iteration | sampling | "
+              "learner update | weight sync |", "|---|---|---|---|---|---|---|"]  # fmt: skip
     for layout, r in ppo.items():
         mark = " **(task setting)**" if r["task_setting"] else ""
-        lines.append(f"| {layout}{mark} | {r['env_steps_per_s']:.0f} | {r['over_raw']:.2f} |")
-    (args.out / "env_throughput.md").write_text("\n".join(lines) + "\n")
+        t = r["timers_s"]
+        lines.append(f"| {layout}{mark} | {r['env_steps_per_s']:.0f} | {r['over_raw']:.2f} | "
+                     f"{r['iteration_s']:.3f} | {t['sampling']:.3f} | "
+                     f"{t['learner update']:.3f} | {t['weight sync']:.3f} |")  # fmt: skip
+    lines += ["", "s per iteration: wall time of one timed iteration (one train batch); "
+              "sampling, learner update, weight sync: RLlib's own timers for those parts of an "
+              "iteration (its moving averages, seconds), with no profiler attached; the rest of "
+              "an iteration is RLlib's bookkeeping and, where on, the greedy evaluation."]
+    from bench.study import write_keeping_reading
+
+    write_keeping_reading(args.out / "env_throughput.md", "\n".join(lines) + "\n")
     print(f"wrote {args.out / 'env_throughput.md'}")
     return 0
 

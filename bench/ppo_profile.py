@@ -165,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
              f"{r['layout']}. {r['iterations']} iterations ({r['env_steps']:,} env steps) "
              f"under cProfile: {r['wall_s']:.1f} s wall, {r['env_steps'] / r['wall_s']:.0f} "
              "env steps/s (slowed by the profiler).", "", *_rows(r)]  # fmt: skip
-    (args.out / "ppo_profile.md").write_text("\n".join(lines) + "\n")
+    from bench.study import write_keeping_reading
+
+    write_keeping_reading(args.out / "ppo_profile.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

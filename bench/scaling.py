@@ -216,7 +216,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{after:.0f} | {(before + after) / 2 / raw:.2f} |"]  # fmt: skip
     else:
         lines.append(f"Not measured: {cluster['skipped']}")
-    (args.out / "scaling.md").write_text("\n".join(lines) + "\n")
+    from bench.study import write_keeping_reading
+
+    write_keeping_reading(args.out / "scaling.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
