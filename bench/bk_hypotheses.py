@@ -20,7 +20,6 @@ method, not BK's).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -117,7 +116,7 @@ def arm_rows(run_dir: Path, budgets: list[int]) -> dict[str, Any]:
 
 
 def write_report(arms: list[Arm], done: dict[str, dict], facts: dict, budgets: list[int]) -> None:
-    from bench.study import mean_sd, steps_per_seed, write_keeping_reading
+    from bench.study import mean_sd, steps_per_seed, write_arms
 
     lines = [
         "# BK hypotheses: screening runs on GoToLocal-RedBall-S20",
@@ -159,9 +158,7 @@ def write_report(arms: list[Arm], done: dict[str, dict], facts: dict, budgets: l
                  mean_sd(r[f"train@{budgets[-1] // 1000}k"])]
         lines.append(f"| {a.name} | " + " | ".join(cells) + " |")
     lines += ["", "Run folders: `bench/runs/bk-hypotheses/<arm>/` (not committed).", ""]
-    write_keeping_reading(RESULTS.with_suffix(".md"), "\n".join(lines))
-    RESULTS.with_suffix(".json").write_text(json.dumps({**facts, "arms": done}, indent=2,
-                                                       default=str))  # fmt: skip
+    write_arms(RESULTS, "\n".join(lines), facts, done)
 
 
 def main() -> int:
@@ -176,27 +173,21 @@ def main() -> int:
         for a in ARMS:
             print(f"{a.name}: {a.hypothesis}")
         return 0
-    names = args.arms.split(",") if args.arms else [a.name for a in ARMS]
-    unknown = set(names) - {a.name for a in ARMS}
-    if unknown:
-        raise SystemExit(f"unknown arms {sorted(unknown)}; --list shows them")
-    arms = [a for a in ARMS if a.name in names]
+
+    from bench.paired_rounds import run_facts
+    from bench.study import continued_arms, select_arms
+
+    arms = select_arms(args.arms, ARMS)
     seeds = [int(s) for s in args.seeds.split(",")]
     budgets = sorted({b for b in (50_000, 100_000, 150_000, 200_000) if b < args.steps}
                      | {args.steps})
 
-    from bench.paired_rounds import run_facts
-
     facts = {**run_facts("bench/bk_hypotheses.py"), "seeds": seeds, "steps": args.steps}
-    previous = RESULTS.with_suffix(".json")
-    done: dict[str, dict] = {}
-    if previous.is_file():  # a continued screening keeps its start and finished arms
-        old = json.loads(previous.read_text())
-        if old.get("seeds") == seeds and old.get("steps") == args.steps:
-            facts, done = {**old, "arms": None}, old.get("arms", {})
-            facts.pop("arms")
+    facts, done = continued_arms(RESULTS.with_suffix(".json"), facts)
     write_report(arms, done, facts, budgets)
     for arm in arms:
+        if arm.name in done:
+            continue
         started = time.time()
         run_dir = run_arm(arm, seeds, args.steps, args.runs)
         done[arm.name] = {**arm_rows(run_dir, budgets), "run_dir": str(run_dir),

@@ -154,7 +154,8 @@ def ppo_throughput(iterations: int, setups: list[PPOSetup]) -> dict[str, dict]:
                       + (f", learner on {setup.learner_threads} thread(s)"
                          if setup.learner_threads else "")
                       + (", learner compiled (torch.compile)" if setup.compile_learner else "")
-                      + (", with the task's greedy evaluation" if setup.evaluate else ""))  # fmt: skip
+                      + (", with the task's greedy evaluation" if setup.evaluate
+                         else ""))  # fmt: skip
             out[label] = {"env_steps_per_s": steps / elapsed, "env_steps_timed": steps,
                           "iteration_s": elapsed / iterations, "timers_s": timers,
                           "task_setting": setup.task_setting,

@@ -17,7 +17,6 @@ wall seconds it reports are wall clock.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -111,7 +110,7 @@ def arm_numbers(run_dir: Path, steps: int) -> dict[str, list[float]]:
 
 
 def write_report(arms: list[Arm], done: dict[str, dict], facts: dict) -> None:
-    from bench.study import mean_sd, steps_per_seed, write_keeping_reading
+    from bench.study import mean_sd, steps_per_seed, write_arms
 
     steps = facts["steps"]
     lines = [
@@ -159,9 +158,7 @@ def write_report(arms: list[Arm], done: dict[str, dict], facts: dict) -> None:
                  f"{sum(r['env_steps_per_s']) / len(r['env_steps_per_s']):.0f}"]  # fmt: skip
         lines.append(f"| {a.name} | " + " | ".join(cells) + " |")
     lines += ["", "Run folders: `bench/runs/ppo-batch-settings/<arm>/` (not committed).", ""]
-    write_keeping_reading(RESULTS.with_suffix(".md"), "\n".join(lines))
-    RESULTS.with_suffix(".json").write_text(json.dumps({**facts, "arms": done}, indent=2,
-                                                       default=str))  # fmt: skip
+    write_arms(RESULTS, "\n".join(lines), facts, done)
 
 
 def main() -> int:
@@ -171,24 +168,13 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=300_000)
     p.add_argument("--runs", type=Path, default=RUNS, help="where the Tune runs go")
     args = p.parse_args()
-    names = args.arms.split(",") if args.arms else [a.name for a in ARMS]
-    unknown = set(names) - {a.name for a in ARMS}
-    if unknown:
-        raise SystemExit(f"unknown arms {sorted(unknown)}; known: {[a.name for a in ARMS]}")
-    arms = [a for a in ARMS if a.name in names]
-    seeds = [int(s) for s in args.seeds.split(",")]
-
     from bench.paired_rounds import run_facts
-    from bench.study import run_or_resume
+    from bench.study import continued_arms, run_or_resume, select_arms
 
+    arms = select_arms(args.arms, ARMS)
+    seeds = [int(s) for s in args.seeds.split(",")]
     facts = {**run_facts("bench/ppo_batch_settings.py"), "seeds": seeds, "steps": args.steps}
-    done: dict[str, dict] = {}
-    previous = RESULTS.with_suffix(".json")
-    if previous.is_file():  # a continued run keeps its start and finished arms
-        old = json.loads(previous.read_text())
-        if old.get("seeds") == seeds and old.get("steps") == args.steps:
-            done = old.pop("arms", {})
-            facts = old
+    facts, done = continued_arms(RESULTS.with_suffix(".json"), facts)
     write_report(arms, done, facts)
     for arm in arms:
         if arm.name in done:

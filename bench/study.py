@@ -11,6 +11,7 @@ are not committed) loses at most the trials it was running.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,3 +205,33 @@ def write_keeping_reading(path: Path, text: str) -> None:
     if path.is_file() and READING in path.read_text():
         notes = READING + path.read_text().split(READING, 1)[1]
     path.write_text(text + ("\n" + notes if notes else ""))
+
+
+def select_arms(names: str | None, arms: list) -> list:
+    """The arms named (comma-separated; all when None), in the script's order; an unknown
+    name is an error that lists the known ones."""
+    wanted = names.split(",") if names else [a.name for a in arms]
+    unknown = set(wanted) - {a.name for a in arms}
+    if unknown:
+        raise SystemExit(f"unknown arms {sorted(unknown)}; known: {[a.name for a in arms]}")
+    return [a for a in arms if a.name in wanted]
+
+
+def continued_arms(results: Path, facts: dict) -> tuple[dict, dict[str, dict]]:
+    """(facts, finished arms) of a screening that ``results`` (its JSON) kept, when it ran the
+    same seeds and steps as ``facts`` say: a continued screening keeps its start and what it
+    finished. Otherwise ``facts`` and nothing finished."""
+    if not results.is_file():
+        return facts, {}
+    old = json.loads(results.read_text())
+    if old.get("seeds") != facts["seeds"] or old.get("steps") != facts["steps"]:
+        return facts, {}
+    done = old.pop("arms", None) or {}
+    return old, done
+
+
+def write_arms(results: Path, text: str, facts: dict, done: dict[str, dict]) -> None:
+    """A screening's table (keeping its hand-written reading) and its JSON of finished arms."""
+    write_keeping_reading(results.with_suffix(".md"), text)
+    results.with_suffix(".json").write_text(json.dumps({**facts, "arms": done}, indent=2,
+                                                       default=str))  # fmt: skip
