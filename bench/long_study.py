@@ -7,11 +7,12 @@ sessions and machines loses at most the seed it was running.
     python bench/long_study.py crafter-ellm-reward-free --report-only       # tables from what ran
     python bench/long_study.py --list
 
-Each study (``STUDIES``) is a list of (part of the study, task file as committed); every
-method and seed of the task runs as one ``tune_run.py`` sweep of its own (its budget, its
-settings, the sweep grid of that method), under ``bench/runs/<study>/``. The plan (tasks,
-methods, seeds, env steps, budgets, metric) is written to ``bench/results/<study>.md`` before
-the first trial; the tables and the plot are rewritten after every part. Re-running the
+Each study (``STUDIES``) is a list of parts: (part of the study, task file as committed, and
+optionally what the part changes in it: its methods, a method's sweep grid, its env steps and
+budgets). Every method and seed of a part runs as one ``tune_run.py`` sweep of its own (its
+budget, its settings, the sweep grid of that method), under ``bench/runs/<study>/``. The plan
+(tasks, methods, seeds, env steps, budgets, metric) is written to ``bench/results/<study>.md``
+before the first trial; the tables and the plot are rewritten after every part. Re-running the
 command continues: finished parts are read from the JSON, an interrupted one resumes from its
 checkpoints when its Tune folder is still there (the same machine) and starts again when not.
 
@@ -55,7 +56,14 @@ STUDIES: dict[str, dict] = {
                     "unlock more achievements per episode than the novelty baseline and RND, "
                     "beyond the seed spread? ELLM with the embedded 135M model is plumbing, "
                     "not knowledge.",
-        "parts": [("crafter", "crafter-text-ellm-reward-free")],
+        # The task's ellm grid holds the oracle and the embedded LLM. The embedded model labels
+        # at ~15 env steps/s on 2 CPUs (~5.5 h per 300k trial), so its row is a part of its
+        # own at a smaller budget, run after the others rather than beside them in one sweep.
+        "parts": [("crafter", "crafter-text-ellm-reward-free",
+                   {"sweep": {"ellm": {"backend": ["oracle"]}}}),
+                  ("crafter-embedded-llm", "crafter-text-ellm-reward-free",
+                   {"methods": ["ellm"], "sweep": {"ellm": {"backend": ["llamacpp"]}},
+                    "steps": 30_000, "budgets": [10_000, 20_000, 30_000]})],
         # The task file runs ELLM's 1M; these CPUs allow 300k (a departure, said in the plan).
         "steps": 300_000, "budgets": [100_000, 200_000, 300_000],
     },
@@ -72,17 +80,29 @@ STUDIES: dict[str, dict] = {
 }  # fmt: skip
 
 
-def _load(task_name: str, smoke: bool, study: str | None = None):
-    """The task as the study runs it: the task file, with the study's budget if it sets one
-    (never under --smoke, which keeps the smoke settings)."""
+def study_parts(study: str) -> list[tuple[str, str, dict]]:
+    """(part name, task file, what the part changes in the task) for each part of a study."""
+    return [(p[0], p[1], p[2] if len(p) > 2 else {}) for p in STUDIES[study]["parts"]]
+
+
+def _load(task_name: str, smoke: bool, study: str | None = None, changes: dict | None = None):
+    """The task as the study runs it: the task file with the part's changes (methods, a
+    method's sweep grid) and the part's or else the study's budget (never under --smoke, which
+    keeps the smoke settings)."""
     from rl_bk.experiments.task_config import load_task
 
     task = load_task(task_name, smoke=smoke)
-    spec = STUDIES.get(study or "", {})
+    changes = changes or {}
+    update: dict = {}
+    if "methods" in changes:
+        update["methods"] = list(changes["methods"])
+    if "sweep" in changes:
+        update["sweep"] = {**task.sweep, **changes["sweep"]}
+    spec = {**STUDIES.get(study or "", {}), **changes}
     if "steps" in spec and not smoke:
-        stop = task.stop.model_copy(update={"num_env_steps": spec["steps"]})
-        task = task.model_copy(update={"stop": stop, "budgets": spec["budgets"]})
-    return task
+        update["stop"] = task.stop.model_copy(update={"num_env_steps": spec["steps"]})
+        update["budgets"] = spec["budgets"]
+    return task.model_copy(update=update) if update else task
 
 
 def parts(study: str, smoke: bool) -> list[tuple[str, str, object]]:
@@ -91,8 +111,8 @@ def parts(study: str, smoke: bool) -> list[tuple[str, str, object]]:
     from bench.study import seed_parts
 
     out = []
-    for name, task_name in STUDIES[study]["parts"]:
-        task = _load(task_name, smoke, study)
+    for name, task_name, changes in study_parts(study):
+        task = _load(task_name, smoke, study, changes)
         for method in task.methods:
             out += [(part, method, seeded)
                     for part, seeded, _ in seed_parts(f"{name}/{method}", task)]  # fmt: skip
@@ -115,12 +135,18 @@ def _plan(study: str, facts: dict, smoke: bool) -> list[str]:
                 "setting."] if "steps" in spec else []),
              "", "| part | task | methods | seeds | env steps | budgets | metric |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for name, task_name in spec["parts"]:
-        t = _load(task_name, smoke, study)
-        lines.append(f"| {name} | `{task_name}` | {', '.join(t.methods)} | {t.seeds} | "
+    for name, task_name, changes in study_parts(study):
+        t = _load(task_name, smoke, study, changes)
+        methods = ", ".join(f"{m} ({_grid(t.sweep[m])})" if m in changes.get("sweep", {})
+                            else m for m in t.methods)  # fmt: skip
+        lines.append(f"| {name} | `{task_name}` | {methods} | {t.seeds} | "
                      f"{t.stop.num_env_steps:,} | {', '.join(f'{b:,}' for b in t.budgets)} | "
                      f"{M.MAIN_METRICS[t.metric]} |")  # fmt: skip
     return lines
+
+
+def _grid(grid: dict[str, list]) -> str:
+    return ", ".join(f"{k}={'|'.join(str(v) for v in vs)}" for k, vs in grid.items())
 
 
 def _mean_sd(values: list) -> str:
@@ -156,13 +182,13 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
     from rl_bk.experiments.results import CURVE_NAMES
 
     lines = [*_plan(study, facts, smoke), "", "## Results", ""]
-    for name, task_name in STUDIES[study]["parts"]:
+    for name, task_name, changes in study_parts(study):
         mine = {p: f for p, f in finished.items() if p.split("/")[0] == name}
         lines += [f"### {name} (`{task_name}`)", ""]
         if not mine:
             lines += ["Not run yet.", ""]
             continue
-        task = _load(task_name, smoke, study)
+        task = _load(task_name, smoke, study, changes)
         rows = sorted((r for f in mine.values() for r in f["rows"]),
                       key=lambda r: (task.methods.index(r["variant"].split()[0])
                                      if r["variant"].split()[0] in task.methods else 99,
@@ -227,7 +253,7 @@ def main() -> int:
     args = p.parse_args()
     if args.list or args.study is None:
         for name, spec in STUDIES.items():
-            print(f"{name}: " + ", ".join(f"{n} ({t})" for n, t in spec["parts"]))
+            print(f"{name}: " + ", ".join(f"{n} ({t})" for n, t, _ in study_parts(name)))
         return 0
 
     from bench.paired_rounds import run_facts

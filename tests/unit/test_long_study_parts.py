@@ -1,0 +1,37 @@
+"""A long study's part may narrow its task (methods, one method's sweep grid, its budget): the
+reward-free Crafter study runs ELLM's oracle row at 300k and the slow embedded-LLM row as a
+part of its own, so neither waits on the other inside one Tune sweep."""
+
+from bench import long_study
+
+
+def test_part_changes_narrow_the_task_and_keep_the_rest():
+    parts = {name: (task, changes) for name, task, changes
+             in long_study.study_parts("crafter-ellm-reward-free")}  # fmt: skip
+    task_name, changes = parts["crafter"]
+    oracle = long_study._load(task_name, False, "crafter-ellm-reward-free", changes)
+    assert oracle.methods == ["ellm", "ellm-novelty", "rnd"]
+    assert oracle.sweep["ellm"] == {"backend": ["oracle"]}
+    assert oracle.sweep["rnd"] == {"ext_coeff": [0.0]}  # the task's other grids are kept
+    assert oracle.stop.num_env_steps == 300_000  # the study's budget
+
+    task_name, changes = parts["crafter-embedded-llm"]
+    embedded = long_study._load(task_name, False, "crafter-ellm-reward-free", changes)
+    assert embedded.methods == ["ellm"]
+    assert embedded.sweep["ellm"] == {"backend": ["llamacpp"]}
+    assert embedded.stop.num_env_steps == 30_000  # the part's budget wins over the study's
+    assert embedded.budgets == [10_000, 20_000, 30_000]
+
+
+def test_part_without_changes_is_the_task_at_the_study_budget():
+    (name, task_name, changes), _ = long_study.study_parts("nethack-oni")
+    assert changes == {}
+    task = long_study._load(task_name, False, "nethack-oni", changes)
+    assert task.stop.num_env_steps == 300_000
+    assert "oni-classification" in task.methods
+
+
+def test_smoke_keeps_the_smoke_budget():
+    task_name, changes = long_study.study_parts("crafter-ellm-reward-free")[1][1:]
+    smoke = long_study._load(task_name, True, "crafter-ellm-reward-free", changes)
+    assert smoke.stop.num_env_steps < 30_000
