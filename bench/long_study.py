@@ -98,7 +98,8 @@ def _load(task_name: str, smoke: bool, study: str | None = None, changes: dict |
         update["methods"] = list(changes["methods"])
     if "sweep" in changes:
         update["sweep"] = {**task.sweep, **changes["sweep"]}
-    spec = {**STUDIES.get(study or "", {}), **changes}
+    # Env steps and budgets go together: a part that sets its steps sets its budgets too.
+    spec = changes if "steps" in changes else STUDIES.get(study or "", {})
     if "steps" in spec and not smoke:
         update["stop"] = task.stop.model_copy(update={"num_env_steps": spec["steps"]})
         update["budgets"] = spec["budgets"]
