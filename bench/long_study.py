@@ -177,6 +177,38 @@ def _table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _achievement_table(entries: list[dict], variants: list[str] = ()) -> list[str]:
+    """Crafter: each achievement's unlock rate (% of the last 100 training episodes at the
+    end), mean ± std over seeds per variant (in the order of ``variants``, then any other);
+    the most often unlocked first. Empty when no entry has rates (not Crafter)."""
+    kept: dict[str, list[dict[str, float]]] = {}
+    for entry in entries:
+        for variant, rates in entry.get("achievements", {}).items():
+            kept.setdefault(variant, []).append(rates)
+    if not kept:
+        return []
+    per_variant = {v: kept[v] for v in [*variants, *kept] if v in kept}
+    without = [v for v in variants if v not in kept]
+    names = list(dict.fromkeys(n for seeds in per_variant.values() for r in seeds for n in r))
+
+    def mean(name: str) -> float:
+        values = [r.get(name, math.nan) for seeds in per_variant.values() for r in seeds]
+        ok = [v for v in values if v is not None and not math.isnan(v)]
+        return sum(ok) / len(ok) if ok else -1.0
+
+    lines = ["Unlock rate per achievement (% of episodes; mean ± std over seeds):", "",
+             "| achievement | " + " | ".join(per_variant) + " |",
+             "|---|" + "---|" * len(per_variant)]  # fmt: skip
+    for name in sorted(names, key=lambda n: (-mean(n), n)):
+        cells = [_mean_sd([100 * r[name] if r.get(name) is not None else math.nan
+                           for r in seeds]) for seeds in per_variant.values()]  # fmt: skip
+        lines.append(f"| {name.replace('_', ' ')} | " + " | ".join(cells) + " |")
+    if without:  # finished before the rates were kept, with their runs no longer here
+        lines += ["", f"Not kept for: {', '.join(without)} (finished before these rates "
+                  "were kept, and its runs are no longer on the machine that ran them)."]
+    return lines
+
+
 def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
     from bench.study import is_done, plot_study, write_keeping_reading
     from rl_bk import metrics as M
@@ -195,6 +227,9 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
                                      if r["variant"].split()[0] in task.methods else 99,
                                      r["variant"], r["seed"]))  # fmt: skip
         lines += [*_table(rows), ""]
+        variants = list(dict.fromkeys(r["variant"] for r in rows))
+        if table := _achievement_table(list(mine.values()), variants):
+            lines += [*table, ""]
         commits = ", ".join(f"`{c}`" for c in sorted({f.get("commit", "not recorded")
                                                       for f in mine.values()}))  # fmt: skip
         lines.append(f"Runs (not committed): `bench/runs/{study}/{name}/<method>/<seed>/`; "
@@ -235,8 +270,38 @@ def _finish(task, run_dir: Path) -> dict:
     from bench.study import code_commit, trial_curves
 
     rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
-    return {"run_dir": str(rel), "rows": json.loads(json.dumps(rows, default=float)),
-            "curves": trial_curves(run_dir, extra=(main,)), "commit": code_commit()}  # fmt: skip
+    out = {"run_dir": str(rel), "rows": json.loads(json.dumps(rows, default=float)),
+           "curves": trial_curves(run_dir, extra=(main,)), "commit": code_commit()}
+    if achievements := _achievements(run_dir):
+        out["achievements"] = achievements
+    return out
+
+
+def _achievements(run_dir: Path) -> dict[str, dict[str, float]]:
+    """Crafter: variant -> each achievement's unlock rate at the end of its trial (the same
+    last-100-episode means the Crafter score is computed from); empty for other envs."""
+    from rl_bk.experiments.results import (
+        achievement_rates,
+        display_label,
+        records_from_tune_dir,
+        smooth_over_episodes,
+    )
+
+    out = {}
+    for r in records_from_tune_dir(run_dir / "tune"):
+        if rates := achievement_rates(smooth_over_episodes(r.progress)):
+            out[display_label(r.label)] = rates
+    return out
+
+
+def _add_missing_achievements(finished: dict) -> None:
+    """Parts finished before their unlock rates were kept get them from their runs, where
+    the runs are still on this machine (``bench/runs`` is not committed)."""
+    for entry in finished.values():
+        run_dir = ROOT / entry["run_dir"]
+        if "achievements" not in entry and (run_dir / "tune").is_dir():
+            if achievements := _achievements(run_dir):
+                entry["achievements"] = achievements
 
 
 def main() -> int:
@@ -270,6 +335,7 @@ def main() -> int:
         old = json.loads(results.read_text())
         facts = {k: old[k] for k in ("command", "machine", "date") if k in old} or facts
         finished = old.get("finished", {})
+        _add_missing_achievements(finished)
     write_report(study, facts, finished, args.smoke)
     if args.report_only:
         return 0

@@ -163,6 +163,13 @@ def crafter_score(achievement_rates: Iterable[float]) -> float:
     return float(np.exp(np.mean(np.log1p(100.0 * rates))) - 1.0)
 
 
+def achievement_rates(progress: pd.DataFrame) -> dict[str, float]:
+    """Each Crafter achievement's share of episodes that unlock it, at the last report
+    (``{"collect_wood": 0.97, ...}``); empty for envs without achievements."""
+    prefix = M.ACHIEVEMENT_PREFIX
+    return {c[len(prefix):]: _last(progress, c) for c in progress.columns if c.startswith(prefix)}
+
+
 def _last(progress: pd.DataFrame, column: str) -> float:
     if column not in progress:
         return math.nan
@@ -211,10 +218,10 @@ def trial_row(record: TrialRecord, success_threshold: float | None, main_metric:
             row[f"eval_steps_to_success_{success_threshold:g}"] = steps_to_reach(
                 p, M.EVAL_SUCCESS_RATE, success_threshold, min_episodes=0
             )
-    achievement_cols = [c for c in p.columns if c.startswith(M.ACHIEVEMENT_PREFIX)]
-    if achievement_cols:
+    rates = achievement_rates(p)
+    if rates:
         row["achievements_per_episode"] = _last(p, M.ACHIEVEMENTS_PER_EPISODE)
-        row["crafter_score"] = crafter_score(_last(p, c) for c in achievement_cols)
+        row["crafter_score"] = crafter_score(rates.values())
     if M.GAME_SCORE_MEAN in p:
         row["game_score_mean"] = _last(p, M.GAME_SCORE_MEAN)
     for suffix in LEARNER_COLUMNS:  # PTGM's KL term, BC-PPO's starting policy

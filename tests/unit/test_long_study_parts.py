@@ -35,3 +35,21 @@ def test_smoke_keeps_the_smoke_budget():
     task_name, changes = long_study.study_parts("crafter-ellm-reward-free")[1][1:]
     smoke = long_study._load(task_name, True, "crafter-ellm-reward-free", changes)
     assert smoke.stop.num_env_steps < 30_000
+
+
+def test_achievement_table_means_over_seeds_most_unlocked_first():
+    entries = [  # two seeds of two variants, as finished parts keep them
+        {"achievements": {"ellm": {"collect_wood": 0.9, "place_table": 0.2}}},
+        {"achievements": {"ellm": {"collect_wood": 1.0, "place_table": 0.4}}},
+        {"achievements": {"rnd": {"collect_wood": 0.8, "place_table": 0.0}}},
+        {"achievements": {"rnd": {"collect_wood": 0.6, "place_table": 0.0}}},
+        {"rows": []},  # a part without rates (not Crafter) adds nothing
+    ]
+    lines = long_study._achievement_table(entries, ["ppo", "rnd", "ellm"])
+    assert lines[2] == "| achievement | rnd | ellm |"  # the variants' order, ppo has none
+    # collect wood: ellm (90 + 100) / 2 = 95, sd 7.07; rnd 70 ± 14.1; unlocked more often
+    # than place table, so it comes first
+    assert lines[4] == "| collect wood | 70 ± 14 | 95 ± 7.1 |"
+    assert lines[5] == "| place table | 0 ± 0 | 30 ± 14 |"
+    assert lines[-1].startswith("Not kept for: ppo (")
+    assert long_study._achievement_table([{"rows": []}]) == []

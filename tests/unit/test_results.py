@@ -9,6 +9,7 @@ import pytest
 from rl_bk import metrics as M
 from rl_bk.experiments.results import (
     TrialRecord,
+    achievement_rates,
     crafter_score,
     curve_metrics,
     learning_curves,
@@ -186,3 +187,13 @@ def test_a_method_s_own_learner_metrics_get_columns_only_where_logged():
     assert row["ptgm_prior_kl_mean"] == 0.5 and row["ptgm_kl_reward_mean"] == -0.025
     assert "bc_held_out_accuracy" not in row
     assert "ptgm_prior_kl_mean" not in trial_row(TrialRecord("ppo", 0, progress([1], [0])), 0.9)
+
+
+def test_achievement_rates_are_the_last_report_per_achievement():
+    p = pd.DataFrame({
+        M.ENV_STEPS: [100, 200],
+        M.ACHIEVEMENT_PREFIX + "collect_wood": [0.5, 0.75],
+        M.ACHIEVEMENT_PREFIX + "place_table": [0.25, np.nan],  # not reported at the end
+    })
+    assert achievement_rates(p) == {"collect_wood": 0.75, "place_table": 0.25}
+    assert achievement_rates(progress([100], [0.5])) == {}
