@@ -253,45 +253,44 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
 def _finish(task, run_dir: Path) -> dict:
     """A finished part's numbers, one row per trial, and its per-report curves."""
     from rl_bk import metrics as M
-    from rl_bk.experiments.results import (
-        TrialRecord,
-        display_label,
-        records_from_tune_dir,
-        smooth_over_episodes,
-        trial_row,
-    )
+    from rl_bk.experiments.results import trial_row
 
     main = M.MAIN_METRICS[task.metric]
     threshold = task.success_threshold if main == M.SUCCESS_RATE else None
-    rows = []
-    for r in sorted(records_from_tune_dir(run_dir / "tune"), key=lambda r: (r.label, r.seed)):
-        record = TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress))
-        rows.append(trial_row(record, threshold, main, list(task.budgets)))
+    records = _smoothed_records(run_dir)
+    rows = [trial_row(record, threshold, main, list(task.budgets)) for record in records]
     from bench.study import code_commit, trial_curves
 
     rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
     out = {"run_dir": str(rel), "rows": json.loads(json.dumps(rows, default=float)),
            "curves": trial_curves(run_dir, extra=(main,)), "commit": code_commit()}
-    if achievements := _achievements(run_dir):
+    if achievements := _achievements(records):
         out["achievements"] = achievements
     return out
 
 
-def _achievements(run_dir: Path) -> dict[str, dict[str, float]]:
-    """Crafter: variant -> each achievement's unlock rate at the end of its trial (the same
-    last-100-episode means the Crafter score is computed from); empty for other envs."""
+def _smoothed_records(run_dir: Path) -> list:
+    """The trials of a part's Tune folder, labelled for tables, their per-episode metrics
+    smoothed over the last 100 episodes, in (label, seed) order."""
     from rl_bk.experiments.results import (
-        achievement_rates,
+        TrialRecord,
         display_label,
         records_from_tune_dir,
         smooth_over_episodes,
     )
 
-    out = {}
-    for r in records_from_tune_dir(run_dir / "tune"):
-        if rates := achievement_rates(smooth_over_episodes(r.progress)):
-            out[display_label(r.label)] = rates
-    return out
+    return [TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress))
+            for r in sorted(records_from_tune_dir(run_dir / "tune"),
+                            key=lambda r: (r.label, r.seed))]  # fmt: skip
+
+
+def _achievements(records: list) -> dict[str, dict[str, float]]:
+    """Crafter: variant -> each achievement's unlock rate at the end of its trial, from
+    smoothed records (the same last-100-episode means the Crafter score is computed from);
+    empty for other envs."""
+    from rl_bk.experiments.results import achievement_rates
+
+    return {r.label: rates for r in records if (rates := achievement_rates(r.progress))}
 
 
 def _add_missing_achievements(finished: dict) -> None:
@@ -300,7 +299,7 @@ def _add_missing_achievements(finished: dict) -> None:
     for entry in finished.values():
         run_dir = ROOT / entry["run_dir"]
         if "achievements" not in entry and (run_dir / "tune").is_dir():
-            if achievements := _achievements(run_dir):
+            if achievements := _achievements(_smoothed_records(run_dir)):
                 entry["achievements"] = achievements
 
 
