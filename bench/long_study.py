@@ -67,6 +67,21 @@ STUDIES: dict[str, dict] = {
         # The task file runs ELLM's 1M; these CPUs allow 300k (a departure, said in the plan).
         "steps": 300_000, "budgets": [100_000, 200_000, 300_000],
     },
+    "crafter-ellm-tech-tree": {
+        "question": "Reward-free Crafter, a test planned after crafter-ellm-reward-free's "
+                    "per-achievement table showed a lead: leaving out \"wake up\" (which "
+                    "the novelty baseline collects by paying \"sleep\" at any time), does "
+                    "ELLM with the oracle's suggestions (ORACLE) unlock more achievements per "
+                    "episode than novelty, beyond the seed spread, on seeds that study did "
+                    "not use?",
+        "parts": [("crafter", "crafter-text-ellm-reward-free",
+                   {"methods": ["ellm", "ellm-novelty"],
+                    "sweep": {"ellm": {"backend": ["oracle"]}}, "seeds": [3, 4, 5]})],
+        "steps": 300_000, "budgets": [100_000, 200_000, 300_000],
+        # The primary measure: achievements per episode minus these achievements' unlock
+        # rates, each trial's last-100-episode means at its end.
+        "leave_out": ["wake_up"],
+    },
     "nethack-oni": {
         "question": "NetHack Score: are ONI-Retrieval and ONI-Classification (oracle labels) "
                     "above oni-none beyond the seed spread, with ONI's extrinsic weight 0.1 "
@@ -87,7 +102,7 @@ def study_parts(study: str) -> list[tuple[str, str, dict]]:
 
 def _load(task_name: str, smoke: bool, study: str | None = None, changes: dict | None = None):
     """The task as the study runs it: the task file with the part's changes (methods, a
-    method's sweep grid) and the part's or else the study's budget (never under --smoke, which
+    method's sweep grid, seeds) and the part's or else the study's budget (never under --smoke, which
     keeps the smoke settings)."""
     from rl_bk.experiments.task_config import load_task
 
@@ -98,6 +113,8 @@ def _load(task_name: str, smoke: bool, study: str | None = None, changes: dict |
         update["methods"] = list(changes["methods"])
     if "sweep" in changes:
         update["sweep"] = {**task.sweep, **changes["sweep"]}
+    if "seeds" in changes:
+        update["seeds"] = list(changes["seeds"])
     # Env steps and budgets go together: a part that sets its steps sets its budgets too.
     spec = changes if "steps" in changes else STUDIES.get(study or "", {})
     if "steps" in spec and not smoke:
@@ -131,6 +148,10 @@ def _plan(study: str, facts: dict, smoke: bool) -> list[str]:
              "budgets and metric below, none dropped or swapped after being seen. Numbers: "
              "mean ± std over seeds of each trial's value at the budget (the training "
              "episodes' mean over the last 100), and per seed where a threshold applies.",
+             *(["", f"Primary measure: {_without_name(spec['leave_out'])} per trial at "
+                "its end, that is achievements per episode minus the unlock rates of "
+                f"{', '.join(n.replace('_', ' ') for n in spec['leave_out'])} (each the "
+                "training episodes' mean over the last 100)."] if "leave_out" in spec else []),
              *(["", f"Env steps: {spec['steps']:,} per trial where the task files run more "
                 "(the papers' budgets do not fit these CPUs); a departure, not the papers' "
                 "setting."] if "steps" in spec else []),
@@ -209,6 +230,24 @@ def _achievement_table(entries: list[dict], variants: list[str] = ()) -> list[st
     return lines
 
 
+def _without_name(names: list[str]) -> str:
+    return "achievements_per_episode_without_" + "_".join(names)
+
+
+def _rows_leaving_out(entries: list[dict], names: list[str]) -> list[dict]:
+    """Each entry's rows with one more column: achievements per episode minus the unlock
+    rates of ``names`` at the trial's end (an episode's count is the sum of its unlocks, so
+    the two last-100-episode means subtract exactly); NaN where the rates were not kept."""
+    out = []
+    for entry in entries:
+        for row in entry["rows"]:
+            rates = entry.get("achievements", {}).get(row["variant"])
+            left = (row["achievements_per_episode"] - sum(rates[n] for n in names)
+                    if rates and all(n in rates for n in names) else math.nan)  # fmt: skip
+            out.append({**row, _without_name(names): left})
+    return out
+
+
 def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
     from bench.study import is_done, plot_study, write_keeping_reading
     from rl_bk import metrics as M
@@ -222,7 +261,9 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
             lines += ["Not run yet.", ""]
             continue
         task = _load(task_name, smoke, study, changes)
-        rows = sorted((r for f in mine.values() for r in f["rows"]),
+        leave_out = STUDIES[study].get("leave_out")
+        rows = sorted(_rows_leaving_out(list(mine.values()), leave_out) if leave_out
+                      else (r for f in mine.values() for r in f["rows"]),
                       key=lambda r: (task.methods.index(r["variant"].split()[0])
                                      if r["variant"].split()[0] in task.methods else 99,
                                      r["variant"], r["seed"]))  # fmt: skip

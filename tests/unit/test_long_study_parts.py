@@ -53,3 +53,30 @@ def test_achievement_table_means_over_seeds_most_unlocked_first():
     assert lines[5] == "| place table | 0 ± 0 | 30 ± 14 |"
     assert lines[-1].startswith("Not kept for: ppo (")
     assert long_study._achievement_table([{"rows": []}]) == []
+
+
+def test_tech_tree_test_runs_oracle_and_novelty_on_seeds_the_first_study_did_not_use():
+    (_, task_name, changes), = long_study.study_parts("crafter-ellm-tech-tree")
+    task = long_study._load(task_name, False, "crafter-ellm-tech-tree", changes)
+    _, first_task, first_changes = long_study.study_parts("crafter-ellm-reward-free")[0]
+    first = long_study._load(first_task, False, "crafter-ellm-reward-free", first_changes)
+    assert task.methods == ["ellm", "ellm-novelty"]
+    assert task.sweep["ellm"] == {"backend": ["oracle"]}
+    assert task.seeds == [3, 4, 5] and not set(task.seeds) & set(first.seeds)
+    assert task.stop.num_env_steps == 300_000
+    plan = "\n".join(long_study._plan("crafter-ellm-tech-tree",
+                                      {"command": "c", "date": "d", "machine": "m"}, False))
+    assert "Primary measure: achievements_per_episode_without_wake_up" in plan
+
+
+def test_rows_leaving_out_subtract_the_unlock_rates_at_the_end():
+    entries = [
+        {"rows": [{"variant": "ellm", "seed": 3, "achievements_per_episode": 5.0}],
+         "achievements": {"ellm": {"wake_up": 0.9, "collect_wood": 1.0}}},
+        {"rows": [{"variant": "ellm", "seed": 4, "achievements_per_episode": 4.0}]},  # no rates
+    ]
+    rows = long_study._rows_leaving_out(entries, ["wake_up"])
+    column = "achievements_per_episode_without_wake_up"
+    assert rows[0][column] == 4.1 and rows[0]["achievements_per_episode"] == 5.0
+    assert rows[1][column] != rows[1][column]  # NaN: nothing to subtract from
+    assert long_study._table(rows)[2] == "| ellm | 2 | 4.5 ± 0.71 | 4.1 ± 0 (1/2) |"
