@@ -102,8 +102,8 @@ def study_parts(study: str) -> list[tuple[str, str, dict]]:
 
 def _load(task_name: str, smoke: bool, study: str | None = None, changes: dict | None = None):
     """The task as the study runs it: the task file with the part's changes (methods, a
-    method's sweep grid, seeds) and the part's or else the study's budget (never under --smoke, which
-    keeps the smoke settings)."""
+    method's sweep grid, seeds) and the part's or else the study's budget (never under
+    --smoke, which keeps the smoke settings)."""
     from rl_bk.experiments.task_config import load_task
 
     task = load_task(task_name, smoke=smoke)
