@@ -18,6 +18,8 @@ EPISODES_THIS_ITER = "env_runners/num_episodes"  # episodes that ended in this i
 EVAL_PREFIX = "evaluation/"
 EVAL_SUCCESS_RATE = EVAL_PREFIX + SUCCESS_RATE
 EVAL_RETURN_MEAN = EVAL_PREFIX + EPISODE_RETURN_MEAN
+#: The same evaluation's episodes played by the sampled policy (``evaluation.sampled``).
+EVAL_SAMPLED_SUCCESS_RATE = EVAL_PREFIX + "env_runners/sampled_success_rate"
 EVAL_EPISODES = EVAL_PREFIX + EPISODES_THIS_ITER
 #: Present only in the reports of iterations that evaluated (rl_bk/callbacks/episode_metrics.py)
 EVAL_TRAINED_ENV_STEPS = EVAL_PREFIX + "trained_env_steps"

@@ -180,7 +180,9 @@ def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
         return folder
     from rl_bk.knowledge.dataset import read_episodes
 
-    episodes = read_episodes(collect_dataset(task, root=root))
+    # A hand-written BK-Code potential learns nothing from the dataset: none is collected.
+    hand_written = kind == "bk-code" and task.knowledge.code.path
+    episodes = [] if hand_written else read_episodes(collect_dataset(task, root=root))
     _fresh(folder)
     started = time.time()
     if kind in UNLABELLED_KINDS:

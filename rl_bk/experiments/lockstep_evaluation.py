@@ -56,13 +56,21 @@ def play_in_lockstep(envs, seeds: list[int], act) -> list[dict]:
     return out
 
 
+#: Prefix of the sampled policy's metrics when an evaluation also runs it (``sampled=True``).
+SAMPLED_PREFIX = "sampled_"
+
+
 class LockstepEvaluation:
-    """``AlgorithmConfig.evaluation(custom_evaluation_function=LockstepEvaluation(n, greedy))``."""
+    """``AlgorithmConfig.evaluation(custom_evaluation_function=LockstepEvaluation(n, greedy))``.
 
-    def __init__(self, episodes: int, greedy: bool = True) -> None:
-        self.episodes, self.greedy = int(episodes), bool(greedy)
+    ``sampled``: also play the same episodes (same reset seeds) with the sampled policy, and
+    report them beside the greedy ones as ``sampled_<metric>``; its samples come from a torch
+    generator state of their own, so training's random stream is not touched."""
 
-    def _policy(self, module):
+    def __init__(self, episodes: int, greedy: bool = True, sampled: bool = False) -> None:
+        self.episodes, self.greedy, self.sampled = int(episodes), bool(greedy), bool(sampled)
+
+    def _policy(self, module, greedy: bool):
         import torch
         from ray.rllib.core.columns import Columns
 
@@ -74,7 +82,7 @@ class LockstepEvaluation:
             with torch.no_grad():
                 out = module.forward_inference({Columns.OBS: torch.as_tensor(observations)})
                 dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
-                actions = (dist.to_deterministic() if self.greedy else dist).sample()
+                actions = (dist.to_deterministic() if greedy else dist).sample()
             return actions.cpu().numpy().tolist()
 
         return act
@@ -94,21 +102,29 @@ class LockstepEvaluation:
         config = algorithm.config
         envs = [algorithm.env_creator(EnvContext(dict(config.env_config), worker_index=0))
                 for _ in range(self.episodes)]  # fmt: skip
+        import torch
+
         try:
             # The training iteration names the evaluation: a resumed trial replays the same seeds.
             seeds = episode_seeds(config.seed, algorithm.iteration, self.episodes)
-            episodes = play_in_lockstep(envs, seeds, self._policy(runner.module))
+            episodes = play_in_lockstep(envs, seeds, self._policy(runner.module, self.greedy))
+            sampled = []
+            if self.sampled:
+                with torch.random.fork_rng():
+                    torch.manual_seed(seeds[0])
+                    sampled = play_in_lockstep(envs, seeds, self._policy(runner.module, False))
         finally:
             for env in envs:
                 env.close()
 
-        steps = sum(e["length"] for e in episodes)
+        steps = sum(e["length"] for e in episodes + sampled)
         logger = MetricsLogger()
-        for e in episodes:
-            logger.log_value("episode_return_mean", e["return"], reduce="mean")
-            logger.log_value("episode_len_mean", float(e["length"]), reduce="mean")
-            for key, value in episode_end_metrics(e["info"]).items():
-                logger.log_value(key, value, reduce="mean")
+        for prefix, played in (("", episodes), (SAMPLED_PREFIX, sampled)):
+            for e in played:
+                logger.log_value(f"{prefix}episode_return_mean", e["return"], reduce="mean")
+                logger.log_value(f"{prefix}episode_len_mean", float(e["length"]), reduce="mean")
+                for key, value in episode_end_metrics(e["info"]).items():
+                    logger.log_value(f"{prefix}{key}", value, reduce="mean")
         logger.log_value(NUM_EPISODES, len(episodes), reduce="sum")
         logger.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
         logger.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="sum",

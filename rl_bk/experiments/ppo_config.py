@@ -12,6 +12,7 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.callbacks import EpisodeMetricsCallback
 from rl_bk.experiments.task_config import TaskConfig
 
@@ -20,20 +21,32 @@ def base_ppo_config(
     task: TaskConfig, seed: int, params: Mapping[str, Any], config: PPOConfig | None = None
 ) -> PPOConfig:
     """The task's PPO setup: env, model, hyper-parameters (then ``params``), runners, seed."""
-    config = config or PPOConfig()
+    config = config or BasePPOConfig()
     ppo = {**task.ppo.model_dump(), **params}
     config = (
         config.environment(task.env, env_config=dict(task.env_config))
         .env_runners(**task.env_runners.model_dump())
         .learners(num_learners=0)  # the learner lives in the trial actor: right for 1 CPU/GPU
         .training(**ppo)
-        .rl_module(model_config=DefaultModelConfig(**task.model.model_dump()))
         .callbacks(EpisodeMetricsCallback,
                    on_algorithm_init=partial(use_torch_threads, task.learner.threads))
         .debugging(seed=seed)
         .reporting(metrics_num_episodes_for_smoothing=100)
     )
-    return with_evaluation(config, task)
+    return with_evaluation(with_network(config, task), task)
+
+
+def with_network(config: PPOConfig, task: TaskConfig) -> PPOConfig:
+    """The task's policy network: RLlib's default module (an MLP, configured by the task's
+    ``model`` fields) or BK's conv network (``model.network: bk-conv``)."""
+    model = task.model.model_dump()
+    if model.pop("network") == "bk-conv":
+        from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+        from rl_bk.algorithms.ppo.grid_conv_module import GridConvPPOModule
+
+        return config.rl_module(rl_module_spec=RLModuleSpec(module_class=GridConvPPOModule))
+    return config.rl_module(model_config=DefaultModelConfig(**model))
 
 
 def learner_threads(config: AlgorithmConfig, threads: int | None = None) -> int:
@@ -78,6 +91,7 @@ def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfi
         evaluation_num_env_runners=0,
         evaluation_config=AlgorithmConfig.overrides(explore=not e.greedy,
                                                     num_envs_per_env_runner=1),
-        custom_evaluation_function=LockstepEvaluation(e.episodes, e.greedy) if e.lockstep
+        custom_evaluation_function=LockstepEvaluation(e.episodes, e.greedy, e.sampled)
+        if e.lockstep
         else None,
     )  # fmt: skip

@@ -214,6 +214,10 @@ def trial_row(record: TrialRecord, success_threshold: float | None, main_metric:
         )
         if M.EVAL_SUCCESS_RATE in p:  # greedy evaluation: each value averages its episodes
             row["eval_success_rate"] = _last(p, M.EVAL_SUCCESS_RATE)
+            # The normalised area under the greedy curve: the mean over every evaluation.
+            row["eval_success_auc"] = float(p[M.EVAL_SUCCESS_RATE].dropna().mean())
+            if M.EVAL_SAMPLED_SUCCESS_RATE in p:
+                row["eval_sampled_success_rate"] = _last(p, M.EVAL_SAMPLED_SUCCESS_RATE)
             row["eval_return_mean"] = _last(p, M.EVAL_RETURN_MEAN)
             row[f"eval_steps_to_success_{success_threshold:g}"] = steps_to_reach(
                 p, M.EVAL_SUCCESS_RATE, success_threshold, min_episodes=0

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from rl_bk.algorithms.bk_ppo.settings import BKSettings
 from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
@@ -59,11 +66,19 @@ class PPOParams(_Strict):
     train_batch_size_per_learner: int = Field(2048, gt=0)
     minibatch_size: int = Field(256, gt=0)
     num_epochs: int = Field(4, gt=0)
+    #: The loss options of :class:`~rl_bk.algorithms.ppo.config.BasePPOConfig` (RLlib's by
+    #: default; BK's tasks set CleanRL's, as BK's ``train_rs.py``).
+    value_loss: Literal["rllib", "cleanrl"] = "rllib"
+    advantage_normalization: Literal["batch", "minibatch"] = "batch"
+    adam_epsilon: float = Field(1e-8, gt=0)
 
 
 class ModelParams(_Strict):
-    """Fields of RLlib's ``DefaultModelConfig`` that the flat-observation MLP uses."""
+    """The policy network: ``network`` "mlp" is RLlib's default PPO module, with the fields
+    of ``DefaultModelConfig`` below; "bk-conv" is BK's conv network over BabyAI's 7x7 view
+    (:class:`~rl_bk.algorithms.ppo.grid_conv_module.GridConvPPOModule`), which ignores them."""
 
+    network: Literal["mlp", "bk-conv"] = "mlp"
     fcnet_hiddens: list[int] = [256, 256]
     fcnet_activation: Literal["tanh", "relu", "silu", "linear"] = "tanh"
     vf_share_layers: bool = False
@@ -100,10 +115,20 @@ class EvaluationParams(_Strict):
     every_env_steps: int | None = Field(None, gt=0)
     episodes: int = Field(50, gt=0)
     greedy: bool = True
+    #: Also play the same episodes with the sampled policy, reported beside the greedy ones
+    #: as ``evaluation/env_runners/sampled_*`` (lockstep evaluation only).
+    sampled: bool = False
     #: Each episode on an env of its own, all in lockstep (one batched forward pass per
     #: step); false: RLlib's evaluation on one env, episode after episode (slower, the same
     #: estimate). Either way every episode runs to its end.
     lockstep: bool = True
+
+    @model_validator(mode="after")
+    def _sampled_needs_lockstep(self) -> EvaluationParams:
+        if self.sampled and not self.lockstep:
+            raise ValueError("evaluation.sampled needs lockstep: true (RLlib's own evaluation "
+                             "plays one policy)")  # fmt: skip
+        return self
 
 
 class StopParams(_Strict):

@@ -15,9 +15,10 @@ def test_every_shipped_task_loads_with_and_without_smoke(name):
 def test_extends_merges_base_and_smoke_overrides_it():
     task = load_task("babyai-gotolocal-redball-s20")
     assert task.env == "BabyAI-Text-GoToLocal-RedBall-S20-v0"
-    assert task.ppo.train_batch_size_per_learner == 2048 and task.seeds == [0, 1, 2, 3, 4]
+    assert task.ppo.num_epochs == 4 and task.seeds == [0, 1, 2, 3, 4]
+    assert task.ppo.value_loss == "cleanrl"  # the base's, BK's
     smoke = load_task("babyai-gotolocal-redball-s20", smoke=True)
-    assert smoke.ppo.train_batch_size_per_learner == 1024 and smoke.seeds == [0]
+    assert smoke.ppo.num_epochs == 1 and smoke.seeds == [0]
     assert smoke.ppo.lr == task.ppo.lr  # untouched keys keep the base's value
 
 

@@ -16,6 +16,7 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
 
 BC_DEFAULTS: dict[str, Any] = {
@@ -27,7 +28,7 @@ BC_DEFAULTS: dict[str, Any] = {
 }
 
 
-class BCPPOConfig(PPOConfig):
+class BCPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class or BCPPO)
         set_defaults(self, BC_DEFAULTS)

@@ -25,6 +25,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.bk_ppo.potential_shaping import (
     CONVENTIONS,
     NORMALIZATIONS,
@@ -40,7 +41,7 @@ from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 SHAPING_DEFAULTS: dict[str, Any] = {"potential": None, **ShapingSettings().model_dump()}
 
 
-class ShapedPPOConfig(PPOConfig):
+class ShapedPPOConfig(BasePPOConfig):
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
         set_defaults(self, SHAPING_DEFAULTS)
@@ -59,7 +60,8 @@ class ShapedPPOConfig(PPOConfig):
         """
         Args:
             potential: where Phi comes from: a source kind ("bk-code", "bk-pref",
-                "bk-goal") and its artifact folder.
+                "bk-goal") and its artifact folder; None: no shaping, only the env reward
+                times ``extrinsic_coeff`` (BK's PPO: its ``train_rs.py`` with no potential).
             shaping_coeff: the shaping term's weight, ``coeff * F_t``.
             extrinsic_coeff: the environment reward's weight in the reward PPO trains on
                 (BK: 10).
@@ -77,10 +79,11 @@ class ShapedPPOConfig(PPOConfig):
     @override(PPOConfig)
     def validate(self) -> None:
         super().validate()
-        if not isinstance(self.potential, SourceSpec):
+        if self.potential is not None and not isinstance(self.potential, SourceSpec):
             self._value_error(
-                "ShapedPPOConfig needs training(potential=SourceSpec(kind, path)): the source "
-                "of Phi (bk-code, bk-pref or bk-goal and its artifact folder)"
+                "ShapedPPOConfig's potential must be a SourceSpec(kind, path): the source of "
+                "Phi (bk-code, bk-pref or bk-goal and its artifact folder), or None for no "
+                f"shaping; got {self.potential!r}"
             )
         if self.shaping_coeff < 0:
             self._value_error(f"shaping_coeff must be >= 0, got {self.shaping_coeff}")
@@ -101,9 +104,12 @@ class ShapedPPOConfig(PPOConfig):
         # First in the pipeline as built here: PPO's learner then prepends its
         # AddOneTsToEpisodesAndTruncate (PPOLearner.build), so shaping sees the artificial step
         # and runs before anything reads rewards; GAE is appended after everything.
-        shaping = PotentialShaping(
-            potential_fn=LazySource(self.potential), gamma=self.gamma, coeff=self.shaping_coeff,
-            normalization=self.potential_normalization, convention=self.shaping_convention,
-        )  # fmt: skip
-        pipeline.prepend(RewriteRewards(terms=[shaping], extrinsic_coeff=self.extrinsic_coeff))
+        terms = []
+        if self.potential is not None:
+            terms.append(PotentialShaping(
+                potential_fn=LazySource(self.potential), gamma=self.gamma,
+                coeff=self.shaping_coeff, normalization=self.potential_normalization,
+                convention=self.shaping_convention,
+            ))  # fmt: skip
+        pipeline.prepend(RewriteRewards(terms=terms, extrinsic_coeff=self.extrinsic_coeff))
         return pipeline

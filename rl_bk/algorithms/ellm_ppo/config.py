@@ -27,6 +27,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
 from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
 from rl_bk.algorithms.training_settings import set_defaults, set_provided
@@ -43,7 +44,7 @@ ELLM_DEFAULTS: dict[str, Any] = {
 }
 
 
-class ELLMPPOConfig(PPOConfig):
+class ELLMPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
         set_defaults(self, ELLM_DEFAULTS)

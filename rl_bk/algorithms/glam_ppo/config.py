@@ -37,6 +37,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.glam_ppo.language_model import VALID_MODELS
 from rl_bk.algorithms.glam_ppo.rl_module import GLAMTorchRLModule
 from rl_bk.algorithms.glam_ppo.settings import GLAMSettings
@@ -68,7 +69,7 @@ GLAM_PPO_DEFAULTS: dict[str, Any] = {
 }
 
 
-class GLAMPPOConfig(PPOConfig):
+class GLAMPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class or GLAMPPO)
         set_defaults(self, {**GLAM_PPO_DEFAULTS, **GLAM_DEFAULTS})

@@ -34,6 +34,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.oni_ppo.intrinsic_reward import (
     LABELLED_TYPES,
     MODEL_TYPES,
@@ -59,7 +60,7 @@ ONI_DEFAULTS: dict[str, Any] = {
 }
 
 
-class ONIPPOConfig(PPOConfig):
+class ONIPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
         set_defaults(self, ONI_DEFAULTS)

@@ -27,10 +27,10 @@ import threading
 from typing import Any
 
 import numpy as np
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.framework import try_import_torch
 
+from rl_bk.algorithms.ppo.learner import BasePPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 
 torch, _ = try_import_torch()
@@ -38,14 +38,14 @@ torch, _ = try_import_torch()
 GRAD_CLIP = 10.0
 
 
-class ONIPPOTorchLearner(PPOTorchLearner):
-    @override(PPOTorchLearner)
+class ONIPPOTorchLearner(BasePPOTorchLearner):
+    @override(BasePPOTorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
         if module_id == ONI_MODULE_ID:
             return  # fitted on labels with its own optimiser (see build)
         super().configure_optimizers_for_module(module_id=module_id, config=config)
 
-    @override(PPOTorchLearner)
+    @override(BasePPOTorchLearner)
     def build(self) -> None:
         super().build()
         self._reward_optimizer = None
@@ -58,7 +58,7 @@ class ONIPPOTorchLearner(PPOTorchLearner):
             self._reward_optimizer = torch.optim.Adam(net.parameters(),
                                                       lr=self.config.reward_model_lr)  # fmt: skip
 
-    @override(PPOTorchLearner)
+    @override(BasePPOTorchLearner)
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         super().after_gradient_based_update(timesteps=timesteps)
         if self._reward_optimizer is None:

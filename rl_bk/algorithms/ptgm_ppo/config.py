@@ -33,6 +33,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.ptgm_ppo.env_steps import PTGMMetricsCallback
 from rl_bk.algorithms.ptgm_ppo.high_level_env import register_high_level_env
 from rl_bk.algorithms.ptgm_ppo.prior_kl import PriorKLPenalty, PriorLogits
@@ -47,7 +48,7 @@ PTGM_DEFAULTS: dict[str, Any] = {
 }
 
 
-class PTGMPPOConfig(PPOConfig):
+class PTGMPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
         set_defaults(self, PTGM_DEFAULTS)

@@ -39,6 +39,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.rnd_ppo.intrinsic_reward import ComputeIntrinsicRewards
 from rl_bk.algorithms.rnd_ppo.learner import RNDPPOTorchLearner
 from rl_bk.algorithms.rnd_ppo.precollect import PrecollectEpisodes, precollect_now
@@ -51,7 +52,7 @@ from rl_bk.algorithms.rnd_ppo.two_headed_gae import TwoHeadedGeneralAdvantageEst
 from rl_bk.algorithms.training_settings import set_provided
 
 
-class RNDPPOConfig(PPOConfig):
+class RNDPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class or RNDPPO)
         self.int_coeff: float = 1.0

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.connectors.learner import GeneralAdvantageEstimation
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
@@ -26,6 +25,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.framework import try_import_torch
 from ray.rllib.utils.torch_utils import explained_variance
 
+from rl_bk.algorithms.ppo.learner import BasePPOTorchLearner
 from rl_bk.algorithms.rnd_ppo.rl_module import RND_MODULE_ID
 from rl_bk.algorithms.rnd_ppo.two_headed_gae import INT_VALUE_TARGETS
 
@@ -35,8 +35,8 @@ INT_VF_LOSS_KEY = "int_vf_loss"  # the extrinsic head's is PPO's own "vf_loss"
 INT_VF_EXPLAINED_VAR_KEY = "int_vf_explained_var"
 
 
-class RNDPPOTorchLearner(PPOTorchLearner):
-    @override(PPOTorchLearner)
+class RNDPPOTorchLearner(BasePPOTorchLearner):
+    @override(BasePPOTorchLearner)
     def build(self) -> None:
         super().build()
         missing = {DEFAULT_MODULE_ID, RND_MODULE_ID} - set(self.module.keys())
@@ -52,7 +52,7 @@ class RNDPPOTorchLearner(PPOTorchLearner):
         if self._learner_connector is not None:
             self._learner_connector.remove(GeneralAdvantageEstimation)
 
-    @override(PPOTorchLearner)
+    @override(BasePPOTorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
         if module_id != RND_MODULE_ID:
             return super().configure_optimizers_for_module(module_id, config)
@@ -64,7 +64,7 @@ class RNDPPOTorchLearner(PPOTorchLearner):
             lr_or_lr_schedule=config.rnd_lr if config.rnd_lr is not None else config.lr,
         )
 
-    @override(PPOTorchLearner)
+    @override(BasePPOTorchLearner)
     def compute_loss_for_module(self, *, module_id: str, config: Any, batch: dict[str, Any],
                                 fwd_out: dict[str, Any]):  # fmt: skip
         total_loss = super().compute_loss_for_module(
@@ -74,7 +74,10 @@ class RNDPPOTorchLearner(PPOTorchLearner):
         embeddings = fwd_out.get(Columns.EMBEDDINGS)
         int_values = module.compute_intrinsic_values(batch, embeddings=embeddings)
         int_targets = batch[INT_VALUE_TARGETS]
-        int_vf_loss = torch.clamp((int_values - int_targets) ** 2, 0, config.vf_clip_param)
+        if config.value_loss == "cleanrl":  # CleanRL's RND: half the error, never clipped
+            int_vf_loss = 0.5 * (int_values - int_targets) ** 2
+        else:
+            int_vf_loss = torch.clamp((int_values - int_targets) ** 2, 0, config.vf_clip_param)
         if Columns.LOSS_MASK in batch:
             mask = batch[Columns.LOSS_MASK].bool()
             mean_int_vf_loss = int_vf_loss[mask].sum() / mask.sum().clamp(min=1)

@@ -91,5 +91,7 @@ class TwoHeadedGeneralAdvantageEstimation(ConnectorV2):
 
         policy_batch[Postprocessing.ADVANTAGES] = tensor(advantages)
         policy_batch[Postprocessing.VALUE_TARGETS] = tensor(ext_targets)
+        # The sampled extrinsic values, for CleanRL's value clip (BasePPOTorchLearner).
+        policy_batch[Columns.VF_PREDS] = ext_values_t
         policy_batch[INT_VALUE_TARGETS] = tensor(int_targets)
         return batch

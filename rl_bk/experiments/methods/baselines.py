@@ -14,9 +14,17 @@ if TYPE_CHECKING:
 
 
 def build_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+    """RLlib's PPO on the env reward; with an ``extrinsic_coeff`` parameter, on that multiple
+    of it: BK's PPO, which is its ``train_rs.py`` with no potential, on 10 x the env reward
+    (so the ``ppo`` row differs from the ``bk-*`` rows only by the shaping)."""
     from rl_bk.experiments.ppo_config import base_ppo_config
 
-    return base_ppo_config(task, seed, params)
+    coeff = float(params.get("extrinsic_coeff", 1.0))
+    if coeff != 1.0:
+        from rl_bk.algorithms.bk_ppo import ShapedPPOConfig
+
+        return base_ppo_config(task, seed, params, config=ShapedPPOConfig())
+    return base_ppo_config(task, seed, {k: v for k, v in params.items() if k != "extrinsic_coeff"})
 
 
 def build_rnd(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:

@@ -1,0 +1,84 @@
+"""RLlib's PPO with the loss options of CleanRL-style PPO code, which BK's ``train_rs.py``
+(mansicer/background-knowledge-rl) and RND's reference implementation use.
+
+    config = (BasePPOConfig()
+              .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
+              .training(value_loss="cleanrl", advantage_normalization="minibatch",
+                        adam_epsilon=1e-5, grad_clip=None))
+
+The defaults are RLlib's own behaviour, so a config that sets none of the three is RLlib's
+PPO. Every rl-bk method's config subclasses this one, so the options apply to all of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.from_config import NotProvided
+
+#: ``value_loss`` forms. "rllib": ``(V - R)^2`` clamped at ``vf_clip_param`` (RLlib's);
+#: "cleanrl": ``0.5 * max((V - R)^2, (V_old + clip(V - V_old, +-clip_param) - R)^2)``, the
+#: value's change from the sampled one clipped as the policy ratio is (CleanRL, BK).
+VALUE_LOSSES = ("rllib", "cleanrl")
+#: ``advantage_normalization``: over the whole train batch (RLlib's GAE connector), or again
+#: over each minibatch (CleanRL's ``norm_adv``, BK's ``train_rs.py``).
+ADVANTAGE_NORMALIZATIONS = ("batch", "minibatch")
+#: torch's Adam epsilon, which RLlib's learner uses; CleanRL (and BK) use 1e-5.
+TORCH_ADAM_EPSILON = 1e-8
+
+
+class BasePPOConfig(PPOConfig):
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class)
+        self.value_loss: Literal["rllib", "cleanrl"] = "rllib"
+        self.advantage_normalization: Literal["batch", "minibatch"] = "batch"
+        self.adam_epsilon: float = TORCH_ADAM_EPSILON
+
+    @override(PPOConfig)
+    def training(
+        self,
+        *,
+        value_loss: Literal["rllib", "cleanrl"] = NotProvided,
+        advantage_normalization: Literal["batch", "minibatch"] = NotProvided,
+        adam_epsilon: float = NotProvided,
+        **kwargs: Any,
+    ) -> BasePPOConfig:
+        """
+        Args:
+            value_loss: "rllib" (the squared error, clamped at ``vf_clip_param``) or
+                "cleanrl" (half the larger of the squared errors of the new value and of
+                the old value moved at most ``clip_param`` towards it; BK's
+                ``clip_vloss=True``).
+            advantage_normalization: "batch" (RLlib's: once over the train batch) or
+                "minibatch" (again over each minibatch, as CleanRL and BK).
+            adam_epsilon: the policy optimiser's Adam epsilon (torch: 1e-8; BK: 1e-5).
+        """
+        super().training(**kwargs)
+        if value_loss is not NotProvided:
+            self.value_loss = value_loss
+        if advantage_normalization is not NotProvided:
+            self.advantage_normalization = advantage_normalization
+        if adam_epsilon is not NotProvided:
+            self.adam_epsilon = adam_epsilon
+        return self
+
+    @override(PPOConfig)
+    def validate(self) -> None:
+        super().validate()
+        if self.value_loss not in VALUE_LOSSES:
+            self._value_error(f"value_loss must be one of {', '.join(VALUE_LOSSES)}, got "
+                              f"{self.value_loss!r}")  # fmt: skip
+        if self.advantage_normalization not in ADVANTAGE_NORMALIZATIONS:
+            self._value_error("advantage_normalization must be one of "
+                              f"{', '.join(ADVANTAGE_NORMALIZATIONS)}, got "
+                              f"{self.advantage_normalization!r}")  # fmt: skip
+        if not self.adam_epsilon > 0:
+            self._value_error(f"adam_epsilon must be > 0, got {self.adam_epsilon}")
+
+    @override(PPOConfig)
+    def get_default_learner_class(self) -> type:
+        from rl_bk.algorithms.ppo.learner import BasePPOTorchLearner
+
+        return BasePPOTorchLearner
