@@ -105,6 +105,11 @@ def _plan(facts: dict) -> list[str]:
         "(objects in view, the cell in front, wasted actions), never the mission. The "
         "GOAL-AWARE ORACLE rows (RedBall-S20 only) were told the mission: a different method, "
         "an upper bound for BK's knowledge, not BK.",
+        "- Corrected 2026-11-26, after the runs (the bullet above is as planned): the "
+        "goal-aware oracle is a rule-based labeler, strong by construction, not shown to be an "
+        "upper bound of BK's knowledge or of what an LLM could give: on RedBall-S20 it was not "
+        "ahead of the task-agnostic oracle on greedy success (the re-analysis and the reading "
+        "below).",
         "- Metric: BK's greedy evaluation, 50 episodes every 20k env steps. Env steps to 0.9 "
         "greedy success per seed (never: not within the budget); the mean counts a seed that "
         "never reached 0.9 at the budget (≥: a lower bound). Greedy success at the budgets, "
@@ -216,6 +221,9 @@ def write_report(facts: dict, finished: dict[str, dict]) -> None:
                    if (left := [s for s in t.seeds if not is_done(f"{name}/{m}/{s}", mine)])]
         if missing:
             lines += [f"Still to run in this study: {'; '.join(missing)}.", ""]
+    from bench.bk_reanalysis import reanalysis_section  # the area measure, paired by seed
+
+    lines += reanalysis_section(finished, RESULTS.parent / "bk-reproduction-reanalysis.png")
     write_keeping_reading(RESULTS.with_suffix(".md"), "\n".join(lines))
     RESULTS.with_suffix(".json").write_text(json.dumps({**facts, "finished": finished},
                                                        indent=2))  # fmt: skip

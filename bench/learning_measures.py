@@ -1,0 +1,123 @@
+"""Summarising learning curves, and comparing methods paired by seed.
+
+A curve is a list of ``(env_steps, value)`` points, one per evaluation (or report), in
+increasing env steps. The primary measure is the normalised area under a curve up to a
+budget: the mean of its values at every evaluation up to the budget. It uses the whole curve,
+so it can tell methods apart where a threshold that no run reaches cannot (env steps to 0.9
+greedy success, which every BK reproduction run missed). Two methods are compared by the
+per-seed difference of such a statistic, with a bootstrap interval of the mean difference.
+
+Env steps to a threshold stay available as a secondary measure where they already live:
+``rl_bk.experiments.results.steps_to_reach`` per trial and ``bench.study.censored_mean`` over
+seeds (a seed that never reaches it counted at the budget). :func:`paired_difference` pairs
+any per-run statistic, those included.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+Point = tuple[float, float]
+
+
+def curve_points(steps: Iterable[float | None], values: Iterable[float | None]) -> list[Point]:
+    """The ``(env_steps, value)`` points of two aligned columns (as a results JSON keeps a
+    trial's progress), leaving out the reports without a value (None or NaN): an evaluation
+    runs only every few reports."""
+    return [(float(s), float(v)) for s, v in zip(steps, values, strict=True)
+            if s is not None and v is not None and not math.isnan(v)]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Area:
+    """A curve's normalised area up to a budget (:func:`normalised_area`)."""
+
+    value: float  # mean of the values at the points up to the budget; NaN when none
+    points: int  # how many points it averages
+    last_step: float  # env steps of the last point at or before the budget; NaN when none
+    complete: bool  # that point lies within the tolerance of the budget
+
+
+def _up_to(points: Iterable[Point], budget: float, tolerance: float) -> tuple[list[Point], bool]:
+    """The points at or before the budget, and whether the last of them is within
+    ``tolerance`` env steps of it."""
+    kept = sorted((p for p in points if p[0] <= budget), key=lambda p: p[0])
+    return kept, bool(kept) and budget - kept[-1][0] <= tolerance
+
+
+def normalised_area(points: Iterable[Point], budget: float, *, tolerance: float) -> Area:
+    """The mean of the curve's values at every point with env steps <= ``budget``: the
+    normalised area under the curve up to the budget (each evaluation weighs the same, which
+    is the area of the step curve when the evaluations are evenly spaced, divided by its
+    length). On a success rate it lies in [0, 1]; it counts how early a method learns as
+    well as where it ends, and needs no threshold to be reached.
+
+    The budget edge: a point exactly at the budget is included, any point past it is not.
+    Evaluations run every few env steps, so the last one before the budget is usually a little
+    short of it; the curve is ``complete`` when that point lies within ``tolerance`` env steps
+    of the budget (pass one evaluation interval). A curve without such a point (the run
+    stopped early, or was not evaluated near the budget) is incomplete: its ``value`` is still
+    the mean of the points it has, but it covers less of the budget and is not comparable, so
+    callers must report it as incomplete rather than average it with complete ones.
+    """
+    kept, complete = _up_to(points, budget, tolerance)
+    if not kept:
+        return Area(math.nan, 0, math.nan, False)
+    return Area(sum(v for _, v in kept) / len(kept), len(kept), kept[-1][0], complete)
+
+
+def value_at_budget(points: Iterable[Point], budget: float, *, tolerance: float) -> float:
+    """The value at the last point at or before ``budget`` (the budget edge as in
+    :func:`normalised_area`); NaN when no point lies within ``tolerance`` of the budget (a run
+    that stopped earlier says nothing about the budget)."""
+    kept, complete = _up_to(points, budget, tolerance)
+    return kept[-1][1] if complete else math.nan
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Method minus baseline, seed by seed (:func:`paired_difference`)."""
+
+    seeds: list[int]  # the seeds both have, in order
+    diffs: list[float]  # method - baseline on each of those seeds
+    mean: float  # the mean of ``diffs``; NaN when no seed is shared
+    ci: tuple[float, float] | None  # bootstrap interval of the mean; None below 2 seeds
+    confidence: float = 0.95
+
+
+def paired_difference(method: Mapping[int, float], baseline: Mapping[int, float], *,
+                      confidence: float = 0.95, resamples: int = 10_000,
+                      random_state: int = 0) -> PairedDifference:  # fmt: skip
+    """The per-seed difference ``method[seed] - baseline[seed]`` of a per-run statistic (an
+    area, a value at a budget, env steps to a threshold), over the seeds both have a value for
+    (a missing or NaN value leaves that seed out: pairing by seed removes what a seed does to
+    both runs, so an unpaired run is not used), their mean, and a percentile bootstrap
+    interval of the mean difference (``scipy.stats.bootstrap``: ``resamples`` resamples of the
+    seeds, fixed ``random_state``, so a report is reproducible).
+
+    With 5 seeds or fewer the interval is coarse: there are only a few distinct resamples
+    (10 for 3 seeds), the percentile interval then spans about the smallest to the largest
+    difference, and it tends to be too narrow rather than too wide (small-sample bootstrap
+    under-covers). Read it as the spread of the paired differences, not as a test. With a
+    single shared seed there is no interval (``ci`` None), and none is made up; when every
+    difference is the same, the interval is that one value.
+    """
+    import numpy as np
+    from scipy import stats
+
+    seeds = sorted(s for s in method.keys() & baseline.keys()
+                   if not (math.isnan(method[s]) or math.isnan(baseline[s])))  # fmt: skip
+    diffs = [float(method[s] - baseline[s]) for s in seeds]
+    if not diffs:
+        return PairedDifference([], [], math.nan, None, confidence)
+    mean = sum(diffs) / len(diffs)
+    ci = None
+    if len(diffs) > 1:
+        result = stats.bootstrap((np.asarray(diffs),), np.mean, n_resamples=resamples,
+                                 confidence_level=confidence, method="percentile",
+                                 random_state=random_state)  # fmt: skip
+        low, high = result.confidence_interval
+        ci = (float(low), float(high))
+    return PairedDifference(seeds, diffs, mean, ci, confidence)

@@ -1,0 +1,87 @@
+"""The learning-curve measures of bench/learning_measures.py on hand-computed cases: the
+normalised area up to a budget (and when a curve is incomplete), the value at a budget, and
+the paired difference by seed with its bootstrap interval."""
+
+import math
+
+import pytest
+
+from bench.learning_measures import (
+    curve_points,
+    normalised_area,
+    paired_difference,
+    value_at_budget,
+)
+
+
+def test_area_is_the_mean_of_the_evaluations_up_to_the_budget():
+    # (0.1 + 0.4 + 0.7) / 3 = 0.4; the point past the budget is left out.
+    curve = [(100.0, 0.1), (200.0, 0.4), (300.0, 0.7), (400.0, 1.0)]
+    area = normalised_area(curve, 300, tolerance=50)
+    assert area.value == pytest.approx(0.4)
+    assert area.points == 3
+    assert area.last_step == 300.0
+    assert area.complete
+
+
+def test_last_evaluation_short_of_the_budget_counts_within_the_tolerance():
+    curve = [(90.0, 0.2), (190.0, 0.4), (290.0, 0.9), (390.0, 1.0)]
+    area = normalised_area(curve, 300, tolerance=20)
+    assert area.value == pytest.approx(0.5)  # (0.2 + 0.4 + 0.9) / 3
+    assert area.complete
+    assert value_at_budget(curve, 300, tolerance=20) == 0.9
+
+
+def test_curve_that_stops_before_the_budget_is_flagged_incomplete():
+    curve = [(100.0, 0.1), (200.0, 0.4)]
+    area = normalised_area(curve, 300, tolerance=50)
+    assert not area.complete
+    assert area.value == pytest.approx(0.25)  # what it has, flagged, not passed as complete
+    assert math.isnan(value_at_budget(curve, 300, tolerance=50))
+
+
+def test_curve_with_no_point_before_the_budget_has_no_area():
+    area = normalised_area([(500.0, 1.0)], 300, tolerance=50)
+    assert math.isnan(area.value) and area.points == 0 and not area.complete
+
+
+def test_curve_points_skip_reports_without_an_evaluation():
+    assert curve_points([1, 2, 3, 4], [None, 0.5, float("nan"), 0.7]) == [(2.0, 0.5), (4.0, 0.7)]
+
+
+def test_paired_difference_uses_only_the_seeds_both_have():
+    method = {0: 0.5, 1: 0.6, 2: 0.7, 3: 0.9}
+    baseline = {0: 0.4, 1: 0.4, 2: 0.4, 5: 0.0}
+    d = paired_difference(method, baseline)
+    assert d.seeds == [0, 1, 2]
+    assert d.diffs == pytest.approx([0.1, 0.2, 0.3])
+    assert d.mean == pytest.approx(0.2)
+    low, high = d.ci
+    assert 0.1 - 1e-9 <= low <= d.mean <= high <= 0.3 + 1e-9
+
+
+def test_equal_positive_differences_give_an_interval_above_zero():
+    d = paired_difference({0: 0.5, 1: 0.6, 2: 0.7}, {0: 0.4, 1: 0.5, 2: 0.6})
+    assert d.mean == pytest.approx(0.1)
+    low, high = d.ci
+    assert 0 < low <= high
+    assert low == pytest.approx(0.1) and high == pytest.approx(0.1)
+
+
+def test_interval_of_mixed_differences_contains_zero_and_is_reproducible():
+    method, baseline = {0: 0.6, 1: 0.3, 2: 0.5}, {0: 0.4, 1: 0.5, 2: 0.5}
+    d = paired_difference(method, baseline)
+    assert d.ci[0] < 0 < d.ci[1]
+    assert paired_difference(method, baseline).ci == d.ci  # fixed random state
+
+
+def test_a_single_shared_seed_gives_no_interval():
+    d = paired_difference({0: 0.7, 1: 0.8}, {1: 0.5, 2: 0.1})
+    assert d.seeds == [1]
+    assert d.mean == pytest.approx(0.3)
+    assert d.ci is None
+
+
+def test_a_nan_value_leaves_its_seed_out():
+    d = paired_difference({0: 0.5, 1: math.nan, 2: 0.7}, {0: 0.4, 1: 0.4, 2: 0.4})
+    assert d.seeds == [0, 2]
