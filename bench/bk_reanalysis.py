@@ -30,7 +30,7 @@ from bench.learning_measures import (
     paired_difference,
     value_at_budget,
 )
-from bench.study import mean_sd
+from bench.study import mean_sd, replace_section
 from rl_bk import metrics as M
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -291,21 +291,10 @@ def reanalysis_section(finished: dict[str, dict], plot: Path | None = PLOT) -> l
     return lines
 
 
-def write_section(report: Path, section: list[str]) -> None:
-    """Puts the section into the report where ``bench/bk_reproduction.py`` writes it (after
-    the studies' results, before the hand-written reading), in place of an older one; the
-    rest of the report is left as it is."""
-    from bench.study import READING
-
-    generated, marker, reading = report.read_text().partition(READING)
-    generated = generated.split(HEADING, 1)[0].rstrip("\n") + "\n\n" + "\n".join(section)
-    report.write_text(generated + ("\n" + marker + reading if marker else ""))
-
-
 def main() -> int:
     finished = json.loads(RESULTS.read_text())["finished"]
     section = reanalysis_section(finished, PLOT)
-    write_section(RESULTS.with_suffix(".md"), section)
+    replace_section(RESULTS.with_suffix(".md"), HEADING, section)
     print("\n".join(section))
     print(f"[bk-reanalysis] wrote {PLOT} and its section of {RESULTS.with_suffix('.md')}")
     return 0

@@ -224,6 +224,9 @@ def write_report(facts: dict, finished: dict[str, dict]) -> None:
     from bench.bk_reanalysis import reanalysis_section  # the area measure, paired by seed
 
     lines += reanalysis_section(finished, RESULTS.parent / "bk-reproduction-reanalysis.png")
+    from bench.bk_budget_transfer import saved_section  # BK's PPO to the letter: 5M, transfer
+
+    lines += saved_section()
     write_keeping_reading(RESULTS.with_suffix(".md"), "\n".join(lines))
     RESULTS.with_suffix(".json").write_text(json.dumps({**facts, "finished": finished},
                                                        indent=2))  # fmt: skip

@@ -125,7 +125,7 @@ class LockstepEvaluation:
                 logger.log_value(f"{prefix}episode_len_mean", float(e["length"]), reduce="mean")
                 for key, value in episode_end_metrics(e["info"]).items():
                     logger.log_value(f"{prefix}{key}", value, reduce="mean")
-        logger.log_value(NUM_EPISODES, len(episodes), reduce="sum")
+        logger.log_value(NUM_EPISODES, len(episodes) + len(sampled), reduce="sum")
         logger.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
         logger.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="sum",
                          clear_on_reduce=False)  # fmt: skip

@@ -71,6 +71,7 @@ class PPOParams(_Strict):
     value_loss: Literal["rllib", "cleanrl"] = "rllib"
     advantage_normalization: Literal["batch", "minibatch"] = "batch"
     adam_epsilon: float = Field(1e-8, gt=0)
+    bootstrap_time_limits: bool = True
 
 
 class ModelParams(_Strict):

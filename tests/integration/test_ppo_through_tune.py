@@ -52,10 +52,12 @@ def test_greedy_evaluation_runs_at_its_interval_and_marks_its_reports(ray_sessio
     fresh = results[1]["evaluation"]
     assert fresh["trained_env_steps"] == results[1][M.ENV_STEPS]
     runners = fresh["env_runners"]
-    if lockstep:  # exactly the episodes asked for, every one to its end
-        assert runners["num_episodes"] == 4
-        assert 4 <= runners["num_env_steps_sampled"] <= 4 * 400
-        assert runners["episode_len_mean"] * 4 == pytest.approx(runners["num_env_steps_sampled"])
+    if lockstep:  # exactly the episodes asked for, every one to its end, greedy then sampled
+        assert runners["num_episodes"] == 4 + 4
+        assert 8 <= runners["num_env_steps_sampled"] <= 8 * 400
+        lengths = runners["episode_len_mean"] + runners["sampled_episode_len_mean"]
+        assert lengths * 4 == pytest.approx(runners["num_env_steps_sampled"])
+        assert 0.0 <= runners["sampled_success_rate"] <= 1.0
     else:
         assert runners["num_episodes"] >= 4
     assert 0.0 <= runners["success_rate"] <= 1.0
@@ -71,7 +73,7 @@ def test_smoke_sweep_writes_table_plot_and_tensorboard(ray_session, tmp_path):
     trials = pd.read_csv(run_dir / "trials.csv")
     assert sorted(trials["seed"]) == [0, 1] and (trials["env_steps"] >= 4096).all()
     assert (run_dir / "learning_curves.png").stat().st_size > 10_000
-    assert "| ppo | 2 |" in (run_dir / "summary.md").read_text()
+    assert "| ppo extrinsic_coeff=10.0 | 2 |" in (run_dir / "summary.md").read_text()
     assert list((run_dir / "tune").glob("*/events.out.tfevents.*"))  # TensorBoard
     assert list((run_dir / "tune").glob("*/checkpoint_*"))
 

@@ -42,7 +42,8 @@ def test_shaped_ppo_trains_and_logs_the_shaping_beside_the_env_return(ray_sessio
     finally:
         algo.stop()
     # Shaping right after PPO's artificial step and before GAE reads the rewards.
-    assert names[0] == "AddOneTsToEpisodesAndTruncate" and names[1] == "RewriteRewards"
+    first = names.index("AddOneTsToEpisodesAndTruncate")  # after TimeLimitAsTermination
+    assert first <= 1 and names[first + 1] == "RewriteRewards"
     assert names[-1] == "GeneralAdvantageEstimation"
     learners = result["learners"]
     shaping = learners[SHAPING_REWARD_MEAN]
@@ -50,7 +51,9 @@ def test_shaped_ppo_trains_and_logs_the_shaping_beside_the_env_return(ray_sessio
     assert learners["potential/calls"] == 1  # one source call per train batch
 
 
-def test_shaped_ppo_without_a_potential_is_a_clear_config_error():
-    config = ShapedPPOConfig().environment("CartPole-v1")
-    with pytest.raises(ValueError, match="needs training\\(potential=SourceSpec"):
+def test_shaped_ppo_with_a_potential_that_is_no_source_is_a_clear_config_error():
+    config = ShapedPPOConfig().environment("CartPole-v1").training(potential="bk-code")
+    with pytest.raises(ValueError, match="must be a SourceSpec"):
         config.validate()
+    # None is no shaping: BK's PPO, the env reward times extrinsic_coeff only.
+    ShapedPPOConfig().environment("CartPole-v1").training(potential=None).validate()

@@ -165,3 +165,40 @@ def test_conv_network_refuses_an_observation_without_the_view():
     with pytest.raises(ValueError, match="7x7x3 view"):
         GridConvPPOModule(observation_space=gym.spaces.Box(0, 1, (10,), np.float32),
                           action_space=ACTIONS, model_config={})  # fmt: skip
+
+
+def episode(truncated=False, terminated=False):
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+    return SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[0.0, 0.0],
+                              infos=[{}, {}, {}], truncated=truncated, terminated=terminated,
+                              len_lookback_buffer=0)  # fmt: skip
+
+
+def test_time_limit_ends_the_episode_for_the_learner_only_when_the_env_cut_it():
+    from rl_bk.connectors.learner.time_limits import TimeLimitAsTermination
+
+    cut_by_limit, mid_chunk, reached_goal = episode(truncated=True), episode(), episode(
+        terminated=True)
+    TimeLimitAsTermination()(rl_module=None, batch={},
+                             episodes=[cut_by_limit, mid_chunk, reached_goal])  # fmt: skip
+    assert cut_by_limit.is_terminated and not cut_by_limit.is_truncated
+    assert not mid_chunk.is_done  # a chunk boundary keeps its bootstrap
+    assert reached_goal.is_terminated and not reached_goal.is_truncated
+
+
+def test_bk_learner_pipeline_has_its_pieces_in_order():
+    from ray.rllib.connectors.learner import (
+        AddOneTsToEpisodesAndTruncate,
+        GeneralAdvantageEstimation,
+    )
+
+    from rl_bk.algorithms.ppo.learner import KeepValuePredictions
+    from rl_bk.connectors.learner.time_limits import TimeLimitAsTermination
+
+    learner = bk_config(value_loss="cleanrl", bootstrap_time_limits=False).build_learner()
+    names = [type(p) for p in learner._learner_connector.connectors]
+    assert names.index(TimeLimitAsTermination) < names.index(AddOneTsToEpisodesAndTruncate)
+    assert names.index(KeepValuePredictions) == names.index(GeneralAdvantageEstimation) - 1
+    plain = [type(p) for p in bk_config().build_learner()._learner_connector.connectors]
+    assert TimeLimitAsTermination not in plain and KeepValuePredictions not in plain

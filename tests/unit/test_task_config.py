@@ -75,4 +75,6 @@ def test_the_learner_uses_one_thread_unless_told():
     two_runners = PPOConfig().env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5)
     assert learner_threads(two_runners) == 1
     assert learner_threads(two_runners, threads=2) == 2
-    assert load_task("babyai-gotolocal-redball-s20").learner.threads is None
+    assert load_task("crafter-text").learner.threads is None
+    # BK's conv network: 2 threads for one trial (bench/results/bk_layout.md)
+    assert load_task("babyai-gotolocal-redball-s20").learner.threads == 2

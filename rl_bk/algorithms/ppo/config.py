@@ -1,4 +1,4 @@
-"""RLlib's PPO with the loss options of CleanRL-style PPO code, which BK's ``train_rs.py``
+"""RLlib's PPO with the loss options (and the time-limit convention) of CleanRL-style PPO code, which BK's ``train_rs.py``
 (mansicer/background-knowledge-rl) and RND's reference implementation use.
 
     config = (BasePPOConfig()
@@ -35,6 +35,7 @@ class BasePPOConfig(PPOConfig):
         self.value_loss: Literal["rllib", "cleanrl"] = "rllib"
         self.advantage_normalization: Literal["batch", "minibatch"] = "batch"
         self.adam_epsilon: float = TORCH_ADAM_EPSILON
+        self.bootstrap_time_limits: bool = True
 
     @override(PPOConfig)
     def training(
@@ -43,6 +44,7 @@ class BasePPOConfig(PPOConfig):
         value_loss: Literal["rllib", "cleanrl"] = NotProvided,
         advantage_normalization: Literal["batch", "minibatch"] = NotProvided,
         adam_epsilon: float = NotProvided,
+        bootstrap_time_limits: bool = NotProvided,
         **kwargs: Any,
     ) -> BasePPOConfig:
         """
@@ -54,6 +56,9 @@ class BasePPOConfig(PPOConfig):
             advantage_normalization: "batch" (RLlib's: once over the train batch) or
                 "minibatch" (again over each minibatch, as CleanRL and BK).
             adam_epsilon: the policy optimiser's Adam epsilon (torch: 1e-8; BK: 1e-5).
+            bootstrap_time_limits: True (RLlib's): GAE bootstraps from the value of the state
+                where the env's time limit cut an episode; False (BK's and CleanRL's): that
+                step ends the episode like a terminal one.
         """
         super().training(**kwargs)
         if value_loss is not NotProvided:
@@ -62,6 +67,8 @@ class BasePPOConfig(PPOConfig):
             self.advantage_normalization = advantage_normalization
         if adam_epsilon is not NotProvided:
             self.adam_epsilon = adam_epsilon
+        if bootstrap_time_limits is not NotProvided:
+            self.bootstrap_time_limits = bootstrap_time_limits
         return self
 
     @override(PPOConfig)

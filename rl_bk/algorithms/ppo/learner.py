@@ -26,7 +26,10 @@ from ray.rllib.algorithms.ppo.ppo import (
 )
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
-from ray.rllib.connectors.learner import GeneralAdvantageEstimation
+from ray.rllib.connectors.learner import (
+    AddOneTsToEpisodesAndTruncate,
+    GeneralAdvantageEstimation,
+)
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
 from ray.rllib.core.rl_module.apis import ValueFunctionAPI
@@ -34,6 +37,8 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.framework import try_import_torch
 from ray.rllib.utils.torch_utils import explained_variance
+
+from rl_bk.connectors.learner.time_limits import TimeLimitAsTermination
 
 torch, nn = try_import_torch()
 
@@ -78,9 +83,13 @@ class BasePPOTorchLearner(PPOTorchLearner):
     @override(PPOTorchLearner)
     def build(self) -> None:
         super().build()
-        if self.config.value_loss == "cleanrl" and self._learner_connector is not None:
-            self._learner_connector.insert_before(GeneralAdvantageEstimation,
-                                                  KeepValuePredictions())  # fmt: skip
+        pipeline = self._learner_connector
+        if pipeline is None:
+            return
+        if self.config.value_loss == "cleanrl":
+            pipeline.insert_before(GeneralAdvantageEstimation, KeepValuePredictions())
+        if not self.config.bootstrap_time_limits:
+            pipeline.insert_before(AddOneTsToEpisodesAndTruncate, TimeLimitAsTermination())
 
     @override(PPOTorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:

@@ -1,0 +1,289 @@
+"""BK decided: BK's PPO to the letter at BK's own budget (RedBall-S20, 5M env steps), and the
+one task-agnostic artifact across six GoToLocal tasks the knowledge never saw (the transfer
+suite), ``ppo`` against each ``bk-*`` method, on a measure that can tell.
+
+    nohup python -m bench.bk_budget_transfer > bk-budget-transfer.log 2>&1 &   # many hours
+    python -m bench.bk_budget_transfer --studies purpleball-s23              # one study
+    python -m bench.bk_budget_transfer --report-only                         # tables only
+
+The plan (below, :data:`STUDIES`, :data:`METHODS`, :data:`SEEDS`) is written into
+``bench/results/bk-reproduction.md`` before the first trial and never changed after a run is
+seen. Every trial is one seed of one method; trials run two at a time (each sampling in its
+own process on one CPU: ``bench/results/bk_layout.md``), as one ``tune_run.py`` sweep of the
+two. Each finished trial's curves are kept in ``bench/results/bk-budget-transfer.json``, so a
+study that spans sessions and machines loses at most the pair it was running (an interrupted
+pair resumes from its checkpoints on the same machine). A trial that did not reach its env
+steps is an error, never a result.
+
+The primary measure is the mean greedy success over every evaluation up to the budget (the
+normalised area under the greedy curve), each ``bk-*`` paired by seed against ``ppo`` with a
+95% bootstrap interval of the mean difference (:mod:`bench.learning_measures`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "bk-budget-transfer.json"
+REPORT = ROOT / "bench" / "results" / "bk-reproduction.md"
+RUNS = ROOT / "bench" / "runs" / "bk-budget-transfer"
+HEADING = "## BK's PPO to the letter: BK's budget and the transfer suite (plan 2026-11-26)"
+
+METHODS = ["ppo", "bk-code", "bk-pref", "bk-goal"]
+SEEDS = [0, 1, 2]
+#: ppo on BK's 10 x env reward (BK's train_rs.py with no potential); task-agnostic knowledge.
+SWEEP = {"ppo": {"extrinsic_coeff": [10.0]}, "bk-code": {"include_mission": [False]},
+         "bk-pref": {"include_mission": [False]}, "bk-goal": {"include_mission": [False]}}
+#: (study, task file, env steps, budgets): run in this order.
+STUDIES = [
+    ("redball-s20-5m", "babyai-gotolocal-redball-s20", 5_000_000,
+     [500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000]),
+    *[(name, f"babyai-gotolocal-{name}", 500_000, [100_000, 200_000, 300_000, 500_000])
+      for name in ("purpleball-s23", "redkey-s23", "purplekey-s25", "purpleball-s28",
+                   "redkey-s28", "purplekey-s30")],
+]  # fmt: skip
+TRANSFER = [s[0] for s in STUDIES[1:]]
+#: Two trials at once, each sampling in its own process (bench/results/bk_layout.md).
+LAYOUT = {"num_env_runners": 0, "num_envs_per_env_runner": 8}
+TRIALS_AT_ONCE = 2
+#: One evaluation interval (1,024-step updates, every 20 of them): the budget edge's slack.
+TOLERANCE = 21_000
+
+
+def study_task(task_name: str, steps: int, budgets: list[int], seed: int):
+    """The task as the study runs it: its file, narrowed to the study's methods, grid, seed,
+    env steps and budgets, in the layout above."""
+    from rl_bk.experiments.task_config import load_task
+
+    task = load_task(task_name)
+    return task.model_copy(update={
+        "methods": list(METHODS), "seeds": [seed], "sweep": {**task.sweep, **SWEEP},
+        "stop": task.stop.model_copy(update={"num_env_steps": steps}), "budgets": budgets,
+        "env_runners": task.env_runners.model_copy(update=LAYOUT),
+        "learner": task.learner.model_copy(update={"threads": 1}),  # one CPU per trial
+    })  # fmt: skip
+
+
+def trial_id(study: str, method: str, seed: int) -> str:
+    return f"{study}/{method}/{seed}"
+
+
+def batches() -> list[tuple[str, int, list[str]]]:
+    """(study, seed, methods run together) in the order they run: a study's seeds in turn,
+    each seed's methods two at a time."""
+    return [(study, seed, METHODS[i:i + TRIALS_AT_ONCE]) for study, *_ in STUDIES
+            for seed in SEEDS for i in range(0, len(METHODS), TRIALS_AT_ONCE)]  # fmt: skip
+
+
+def method_of(label: str) -> str:
+    return label.split()[0]
+
+
+def finished_trials(run_dir: Path, steps: int) -> dict[str, dict]:
+    """method -> that trial's curves (``bench.study.trial_curves``); a trial that stopped
+    short of ``steps`` env steps (it errored, or was stopped) is refused loudly."""
+    from bench.study import trial_curves
+    from rl_bk import metrics as M
+
+    out = {}
+    for curve in trial_curves(run_dir, extra=(M.EVAL_SAMPLED_SUCCESS_RATE,)):
+        reached = max((s for s in curve["progress"].get(M.ENV_STEPS, []) if s is not None),
+                      default=0)  # fmt: skip
+        if reached < steps:
+            raise SystemExit(f"[bk-budget-transfer] {curve['label']} seed {curve['seed']} in "
+                             f"{run_dir} stopped at {reached:,.0f} of {steps:,} env steps: "
+                             "see its trial's error.txt; fix it and run the command again")
+        out[method_of(curve["label"])] = curve
+    return out
+
+
+# ----------------------------------------------------------------------------- the report
+def plan_lines(facts: dict) -> list[str]:
+    lines = [
+        HEADING, "",
+        f"`{facts['command']}` (started {facts['date']}, {facts['machine']}). Written by "
+        "`bench/bk_budget_transfer.py`; the plan below was fixed before the first run and is "
+        "not changed after a run is seen.", "",
+        "- **Settings**: BK's PPO to the letter, as its `train_rs.py` ran, the task files' "
+        "defaults (`tune_configs/_babyai_bk.yaml`): BK's conv network (one torso), CleanRL's "
+        "clipped value loss (±0.1), advantages normalised per minibatch, Adam ε 1e-5, no "
+        "gradient-norm clip (BK's 0.5 never acts), 1,024 env steps per update in 4 "
+        "minibatches × 4 epochs, `ppo` on BK's 10 × env reward. Layout: two trials at once, "
+        "each sampling 8 envs in its own process on one CPU (`bench/results/bk_layout.md`).",
+        "- **Knowledge**: the task-agnostic rule-based oracle (ORACLE), never an LLM and never "
+        "told the mission; one artifact, built once on GoToLocal-Pretraining-S20, reused "
+        "unchanged on every task. The dataset and BK-Goal's settings are the task file's "
+        "(departures from BK, with their reasons, are in its `knowledge:` section).",
+        f"- **Methods and seeds**: {', '.join(METHODS)}; seeds {SEEDS} on every study; none "
+        "dropped or swapped after being seen.",
+        "- **Primary measure**: the mean greedy success (50 episodes, every ~20k env steps) "
+        "over every evaluation up to the budget: the normalised area under the greedy curve. "
+        "Each bk-* paired by seed with ppo: the per-seed differences, their mean and a 95% "
+        "percentile bootstrap interval (coarse with 3 seeds: about their range).",
+        "- **Secondary**: the same area for the sampled policy's evaluation (the same 50 "
+        "episodes' seeds) and for training success (last 100 episodes); greedy success at "
+        "each budget; env steps to 0.9 greedy success.",
+        "- **Goal**: each bk-* above ppo on the primary measure with the paired 95% interval "
+        "above zero, on RedBall-S20 at 5M and on at least half of the transfer tasks "
+        "(PurpleBall-S23, RedKey-S23, PurpleKey-S25, PurpleBall-S28, RedKey-S28, "
+        "PurpleKey-S30: neither the target nor the room size was in the knowledge's data).",
+        "",
+        "| study | task | env steps per trial | budgets |",
+        "|---|---|---|---|",
+    ]
+    for study, task_name, steps, budgets in STUDIES:
+        lines.append(f"| {study} | `{task_name}` | {steps:,} | "
+                     f"{', '.join(f'{b // 1000:,}k' for b in budgets)} |")  # fmt: skip
+    return [*lines, ""]
+
+
+def _points(curve: dict, key: str) -> list[tuple[float, float]]:
+    from bench.learning_measures import curve_points
+    from rl_bk import metrics as M
+
+    p = curve["progress"]
+    return curve_points(p[M.ENV_STEPS], p[key]) if key in p else []
+
+
+def _signed(x: float) -> str:
+    return "–" if math.isnan(x) else f"{x:+.3f}".replace("-", "−")
+
+
+def study_lines(study: str, steps: int, budgets: list[int], trials: dict[str, dict]) -> list[str]:
+    """One study's table (mean ± std over seeds) and each bk-* paired with ppo."""
+    import pandas as pd
+
+    from bench.learning_measures import normalised_area, paired_difference, value_at_budget
+    from bench.study import mean_sd
+    from rl_bk import metrics as M
+    from rl_bk.experiments.results import steps_to_reach
+
+    measures = {"greedy area": M.EVAL_SUCCESS_RATE, "sampled area": M.EVAL_SAMPLED_SUCCESS_RATE,
+                "training area": M.SUCCESS_RATE}  # fmt: skip
+    stats: dict[str, dict[str, dict[int, float]]] = {}
+    rows = []
+    for method in METHODS:
+        mine = {s: trials[trial_id(study, method, s)] for s in SEEDS
+                if trial_id(study, method, s) in trials}  # fmt: skip
+        if not mine:
+            continue
+        per = stats.setdefault(method, {})
+        for name, key in measures.items():
+            per[name] = {s: normalised_area(_points(c, key), steps, tolerance=TOLERANCE).value
+                         for s, c in mine.items()}  # fmt: skip
+        cells = [mean_sd(list(per[name].values())) for name in measures]
+        for b in budgets:
+            cells.append(mean_sd([value_at_budget(_points(c, M.EVAL_SUCCESS_RATE), b,
+                                                  tolerance=TOLERANCE) for c in mine.values()]))
+        reach = [steps_to_reach(pd.DataFrame(c["progress"], dtype=float), M.EVAL_SUCCESS_RATE,
+                                0.9, min_episodes=0) for c in mine.values()]  # fmt: skip
+        cells.append(", ".join("never" if math.isnan(r) else f"{r / 1000:,.0f}k" for r in reach))
+        rows.append(f"| {mine[next(iter(mine))]['label']} | {len(mine)} | " + " | ".join(cells)
+                    + " |")
+    if not rows:
+        return [f"### {study}", "", "Not run yet.", ""]
+    cols = [*measures, *[f"greedy @{b // 1000:,}k" for b in budgets], "greedy steps to 0.9"]
+    lines = [f"### {study} ({steps:,} env steps)", "", "| variant | seeds | " + " | ".join(cols)
+             + " |", "|---|---|" + "---|" * len(cols), *rows, ""]  # fmt: skip
+    if "ppo" in stats and len(stats) > 1:
+        lines += ["Paired by seed, bk-* minus ppo (95% bootstrap interval of the mean):", "",
+                  "| method | measure | per-seed differences | mean | 95% CI |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for method in METHODS[1:]:
+            if method not in stats:
+                continue
+            for name in measures:
+                d = paired_difference(stats[method][name], stats["ppo"][name])
+                ci = "none" if d.ci is None else f"[{_signed(d.ci[0])}, {_signed(d.ci[1])}]"
+                lines.append(f"| {method} | {name} | {', '.join(_signed(x) for x in d.diffs)} "
+                             f"| {_signed(d.mean)} | {ci} |")  # fmt: skip
+        lines.append("")
+    return lines
+
+
+def section(facts: dict, trials: dict[str, dict]) -> list[str]:
+    """The plan and every study's tables, as ``bk-reproduction.md`` holds them."""
+    from bench.study import plot_study
+    from rl_bk import metrics as M
+
+    lines = plan_lines(facts)
+    for study, _, steps, budgets in STUDIES:
+        lines += study_lines(study, steps, budgets, trials)
+        curves = [c for t, c in trials.items() if t.startswith(f"{study}/")]
+        plot = REPORT.parent / f"bk-budget-transfer-{study}.png"
+        if curves and plot_study(curves, {"greedy success (evaluation)": M.EVAL_SUCCESS_RATE,
+                                          "training success (last 100 episodes)": M.SUCCESS_RATE},
+                                 plot, f"BK's PPO, {study} (ORACLE knowledge)"):  # fmt: skip
+            lines += [f"Curves: `{plot.name}`.", ""]
+        left = [f"{m}/{s}" for m in METHODS for s in SEEDS
+                if trial_id(study, m, s) not in trials]  # fmt: skip
+        if curves and left:
+            lines += [f"Still to run: {', '.join(left)}.", ""]
+    return lines
+
+
+def saved_section() -> list[str]:
+    """This study's section as its results JSON says (nothing before the plan was written):
+    ``bench/bk_reproduction.py`` keeps it when it rewrites the report."""
+    return section(*load()) if RESULTS.is_file() else []
+
+
+def load() -> tuple[dict, dict[str, dict]]:
+    if RESULTS.is_file():
+        old = json.loads(RESULTS.read_text())
+        return {k: old[k] for k in ("command", "machine", "date")}, old.get("trials", {})
+    from bench.paired_rounds import run_facts
+
+    return run_facts("-m bench.bk_budget_transfer"), {}
+
+
+def save(facts: dict, trials: dict[str, dict]) -> None:
+    from bench.study import replace_section
+
+    RESULTS.write_text(json.dumps({**facts, "trials": trials}, indent=1))
+    replace_section(REPORT, HEADING, section(facts, trials))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--studies", default=None, help="comma-separated (default: all, in order)")
+    p.add_argument("--report-only", action="store_true", help="rewrite the tables and stop")
+    args = p.parse_args()
+    names = args.studies.split(",") if args.studies else [s[0] for s in STUDIES]
+    if set(names) - {s[0] for s in STUDIES}:
+        raise SystemExit(f"unknown studies; valid: {', '.join(s[0] for s in STUDIES)}")
+
+    from bench.study import code_commit, run_or_resume
+
+    facts, trials = load()
+    save(facts, trials)
+    if args.report_only:
+        return 0
+    spec = {s[0]: s for s in STUDIES}
+    for study, seed, methods in batches():
+        todo = [m for m in methods if trial_id(study, m, seed) not in trials]
+        if study not in names or not todo:
+            continue
+        _, task_name, steps, budgets = spec[study]
+        task = study_task(task_name, steps, budgets, seed)
+        home = RUNS / study / f"{seed}-{'+'.join(todo)}"
+        run_dir = run_or_resume(task, todo, steps, home)
+        for method, curve in finished_trials(run_dir, steps).items():
+            trials[trial_id(study, method, seed)] = {**curve, "commit": code_commit(),
+                                                     "run_dir": str(run_dir.relative_to(ROOT))}
+        save(facts, trials)
+        print(f"[bk-budget-transfer] {study} seed {seed} {'+'.join(todo)} done", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""A learner piece that reads an episode's time limit as its end (no bootstrap), as BK's
+``train_rs.py`` (mansicer/background-knowledge-rl) and CleanRL's PPO do: they pass GAE
+``done = terminated or truncated``, so the last step of an episode that ran out of time has
+no value after it. RLlib bootstraps there (the state could have gone on). On BabyAI every
+failed episode runs out at the time limit, so the choice sets the value targets of every
+failure.
+
+It runs first in the learner pipeline, before PPO's ``AddOneTsToEpisodesAndTruncate``, which
+marks every unfinished chunk truncated so it can bootstrap chunk boundaries: only episodes the
+env itself truncated (``is_truncated`` with the env done) are turned into terminated ones;
+a chunk cut mid-episode is not done and keeps its bootstrap. Only the learner's copy of the
+episode changes: the env runners and their metrics never see it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.utils.annotations import override
+
+
+class TimeLimitAsTermination(ConnectorV2):
+    @override(ConnectorV2)
+    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
+                 metrics=None, **kwargs: Any):  # fmt: skip
+        for episode in self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False):
+            if episode.is_truncated and not episode.is_terminated:
+                episode.is_truncated = False
+                episode.is_terminated = True
+        return batch
