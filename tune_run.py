@@ -132,7 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     from env_registry.errors import MissingDependencyError, UnknownEnvError
     from rl_bk.experiments.artifacts import KnowledgeMissingError
     from rl_bk.experiments.methods import UnknownMethodError, get_method
-    from rl_bk.experiments.run import ResourceError, RunOptions, resume_experiment, run_experiment
+    from rl_bk.experiments.run import (
+        ResourceError,
+        RunOptions,
+        TrialsFailed,
+        resume_experiment,
+        run_experiment,
+    )
     from rl_bk.experiments.task_config import TaskConfigError, available_tasks, load_task
 
     if args.list:
@@ -154,11 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             options = RunOptions(address=args.address)
             run_dir = resume_experiment(args.resume, options)
+        except TrialsFailed as failed:
+            return _report(failed.run_dir, failed)
         except (TaskConfigError, ValueError) as err:
             print(f"tune_run.py: error: {err}", file=sys.stderr)
             return 2
-        print(f"\nresults: {run_dir}")
-        return 0
+        return _report(run_dir)
     if not args.task:
         print(f"tune_run.py: error: give --task; available: {', '.join(available_tasks())}",
               file=sys.stderr)  # fmt: skip
@@ -175,15 +182,27 @@ def main(argv: list[str] | None = None) -> int:
             precollect=args.precollect,
         )  # fmt: skip
         run_dir = run_experiment(task, options)
+    except TrialsFailed as failed:
+        return _report(failed.run_dir, failed)
     except (TaskConfigError, UnknownMethodError, UnknownEnvError, MissingDependencyError,
             ResourceError, KnowledgeMissingError, ValueError) as err:  # fmt: skip
         print(f"tune_run.py: error: {err}", file=sys.stderr)
         return 2
+    return _report(run_dir)
+
+
+def _report(run_dir, failed=None) -> int:
+    """Prints where the results are and the summary table, then the trials that did not
+    finish; the exit status: 0 when every trial finished, 1 when one did not
+    (docs/running.md)."""
     print(f"\nresults: {run_dir}")
     summary = run_dir / "summary.md"
     if summary.exists():
         print(summary.read_text())
-    return 0
+    if failed is None:
+        return 0
+    print(failed.report(), file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -99,20 +99,34 @@ def find_run(home: Path) -> Path | None:
 
 
 def is_finished(run_dir: Path | None) -> bool:
-    return run_dir is not None and (run_dir / "summary.csv").is_file()
+    """Whether the run wrote its tables and every trial in them finished (a run with a
+    trial that errored or stopped early writes them too, its rows marked)."""
+    if run_dir is None or not (run_dir / "trials.csv").is_file():
+        return False
+    import pandas as pd
+
+    from rl_bk.experiments.results import DONE
+
+    trials = pd.read_csv(run_dir / "trials.csv")
+    return "status" not in trials or bool((trials["status"] == DONE).all())
 
 
 def run_or_resume(task, methods: list[str], steps: int, home: Path) -> Path:
-    """The study's finished run folder: runs it, resumes it, or finds it done."""
-    from rl_bk.experiments.run import RunOptions, resume_experiment, run_experiment
+    """The study's finished run folder: runs it, resumes it (errored trials again from their
+    last checkpoints), or finds it done. A trial that does not finish ends the study's
+    command with its report and exit status 1, and its part is not recorded."""
+    from rl_bk.experiments.run import RunOptions, TrialsFailed, resume_experiment, run_experiment
 
     run_dir = find_run(home)
     if is_finished(run_dir):
         return run_dir  # type: ignore[return-value]
-    if run_dir is not None and (run_dir / "tune").is_dir():
-        return resume_experiment(run_dir, RunOptions())
-    return run_experiment(task, RunOptions(methods=methods, stop_timesteps=steps,
-                                           output_dir=home))  # fmt: skip
+    try:
+        if run_dir is not None and (run_dir / "tune").is_dir():
+            return resume_experiment(run_dir, RunOptions())
+        return run_experiment(task, RunOptions(methods=methods, stop_timesteps=steps,
+                                               output_dir=home))  # fmt: skip
+    except TrialsFailed as failed:
+        raise SystemExit(failed.report()) from failed
 
 
 @dataclass

@@ -32,6 +32,12 @@ def base_ppo_config(
                    on_algorithm_init=partial(use_torch_threads, task.learner.threads))
         .debugging(seed=seed)
         .reporting(metrics_num_episodes_for_smoothing=100)
+        # An env runner that dies fails its trial, which Tune restarts from its checkpoint
+        # (run.py's FailureConfig). RLlib's own restart of the runner alone could not work
+        # here: the runner's constructor arguments (the config) live in the object store, so
+        # a restarted actor may find them gone, which Ray reports for every runner it creates
+        # with restarts on (ray-project/ray#53727).
+        .fault_tolerance(restart_failed_env_runners=False)
     )
     return with_evaluation(with_network(config, task), task)
 

@@ -66,11 +66,17 @@ SMOOTHED = (M.SUCCESS_RATE, M.EPISODE_RETURN_MEAN, M.EPISODE_LEN_MEAN,
             M.ACHIEVEMENTS_PER_EPISODE, M.GAME_SCORE_MEAN)  # fmt: skip
 
 
+#: A trial's status in the tables: it reached its stop condition, it raised, or it ended
+#: (was stopped) before its stop condition without an error.
+DONE, ERROR, STOPPED_EARLY = "done", "ERROR", "stopped early"
+
+
 @dataclass
 class TrialRecord:
     label: str  # the variant: method and swept parameters
     seed: int
     progress: pd.DataFrame  # one row per training iteration, flattened result keys
+    status: str = DONE  # DONE, ERROR or STOPPED_EARLY: only DONE trials enter the means
 
 
 def smooth_over_episodes(
@@ -202,6 +208,7 @@ def trial_row(record: TrialRecord, success_threshold: float | None, main_metric:
     row: dict[str, object] = {
         "variant": record.label,
         "seed": record.seed,
+        "status": record.status,
         "env_steps": steps,
         "env_steps_per_s": steps / seconds if seconds and seconds > 0 else math.nan,
         "episode_return_mean": _last(p, M.EPISODE_RETURN_MEAN),
@@ -249,8 +256,12 @@ def budget_label(steps: int) -> str:
 
 
 def summarize(trials: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds per variant; ``reached`` counts seeds that hit the threshold."""
-    numeric = [c for c in trials.columns if c not in ("variant", "seed")]
+    """Mean and std over seeds per variant; ``reached`` counts seeds that hit the threshold.
+    Only finished trials (status ``done``) count: ``seeds`` is how many finished, and a
+    trial that errored or stopped early is in no mean."""
+    if "status" in trials:
+        trials = trials[trials["status"] == DONE]
+    numeric = [c for c in trials.columns if c not in ("variant", "seed", "status")]
     grouped = trials.groupby("variant", sort=False)
     summary = grouped[numeric].agg(["mean", "std"])
     summary.columns = [f"{col}_{stat}" for col, stat in summary.columns]
@@ -381,22 +392,26 @@ def write_results(
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     budgets = list(budgets)
-    records = [TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress))
-               for r in records]  # fmt: skip
+    records = [TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress),
+                           r.status) for r in records]  # fmt: skip
     trials = pd.DataFrame([trial_row(r, success_threshold, main_metric, budgets)
                            for r in records])  # fmt: skip
     trials.to_csv(run_dir / "trials.csv", index=False)
     summary = summarize(trials)
     summary.to_csv(run_dir / "summary.csv", index=False)
+    failed = trials[trials["status"] != DONE]
     (run_dir / "summary.md").write_text(
-        f"# {title}\n\nMean ± std over seeds of each trial's last reported values "
+        f"# {title}\n\nMean ± std over seeds of each finished trial's last reported values "
         "(means over its last 100 training episodes; `eval` columns: the last greedy "
         "evaluation). Steps to success: mean over the seeds that reached it.\n\n"
         + _markdown(summary_for_reading(summary))
+        + (f"\n**{len(failed)} trial(s) did not finish** (status below): their numbers are in "
+           "no mean above and no curve.\n" if len(failed) else "")
         + "\n## Per trial\n\n"
         + _markdown(trials)
     )
-    curves = learning_curves(records, curve_metrics(main_metric, records))
+    finished = [r for r in records if r.status == DONE]
+    curves = learning_curves(finished, curve_metrics(main_metric, finished))
     curves.to_csv(run_dir / "curves.csv", index=False)
     if len(curves):
         plot_learning_curves(curves, run_dir / "learning_curves.png", title)

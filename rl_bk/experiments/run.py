@@ -134,6 +134,21 @@ def _check_fits(task: TaskConfig, first_trial_config: dict) -> None:
         )
 
 
+def _preflight(task: TaskConfig, variants: list, address: str | None) -> None:
+    """Attached to a cluster: the folders trials use must be ones every node sees
+    (:mod:`rl_bk.experiments.cluster_preflight`), checked before any build or trial."""
+    if not address:
+        return
+    from rl_bk.experiments.cluster_preflight import check_cluster_paths
+    from rl_bk.experiments.labeler_app import uses_labeler_app
+    from rl_bk.experiments.methods import LABELLING_METHODS
+    from rl_bk.labeling.store import default_path
+
+    labels_in_trials = (any(v.method in LABELLING_METHODS for v in variants)
+                        and not uses_labeler_app(task))  # fmt: skip
+    check_cluster_paths(task.storage, str(default_path()) if labels_in_trials else None)
+
+
 def _callbacks(task: TaskConfig, options: RunOptions, run_dir: Path) -> list:
     callbacks = list(options.extra_callbacks)
     if options.wandb:
@@ -326,6 +341,7 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
 
     _use_storage_for_knowledge(task)
     _init_ray(options.address)
+    _preflight(task, variants, options.address)
     env_registry.register_all()
     _start_labeler_apps(task, variants)
     _prepare_knowledge(task, variants, run_dir)
@@ -340,7 +356,7 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
         ),
         run_config=_tuner_run_config(task, run_dir, stop_steps, callbacks),
     )
-    _write(task, tuner.fit(), run_dir)
+    _write(task, tuner.fit(), run_dir, stop_steps)
     return run_dir
 
 
@@ -359,30 +375,85 @@ def resume_experiment(run_dir: Path, options: RunOptions) -> Path:
     check_labelers(task, variants)
     _use_storage_for_knowledge(task)
     _init_ray(options.address)
+    _preflight(task, variants, options.address)
     env_registry.register_all()
     _start_labeler_apps(task, variants)
     tuner = tune.Tuner.restore(
         tune_location(task, run_dir), trainable=trainable_for(task),
         resume_unfinished=True, resume_errored=True,
     )  # fmt: skip
-    _write(task, tuner.fit(), run_dir)
+    _write(task, tuner.fit(), run_dir, task.stop.num_env_steps)
     return run_dir
 
 
-def _write(task: TaskConfig, result_grid, run_dir: Path) -> None:
-    records, errors = [], []
+@dataclass(frozen=True)
+class FailedTrial:
+    """A trial that raised, or ended before its stop condition: what the console says of it."""
+
+    title: str  # "<variant> seed=<seed>"
+    status: str  # results.ERROR or results.STOPPED_EARLY
+    reason: str  # the error's first line, or how far it got
+    details: str  # where the full traceback (or the trial's results) is
+
+
+class TrialsFailed(RuntimeError):
+    """Some trials of a sweep did not finish. The tables are written (their rows marked, their
+    numbers in no mean); ``tune_run.py`` prints :meth:`report` and exits non-zero."""
+
+    def __init__(self, run_dir: Path, failed: list[FailedTrial]):
+        self.run_dir, self.failed = run_dir, failed
+        super().__init__(f"{len(failed)} trial(s) did not finish; results in {run_dir}")
+
+    def report(self) -> str:
+        lines = [f"{len(self.failed)} trial(s) did not finish (marked in the tables, in no "
+                 "mean):"]  # fmt: skip
+        for f in self.failed:
+            lines.append(f"  {f.status}: {f.title}: {f.reason}\n    {f.details}")
+        lines.append(f"results: {self.run_dir}; `tune_run.py --resume {self.run_dir}` "
+                     "runs them again from their last checkpoints")  # fmt: skip
+        return "\n".join(lines)
+
+
+def _trial_outcome(result, stop_steps: int,
+                   time_budget_s: float | None = None) -> tuple[str, FailedTrial | None]:
+    """A Tune result's status, and what to say of it when it did not finish: it reached
+    ``stop_steps`` env steps (or ran out its time budget), it raised, or it ended before."""
+    from rl_bk.experiments.results import DONE, ERROR, STOPPED_EARLY
+
+    title = f"{trial_label(result.config)} seed={result.config['seed']}"
+    if result.error:
+        text = str(result.error).strip()
+        first = next((line for line in reversed(text.splitlines()) if line.strip()), text)
+        return ERROR, FailedTrial(title, ERROR, first.strip()[:300],
+                                  f"traceback: {result.path}/error.txt")  # fmt: skip
+    metrics = result.metrics or {}
+    steps = metrics.get(M.ENV_STEPS, 0) or 0
+    out_of_time = time_budget_s and (metrics.get(M.TIME_TOTAL_S) or 0) >= time_budget_s
+    if steps < stop_steps and not out_of_time:
+        return STOPPED_EARLY, FailedTrial(title, STOPPED_EARLY,
+                                          f"{steps:,.0f} of {stop_steps:,} env steps",
+                                          f"results: {result.path}")  # fmt: skip
+    return DONE, None
+
+
+def _write(task: TaskConfig, result_grid, run_dir: Path, stop_steps: int) -> None:
+    """Writes the run's tables from Tune's results; raises :class:`TrialsFailed` after
+    writing them when any trial raised or ended before its stop condition."""
+    records, failed = [], []
     for result in result_grid:
-        label = trial_label(result.config)
-        if result.error:
-            errors.append(f"{label} seed={result.config['seed']}: {result.error}")
+        status, failure = _trial_outcome(result, stop_steps, task.stop.time_budget_s)
+        if failure is not None:
+            failed.append(failure)
         df = result.metrics_dataframe
         if df is not None and len(df):
-            records.append(TrialRecord(label, int(result.config["seed"]), df))
-    for err in errors:
-        logger.error("trial failed: %s", err)
+            records.append(TrialRecord(trial_label(result.config), int(result.config["seed"]),
+                                       df, status))  # fmt: skip
+    if records:
+        main_metric = M.MAIN_METRICS[task.metric]
+        threshold = task.success_threshold if main_metric == M.SUCCESS_RATE else None
+        write_results(records, run_dir, title=task.name, main_metric=main_metric,
+                      success_threshold=threshold, budgets=task.budgets)  # fmt: skip
+    if failed:
+        raise TrialsFailed(run_dir, failed)
     if not records:
         raise RuntimeError(f"no trial reported any result; see {run_dir / 'tune'}")
-    main_metric = M.MAIN_METRICS[task.metric]
-    threshold = task.success_threshold if main_metric == M.SUCCESS_RATE else None
-    write_results(records, run_dir, title=task.name, main_metric=main_metric,
-                  success_threshold=threshold, budgets=task.budgets)  # fmt: skip

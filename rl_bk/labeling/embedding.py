@@ -67,6 +67,11 @@ class SentenceEmbedder:
         # Local weights only: never let the hub try the network (it would hang offline).
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from transformers.utils import logging as transformers_logging
+
+        # The weights are local and load in well under a second: no "Loading weights" bar
+        # in every trial's console.
+        transformers_logging.disable_progress_bar()
         self._model: Any = SentenceTransformer(str(path), device=device)
         # sentence-transformers renamed the method (the old name warns, then goes away).
         get_dim = getattr(self._model, "get_embedding_dimension", None)

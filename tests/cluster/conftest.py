@@ -24,13 +24,16 @@ def cluster(tmp_path):
     c.stop()
 
 
-def task_file(tmp_path: Path, **sections: str) -> Path:
+def task_file(tmp_path: Path, storage: Path | None = None, **sections: str) -> Path:
     """The BK smoke task, with the labeler app on the head's llm_node (as cluster.yaml puts
-    it on a GPU node) and the knowledge and results on the shared storage."""
+    it on a GPU node) and the knowledge and results on ``storage`` (default: the shared
+    folder both nodes see; ``tmp_path / "none"``: no storage at all)."""
     path = tmp_path / "task.yaml"
+    storage = tmp_path / "shared" if storage is None else storage
     lines = [f"extends: {ROOT / 'tune_configs' / 'babyai-gotolocal-redball-s20.yaml'}",
              "name: two-node", "labeler: {mode: serve, resources: {llm_node: 1}}",
-             f"storage: {tmp_path / 'shared'}", *(f"{k}: {v}" for k, v in sections.items())]
+             *([f"storage: {storage}"] if storage != tmp_path / "none" else []),
+             *(f"{k}: {v}" for k, v in sections.items())]
     path.write_text("\n".join(lines) + "\n")
     return path
 

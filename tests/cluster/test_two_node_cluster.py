@@ -35,3 +35,19 @@ def test_every_trial_runs_on_the_worker_node_and_the_summary_lists_them(cluster,
     shared = tmp_path / "shared"
     assert list((shared / "results" / "two-node" / run_dir.name / "tune").glob("*/result.json"))
     assert list((shared / "knowledge").glob("*/bk-pref/*/DONE.json"))
+
+
+@pytest.mark.parametrize("storage", ["none", "private"])
+def test_without_storage_every_node_sees_tune_run_stops_before_any_trial(cluster, tmp_path,
+                                                                          storage):
+    # "none": no storage at all; "private": a folder the worker node cannot see.
+    folder = tmp_path / "none" if storage == "none" else tmp_path / "results" / "private"
+    done = tune_run(cluster, "--task", str(task_file(tmp_path, storage=folder)), "--smoke",
+                    "--methods", "ppo", "--output-dir", str(tmp_path / "results"),
+                    log=tmp_path / "tune_run.log")  # fmt: skip
+    log = (tmp_path / "tune_run.log").read_text()
+    assert done.returncode == 2, log[-3000:]
+    assert "--storage" in log and "docs/cluster.md" in log and "Traceback" not in log
+    # Nothing started: no trial folder anywhere, no knowledge built.
+    assert not list(tmp_path.glob("**/result.json"))
+    assert not list(tmp_path.glob("**/DONE.json"))

@@ -69,13 +69,19 @@ def tiny_batch(module, n=6, seed=0):
     }  # fmt: skip
 
 
-def test_cleanrl_loss_is_bk_formula():
-    learner = bk_config(value_loss="cleanrl", advantage_normalization="minibatch").build_learner()
+def loss_on_tiny_batch(learner):
+    """(the learner's loss on a tiny batch, its module, the batch, the forward output)."""
     module = learner.module[DEFAULT_MODULE_ID].unwrapped()
     batch = tiny_batch(module)
     fwd = module.forward_train(batch)
     loss = learner.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=learner.config,
                                            batch=batch, fwd_out=fwd)  # fmt: skip
+    return loss, module, batch, fwd
+
+
+def test_cleanrl_loss_is_bk_formula():
+    learner = bk_config(value_loss="cleanrl", advantage_normalization="minibatch").build_learner()
+    loss, module, batch, fwd = loss_on_tiny_batch(learner)
 
     # BK's train_rs.py, on the five real rows
     real = batch[Columns.LOSS_MASK]
@@ -96,12 +102,7 @@ def test_cleanrl_loss_is_bk_formula():
 
 def test_rllib_loss_is_unchanged_by_default():
     """With RLlib's options the loss is RLlib's own (the squared error, no 0.5, no clip)."""
-    learner = bk_config().build_learner()
-    module = learner.module[DEFAULT_MODULE_ID].unwrapped()
-    batch = tiny_batch(module)
-    fwd = module.forward_train(batch)
-    loss = learner.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=learner.config,
-                                           batch=batch, fwd_out=fwd)  # fmt: skip
+    loss, module, batch, fwd = loss_on_tiny_batch(bk_config().build_learner())
     real = batch[Columns.LOSS_MASK]
     v = module.compute_values(batch, embeddings=fwd[Columns.EMBEDDINGS])[real]
     ret = batch[Postprocessing.VALUE_TARGETS][real]

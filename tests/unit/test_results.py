@@ -197,3 +197,19 @@ def test_achievement_rates_are_the_last_report_per_achievement():
     })
     assert achievement_rates(p) == {"collect_wood": 0.75, "place_table": 0.25}
     assert achievement_rates(progress([100], [0.5])) == {}
+
+
+def test_a_trial_that_did_not_finish_is_marked_and_in_no_mean_nor_curve(tmp_path):
+    from rl_bk.experiments.results import DONE, ERROR
+
+    records = [TrialRecord("ppo", 0, progress([100, 200], [0.2, 0.4])),
+               TrialRecord("ppo", 1, progress([100, 200], [0.6, 0.8])),
+               TrialRecord("ppo", 2, progress([100], [1.0]), status=ERROR)]  # fmt: skip
+    summary = write_results(records, tmp_path, title="t")
+    trials = pd.read_csv(tmp_path / "trials.csv")
+    assert list(trials["status"]) == [DONE, DONE, ERROR]  # every trial has its row
+    assert summary["seeds"].tolist() == [2]  # finished seeds only
+    assert summary["success_rate_mean"].iloc[0] == pytest.approx(0.6)  # (0.4 + 0.8) / 2
+    curves = pd.read_csv(tmp_path / "curves.csv")
+    assert curves[curves.metric == "success rate"]["max"].max() <= 0.8  # seed 2's 1.0 is out
+    assert "1 trial(s) did not finish" in (tmp_path / "summary.md").read_text()

@@ -2,7 +2,7 @@
 
 The embedded llama.cpp models are plumbing defaults; real experiments need a bigger model, and
 the usual way to get one is a server that speaks the OpenAI API. This client talks to it with
-``requests`` (a dependency of Ray, so always present) rather than the ``openai`` package,
+``httpx`` (rl-bk's one HTTP client, a declared dependency) rather than the ``openai`` package,
 which rl-bk does not depend on; only two endpoints and three JSON fields are needed.
 
 - ``complete`` → ``POST {base_url}/completions``, ``chat`` → ``POST {base_url}/chat/completions``.
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
+import httpx
 
 from rl_bk.labeling.backends.base import BackendError, Completion, TextGenerator, UnsupportedError
 
@@ -82,7 +82,7 @@ class OpenAICompatGenerator(TextGenerator):
         self.grammar_field = grammar_field
         self.supports_grammar = grammar_field is not None
         self.backoff_s = backoff_s
-        self._local = threading.local()  # one requests.Session per thread
+        self._local = threading.local()  # one httpx.Client per thread
         self._warned_grammar = False
 
     def __repr__(self) -> str:
@@ -243,10 +243,10 @@ class OpenAICompatGenerator(TextGenerator):
             text = text.replace(key, "***")
         return text
 
-    def _session(self) -> requests.Session:
+    def _session(self) -> httpx.Client:
         session = getattr(self._local, "session", None)
         if session is None:
-            session = self._local.session = requests.Session()
+            session = self._local.session = httpx.Client()
         return session
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -260,9 +260,9 @@ class OpenAICompatGenerator(TextGenerator):
                 resp = self._session().post(
                     url, json=body, headers=self._headers(), params=params, timeout=self.timeout_s
                 )
-            except requests.Timeout:
+            except httpx.TimeoutException:
                 last = f"timed out after {self.timeout_s:g} s"
-            except requests.RequestException as e:
+            except httpx.HTTPError as e:
                 last = f"{type(e).__name__}: {self._scrub(str(e))}"
             else:
                 if resp.status_code < 400:

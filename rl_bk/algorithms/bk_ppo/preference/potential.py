@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -200,10 +199,11 @@ class PreferencePotential:
             return self._scorer.score.remote(name, version, inputs).result()
         if isinstance(self.endpoint, str):
             url = f"{self.endpoint.rstrip('/')}/v1/reward_models/{name}/{version}/score"
-            body = json.dumps({"inputs": inputs}).encode()
-            request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return json.loads(response.read())["rewards"]
+            import httpx
+
+            response = httpx.post(url, json={"inputs": inputs}, timeout=60)
+            response.raise_for_status()
+            return response.json()["rewards"]
         if self.endpoint is not None:  # a Serve deployment handle
             return self.endpoint.score.remote(name, version, inputs).result()
         if self._scorer is None:
