@@ -46,10 +46,11 @@ def nodes_not_seeing(folder: str | os.PathLike, nodes: list[dict]) -> list[str]:
         return os.path.exists(path)
 
     try:
-        seen = {n["NodeManagerAddress"]: exists.options(
+        # Keyed by node id: several nodes may share an address (one machine, several raylets).
+        seen = {f"{n['NodeManagerAddress']} (node {n['NodeID'][:8]})": exists.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
         ).remote(str(marker)) for n in nodes}  # fmt: skip
-        return [addr for addr, ref in seen.items() if not ray.get(ref, timeout=120)]
+        return [node for node, ref in seen.items() if not ray.get(ref, timeout=120)]
     finally:
         marker.unlink(missing_ok=True)
 
