@@ -43,34 +43,36 @@ SEEDS = [0, 1, 2]
 #: ppo on BK's 10 x env reward (BK's train_rs.py with no potential); task-agnostic knowledge.
 SWEEP = {"ppo": {"extrinsic_coeff": [10.0]}, "bk-code": {"include_mission": [False]},
          "bk-pref": {"include_mission": [False]}, "bk-goal": {"include_mission": [False]}}
-#: (study, task file, env steps, budgets): run in this order.
+#: (study, task file, env steps, budgets, trials at once): run in this order. A 5M trial
+#: runs alone in the task file's layout (2 env runners, the learner on 2 threads: ~670 env
+#: steps/s, about 2 h), so it ends within one session: Tune's folders do not travel to another
+#: machine, so a trial cut by a session's end starts again. The 500k trials run two at a time,
+#: 1 CPU each (1.89 x the sweep's env steps/s: bench/results/bk_layout.md).
 STUDIES = [
     ("redball-s20-5m", "babyai-gotolocal-redball-s20", 5_000_000,
-     [500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000]),
-    *[(name, f"babyai-gotolocal-{name}", 500_000, [100_000, 200_000, 300_000, 500_000])
+     [500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000], 1),
+    *[(name, f"babyai-gotolocal-{name}", 500_000, [100_000, 200_000, 300_000, 500_000], 2)
       for name in ("purpleball-s23", "redkey-s23", "purplekey-s25", "purpleball-s28",
                    "redkey-s28", "purplekey-s30")],
 ]  # fmt: skip
-TRANSFER = [s[0] for s in STUDIES[1:]]
-#: Two trials at once, each sampling in its own process (bench/results/bk_layout.md).
-LAYOUT = {"num_env_runners": 0, "num_envs_per_env_runner": 8}
-TRIALS_AT_ONCE = 2
+#: Two trials at once: each samples 8 envs in its own process, its learner on one thread.
+PAIR_LAYOUT = {"num_env_runners": 0, "num_envs_per_env_runner": 8}
 #: One evaluation interval (1,024-step updates, every 20 of them): the budget edge's slack.
 TOLERANCE = 21_000
 
 
-def study_task(task_name: str, steps: int, budgets: list[int], seed: int):
+def study_task(task_name: str, steps: int, budgets: list[int], seed: int, at_once: int):
     """The task as the study runs it: its file, narrowed to the study's methods, grid, seed,
     env steps and budgets, in the layout above."""
     from rl_bk.experiments.task_config import load_task
 
     task = load_task(task_name)
-    return task.model_copy(update={
-        "methods": list(METHODS), "seeds": [seed], "sweep": {**task.sweep, **SWEEP},
-        "stop": task.stop.model_copy(update={"num_env_steps": steps}), "budgets": budgets,
-        "env_runners": task.env_runners.model_copy(update=LAYOUT),
-        "learner": task.learner.model_copy(update={"threads": 1}),  # one CPU per trial
-    })  # fmt: skip
+    update = {"methods": list(METHODS), "seeds": [seed], "sweep": {**task.sweep, **SWEEP},
+              "stop": task.stop.model_copy(update={"num_env_steps": steps}), "budgets": budgets}
+    if at_once == 2:
+        update["env_runners"] = task.env_runners.model_copy(update=PAIR_LAYOUT)
+        update["learner"] = task.learner.model_copy(update={"threads": 1})  # one CPU each
+    return task.model_copy(update=update)
 
 
 def trial_id(study: str, method: str, seed: int) -> str:
@@ -79,9 +81,9 @@ def trial_id(study: str, method: str, seed: int) -> str:
 
 def batches() -> list[tuple[str, int, list[str]]]:
     """(study, seed, methods run together) in the order they run: a study's seeds in turn,
-    each seed's methods two at a time."""
-    return [(study, seed, METHODS[i:i + TRIALS_AT_ONCE]) for study, *_ in STUDIES
-            for seed in SEEDS for i in range(0, len(METHODS), TRIALS_AT_ONCE)]  # fmt: skip
+    each seed's methods as many at a time as the study runs."""
+    return [(study, seed, METHODS[i:i + at_once]) for study, *_, at_once in STUDIES
+            for seed in SEEDS for i in range(0, len(METHODS), at_once)]  # fmt: skip
 
 
 def method_of(label: str) -> str:
@@ -117,8 +119,11 @@ def plan_lines(facts: dict) -> list[str]:
         "defaults (`tune_configs/_babyai_bk.yaml`): BK's conv network (one torso), CleanRL's "
         "clipped value loss (±0.1), advantages normalised per minibatch, Adam ε 1e-5, no "
         "gradient-norm clip (BK's 0.5 never acts), 1,024 env steps per update in 4 "
-        "minibatches × 4 epochs, `ppo` on BK's 10 × env reward. Layout: two trials at once, "
-        "each sampling 8 envs in its own process on one CPU (`bench/results/bk_layout.md`).",
+        "minibatches × 4 epochs, a time limit ending the episode in GAE, `ppo` on BK's 10 × "
+        "env reward. Layout (`bench/results/bk_layout.md`): a 5M trial alone, in the task "
+        "file's layout (2 env runners, learner on 2 threads), so that it ends within one "
+        "session; the 500k trials two at a time, each sampling 8 envs in its own process on "
+        "one CPU.",
         "- **Knowledge**: the task-agnostic rule-based oracle (ORACLE), never an LLM and never "
         "told the mission; one artifact, built once on GoToLocal-Pretraining-S20, reused "
         "unchanged on every task. The dataset and BK-Goal's settings are the task file's "
@@ -140,7 +145,7 @@ def plan_lines(facts: dict) -> list[str]:
         "| study | task | env steps per trial | budgets |",
         "|---|---|---|---|",
     ]
-    for study, task_name, steps, budgets in STUDIES:
+    for study, task_name, steps, budgets, _ in STUDIES:
         lines.append(f"| {study} | `{task_name}` | {steps:,} | "
                      f"{', '.join(f'{b // 1000:,}k' for b in budgets)} |")  # fmt: skip
     return [*lines, ""]
@@ -216,7 +221,7 @@ def section(facts: dict, trials: dict[str, dict]) -> list[str]:
     from rl_bk import metrics as M
 
     lines = plan_lines(facts)
-    for study, _, steps, budgets in STUDIES:
+    for study, _, steps, budgets, _ in STUDIES:
         lines += study_lines(study, steps, budgets, trials)
         curves = [c for t, c in trials.items() if t.startswith(f"{study}/")]
         plot = REPORT.parent / f"bk-budget-transfer-{study}.png"
@@ -243,7 +248,9 @@ def load() -> tuple[dict, dict[str, dict]]:
         return {k: old[k] for k in ("command", "machine", "date")}, old.get("trials", {})
     from bench.paired_rounds import run_facts
 
-    return run_facts("-m bench.bk_budget_transfer"), {}
+    # The command that runs the plan, whatever flags wrote it first (--report-only included).
+    return {**run_facts("-m bench.bk_budget_transfer"),
+            "command": "python -m bench.bk_budget_transfer"}, {}
 
 
 def save(facts: dict, trials: dict[str, dict]) -> None:
@@ -273,8 +280,8 @@ def main() -> int:
         todo = [m for m in methods if trial_id(study, m, seed) not in trials]
         if study not in names or not todo:
             continue
-        _, task_name, steps, budgets = spec[study]
-        task = study_task(task_name, steps, budgets, seed)
+        _, task_name, steps, budgets, at_once = spec[study]
+        task = study_task(task_name, steps, budgets, seed, at_once)
         home = RUNS / study / f"{seed}-{'+'.join(todo)}"
         run_dir = run_or_resume(task, todo, steps, home)
         for method, curve in finished_trials(run_dir, steps).items():

@@ -1,0 +1,31 @@
+"""The plan of BK's 5M and transfer study (bench/bk_budget_transfer.py): every planned trial
+runs once, in the layout the plan says, on the narrowed task."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from bench import bk_budget_transfer as study
+
+
+def test_every_planned_trial_runs_exactly_once():
+    planned = Counter(study.trial_id(name, m, s) for name, seed, methods in study.batches()
+                      for m in methods for s in [seed])  # fmt: skip
+    expected = {study.trial_id(name, m, s) for name, *_ in study.STUDIES
+                for m in study.METHODS for s in study.SEEDS}  # fmt: skip
+    assert set(planned) == expected and set(planned.values()) == {1}
+    assert len(expected) == 7 * 4 * 3
+
+
+def test_5m_trials_run_alone_and_500k_trials_in_pairs_on_one_cpu_each():
+    sizes = {name: {len(methods) for n, _, methods in study.batches() if n == name}
+             for name, *_ in study.STUDIES}  # fmt: skip
+    assert sizes["redball-s20-5m"] == {1} and sizes["redkey-s28"] == {2}
+    alone = study.study_task("babyai-gotolocal-redball-s20", 5_000_000, [5_000_000], 2, 1)
+    assert alone.env_runners.num_env_runners == 2 and alone.learner.threads == 2
+    pair = study.study_task("babyai-gotolocal-redkey-s28", 500_000, [500_000], 1, 2)
+    assert pair.env_runners.num_env_runners == 0 and pair.learner.threads == 1
+    assert pair.seeds == [1] and pair.stop.num_env_steps == 500_000
+    assert pair.sweep["ppo"] == {"extrinsic_coeff": [10.0]}  # BK's PPO only
+    assert pair.sweep["bk-goal"] == {"include_mission": [False]}  # task-agnostic only
+    assert pair.env == "BabyAI-Text-GoToLocal-RedKey-S28-v0"
