@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_a_trial_that_raises_mid_training_is_an_error_row_and_a_non_zero_exit(
         ray_session, tmp_path, capsys):  # fmt: skip
-    # The second variant's learning rate turns NaN after 1,024 env steps (one update): its
-    # weights become NaN and the next forward pass raises (torch refuses NaN logits), a
-    # divergence in the middle of training. Sampling in the trial's process (one CPU each),
+    # The second variant's learning rate turns NaN after 1,024 env steps: its second update
+    # makes the weights NaN and the next forward pass raises (torch refuses NaN logits), a
+    # divergence in the middle of training. No greedy evaluation: the test needs none. Sampling in the trial's process (one CPU each),
     # so both trials run side by side.
     task = tmp_path / "diverging.yaml"
     task.write_text(
@@ -30,6 +30,7 @@ def test_a_trial_that_raises_mid_training_is_an_error_row_and_a_non_zero_exit(
         "env_runners: {num_env_runners: 0, num_envs_per_env_runner: 4}\n"
         "learner: {threads: 1}\n"
         "smoke:\n"
+        "  evaluation: {every_env_steps: null}\n"
         "  sweep:\n"
         "    ppo:\n"
         "      extrinsic_coeff: [10.0]\n"
