@@ -159,15 +159,17 @@ def _points(curve: dict, key: str) -> list[tuple[float, float]]:
     return curve_points(p[M.ENV_STEPS], p[key]) if key in p else []
 
 
-def _signed(x: float) -> str:
-    return "–" if math.isnan(x) else f"{x:+.3f}".replace("-", "−")
-
-
 def study_lines(study: str, steps: int, budgets: list[int], trials: dict[str, dict]) -> list[str]:
     """One study's table (mean ± std over seeds) and each bk-* paired with ppo."""
     import pandas as pd
 
-    from bench.learning_measures import normalised_area, paired_difference, value_at_budget
+    from bench.learning_measures import (
+        interval_text,
+        normalised_area,
+        paired_difference,
+        signed,
+        value_at_budget,
+    )
     from bench.study import mean_sd
     from rl_bk import metrics as M
     from rl_bk.experiments.results import steps_to_reach
@@ -208,9 +210,8 @@ def study_lines(study: str, steps: int, budgets: list[int], trials: dict[str, di
                 continue
             for name in measures:
                 d = paired_difference(stats[method][name], stats["ppo"][name])
-                ci = "none" if d.ci is None else f"[{_signed(d.ci[0])}, {_signed(d.ci[1])}]"
-                lines.append(f"| {method} | {name} | {', '.join(_signed(x) for x in d.diffs)} "
-                             f"| {_signed(d.mean)} | {ci} |")  # fmt: skip
+                lines.append(f"| {method} | {name} | {', '.join(signed(x) for x in d.diffs)} "
+                             f"| {signed(d.mean)} | {interval_text(d)} |")  # fmt: skip
         lines.append("")
     return lines
 

@@ -26,8 +26,10 @@ from bench.learning_measures import (
     Area,
     PairedDifference,
     curve_points,
+    interval_text,
     normalised_area,
     paired_difference,
+    signed,
     value_at_budget,
 )
 from bench.study import mean_sd, replace_section
@@ -127,14 +129,6 @@ def is_primary(label: str) -> bool:
     return label.startswith("bk-") and "include_mission=True" not in label
 
 
-def _signed(x: float) -> str:
-    return "–" if math.isnan(x) else f"{x:+.3f}".replace("-", "−")
-
-
-def _ci(d: PairedDifference) -> str:
-    return "none (one seed)" if d.ci is None else f"[{_signed(d.ci[0])}, {_signed(d.ci[1])}]"
-
-
 def _area_cell(areas: list[Area | None]) -> str:
     if all(a is None for a in areas):
         return "not kept"
@@ -174,8 +168,8 @@ def _study_lines(study: str, budget: int, budgets: list[int],
             for which in ("greedy", "training"):
                 d = paired(runs, label, which, approximate)
                 name = f"{'≈ ' if approximate else ''}{which} area"
-                lines.append(f"| {label} | {name} | {', '.join(_signed(x) for x in d.diffs)} "
-                             f"| {_signed(d.mean)} | {_ci(d)} |")  # fmt: skip
+                lines.append(f"| {label} | {name} | {', '.join(signed(x) for x in d.diffs)} "
+                             f"| {signed(d.mean)} | {interval_text(d)} |")  # fmt: skip
                 if is_primary(label):
                     primary.append((study, short(label), which, d, approximate))
     aware = {label: label.replace("include_mission=True", "include_mission=False").replace(
@@ -189,8 +183,8 @@ def _study_lines(study: str, budget: int, budgets: list[int],
             for which in ("greedy", "training"):
                 d = paired(runs, label, which, False, baseline=agnostic)
                 lines.append(f"| {label.split()[0]} | {which} area | "
-                             f"{', '.join(_signed(x) for x in d.diffs)} | {_signed(d.mean)} | "
-                             f"{_ci(d)} |")  # fmt: skip
+                             f"{', '.join(signed(x) for x in d.diffs)} | {signed(d.mean)} | "
+                             f"{interval_text(d)} |")  # fmt: skip
     return [*lines, ""], primary
 
 
@@ -279,7 +273,7 @@ def reanalysis_section(finished: dict[str, dict], plot: Path | None = PLOT) -> l
     lines += ["### Summary: task-agnostic bk-* minus ppo, greedy area (95% CI)", "",
               "| study | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
     for study in dict.fromkeys(p[0] for p in primary):
-        cells = {m: f"{_signed(d.mean)} {_ci(d)}{' ≈' if approximate else ''}"
+        cells = {m: f"{signed(d.mean)} {interval_text(d)}{' ≈' if approximate else ''}"
                  for s, m, w, d, approximate in primary if s == study and w == "greedy"}
         lines.append(f"| {study} | " + " | ".join(cells.get(m, "–") for m in methods) + " |")
     lines.append("")

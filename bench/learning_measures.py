@@ -121,3 +121,13 @@ def paired_difference(method: Mapping[int, float], baseline: Mapping[int, float]
         low, high = result.confidence_interval
         ci = (float(low), float(high))
     return PairedDifference(seeds, diffs, mean, ci, confidence)
+
+
+def signed(x: float) -> str:
+    """A difference as the tables print it: ``+0.012``, ``−0.034`` (a minus sign), ``–`` for NaN."""
+    return "–" if math.isnan(x) else f"{x:+.3f}".replace("-", "−")
+
+
+def interval_text(d: PairedDifference) -> str:
+    """``[low, high]`` of a paired difference's interval, or why there is none."""
+    return "none (one seed)" if d.ci is None else f"[{signed(d.ci[0])}, {signed(d.ci[1])}]"

@@ -420,7 +420,7 @@ def _trial_outcome(result, stop_steps: int,
     ``stop_steps`` env steps (or ran out its time budget), it raised, or it ended before."""
     from rl_bk.experiments.results import DONE, ERROR, STOPPED_EARLY
 
-    title = f"{trial_label(result.config)} seed={result.config['seed']}"
+    title = _trial_title(result)  # a Tune result has the trial's config, as a trial has
     if result.error:
         text = str(result.error).strip()
         first = next((line for line in reversed(text.splitlines()) if line.strip()), text)
