@@ -33,6 +33,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from rl_bk.labeling.config import BACKENDS
+
     p = _Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", help="a task name (see --list) or a path to a task YAML")
     p.add_argument("--methods", help="comma-separated methods (default: the task's list)")
@@ -44,7 +46,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--wandb", action="store_true", help="also log to Weights & Biases")
     p.add_argument(
         "--backend",
-        choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
+        choices=BACKENDS,
         help="labeler of the bk-* and motif methods' knowledge and of the ellm and oni-* "
         "methods' online labels (default: the task's, oracle)",
     )
@@ -109,7 +111,8 @@ def _with_flags(task, args: argparse.Namespace):
     """The task with what the command line overrides: labeler backend, storage, labeler app."""
     update: dict = {}
     if args.backend:
-        update["knowledge"] = task.knowledge.model_copy(update={"backend": args.backend})
+        labeler = task.knowledge.labeler.model_copy(update={"backend": args.backend})
+        update["knowledge"] = task.knowledge.model_copy(update={"labeler": labeler})
     storage = args.storage or os.environ.get("RLBK_STORAGE")  # cluster.yaml sets it
     if storage:
         update["storage"] = storage

@@ -1,8 +1,8 @@
 """What asynchronous online labelling costs: ONI-PPO env steps/s with labels asked for and
 received while training, over the same algorithm with labelling off, side by side in one run.
 
-    python bench/async_labelling.py              # writes bench/results/async_labelling.{md,json}
-    python bench/async_labelling.py --rounds 3   # a quicker look
+    python -m bench.async_labelling              # writes bench/results/async_labelling.{md,json}
+    python -m bench.async_labelling --rounds 3   # a quicker look
 
 The task's own setup (tune_configs/nethack-score.yaml: NetHack Score, ONI's message-line
 captions, 1 env runner x 8 envs, train batch 4096). Configurations, all built up front and
@@ -19,7 +19,7 @@ trained one iteration each per round (bench/paired_rounds.py):
   +10), computing at most the fraction ``f`` of the time (``label_busy_fraction``; 1 = flat
   out) with ``--llm-batch`` captions per call. On this 2-core machine it competes with the env
   runner and the learner for the CPU. ONI ran its LLM on a separate GPU node; so can we (the
-  Serve labeler app on another node, ``LabelerSpec(serve_url=...)``).
+  Serve labeler app on another node, ``LabelerSpec(url=...)``).
 
 Each LLM configuration's labeler is paused (after its call in flight) while the other
 configurations train, so the baseline is timed with no LLM computing, and each LLM
@@ -38,7 +38,6 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 TASK = "nethack-score"
 
@@ -113,7 +112,7 @@ def main() -> int:
     # (calls in flight when an iteration ended finish untimed, before the next one starts).
     busy = {name: computing_share(list(q.call_intervals), windows[name])
             for name, q in queues.items()}  # fmt: skip
-    facts = {**run_facts("bench/async_labelling.py"), "task": TASK, "rounds": args.rounds,
+    facts = {**run_facts("-m bench.async_labelling"), "task": TASK, "rounds": args.rounds,
              "warmup": args.warmup, "llm_batch": args.llm_batch, "rows": rows, "rates": rates,
              "labels_at_the_end": labels, "labeler_computing_share": busy}  # fmt: skip
     args.results.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,8 @@
 """Screening runs, one per hypothesis on why shaped PPO did not beat PPO on GoToLocal-RedBall-S20.
 
-    python bench/bk_hypotheses.py                       # every arm, 3 seeds x 150k env steps
-    python bench/bk_hypotheses.py --arms ppo,bk-code-aware --seeds 100,101,102
-    nohup python bench/bk_hypotheses.py > bk-hypotheses.log 2>&1 &   # hours: run it detached
+    python -m bench.bk_hypotheses                       # every arm, 3 seeds x 150k env steps
+    python -m bench.bk_hypotheses --arms ppo,bk-code-aware --seeds 100,101,102
+    nohup python -m bench.bk_hypotheses > bk-hypotheses.log 2>&1 &   # hours: run it detached
 
 Each arm is one Tune run of one method with one setting changed from the task's defaults
 (which are BK's: see tune_configs/_babyai_bk.yaml), on seeds the reproduction never uses. The
@@ -31,7 +31,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 TASK = "babyai-gotolocal-redball-s20"
 RESULTS = ROOT / "bench" / "results" / "bk-hypotheses"
@@ -182,7 +181,7 @@ def main() -> int:
     budgets = sorted({b for b in (50_000, 100_000, 150_000, 200_000) if b < args.steps}
                      | {args.steps})
 
-    facts = {**run_facts("bench/bk_hypotheses.py"), "seeds": seeds, "steps": args.steps}
+    facts = {**run_facts("-m bench.bk_hypotheses"), "seeds": seeds, "steps": args.steps}
     facts, done = continued_arms(RESULTS.with_suffix(".json"), facts)
     write_report(arms, done, facts, budgets)
     for arm in arms:

@@ -211,7 +211,7 @@ def bk_python() -> Path:
 #: import check) and prints the package versions and BK's default arguments for bk-code on
 #: BabyAI (utils/config.py), as JSON.
 _BK_INFO = r"""
-import argparse, json, sys  # run with -c from BK's folder: it is on sys.path
+import argparse, json, sys  # run with -c from BK's folder: it is importable
 import train_rs  # noqa: F401  (every import of BK's script, minigrid and crafter included)
 from utils import config
 p = argparse.ArgumentParser()
@@ -251,7 +251,7 @@ def setup_bk_env(repo: Path) -> dict:
         [str(bk_python()), "-m", "pip", "install", *BK_PACKAGES],
         [str(bk_python()), "-m", "pip", "install", "-e", str(BK_SRC / "minigrid_text")],
         # crafter_text/__init__.py imports its sibling text_env.py as a top-level module:
-        # setuptools' "compat" editable mode puts the folder itself on sys.path (a .pth file).
+        # setuptools' "compat" editable mode puts the folder itself on the path (a .pth file).
         [str(bk_python()), "-m", "pip", "install", "-e", str(BK_SRC / "crafter_text"),
          "--config-settings", "editable_mode=compat"],
     ]  # fmt: skip
@@ -580,7 +580,7 @@ _BK_DRIVER = r"""
 import sys
 from types import SimpleNamespace
 import numpy as np
-import torch  # run with -c from BK's folder: it is on sys.path
+import torch  # run with -c from BK's folder: it is importable
 from utils.env_maker import make_minigrid_env
 from models.reward_provider import CodingReward
 

@@ -2,10 +2,10 @@
 on RedBall-S20 and, with the same knowledge artifact, on the other S20 tasks and BK's harder
 rooms.
 
-    nohup python bench/bk_reproduction.py > bk-reproduction.log 2>&1 &   # many hours
-    python bench/bk_reproduction.py --studies redball-s20              # one study
-    python bench/bk_reproduction.py --methods bk-code,rnd              # these parts first
-    python bench/bk_reproduction.py --report-only                      # tables from what ran
+    nohup python -m bench.bk_reproduction > bk-reproduction.log 2>&1 &   # many hours
+    python -m bench.bk_reproduction --studies redball-s20              # one study
+    python -m bench.bk_reproduction --methods bk-code,rnd              # these parts first
+    python -m bench.bk_reproduction --report-only                      # tables from what ran
 
 Every study is one ``tune_run.py`` sweep of a task file as it stands in ``tune_configs/``
 (its methods, seeds, budget, and BK's settings: PPO as BK ran it, task-agnostic knowledge
@@ -39,7 +39,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 RESULTS = ROOT / "bench" / "results" / "bk-reproduction"
 RUNS = ROOT / "bench" / "runs" / "bk-reproduction"
@@ -261,7 +260,7 @@ def main() -> int:
     from bench.paired_rounds import run_facts
     from bench.study import is_done, run_or_resume
 
-    facts = run_facts("bench/bk_reproduction.py")
+    facts = run_facts("-m bench.bk_reproduction")
     finished: dict[str, dict] = {}
     previous = RESULTS.with_suffix(".json")
     if previous.is_file():  # a continued reproduction keeps its start and its finished parts

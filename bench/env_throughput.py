@@ -1,8 +1,8 @@
 """Env throughput: raw steps/s per env family with and without captions, and RLlib PPO's
 env steps/s on BabyAI-Text, reported as ratios measured side by side in one run.
 
-    python bench/env_throughput.py           # writes bench/results/env_throughput.{md,json}
-    python bench/env_throughput.py --quick   # shorter, for a look
+    python -m bench.env_throughput           # writes bench/results/env_throughput.{md,json}
+    python -m bench.env_throughput --quick   # shorter, for a look
 
 Raw: one process, uniformly random actions, resets included. Captioned and uncaptioned envs
 run in 30 pairs of adjacent short rounds; steps/s are the median rounds (wall clock), and the
@@ -35,10 +35,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import env_registry
 
-import env_registry  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 ENVS = {
     "babyai": "BabyAI-Text-GoToLocal-RedBall-S20-v0",
@@ -208,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"PPO on {ENVS['babyai']}, {layout}{mark}: {r['env_steps_per_s']:.0f} env steps/s "
               f"= {r['over_raw']:.2f} x raw ({babyai_raw:.0f} steps/s, same run)")  # fmt: skip
 
-    command = "python bench/env_throughput.py" + (" --quick" if args.quick else "")
+    command = "python -m bench.env_throughput" + (" --quick" if args.quick else "")
     meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
             "load_average_at_end": os.getloadavg()}  # fmt: skip

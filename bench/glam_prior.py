@@ -1,10 +1,10 @@
 """GLAM's starting point: do the packaged SmolLM2's action scores beat a uniform policy, zero-shot?
 And what does one weight sync to the env runners weigh, before and after sending only LoRA?
 
-    python bench/glam_prior.py                          # 100 episodes per arm, episode seeds 0-99
-    python bench/glam_prior.py --max-steps 32           # each episode capped at 32 steps
-    python bench/glam_prior.py --sync-only              # the weight sync again, the arms kept
-    python bench/glam_prior.py --episodes 10 --max-steps 16 --results /tmp/look   # a quick look
+    python -m bench.glam_prior                          # 100 episodes per arm, episode seeds 0-99
+    python -m bench.glam_prior --max-steps 32           # each episode capped at 32 steps
+    python -m bench.glam_prior --sync-only              # the weight sync again, the arms kept
+    python -m bench.glam_prior --episodes 10 --max-steps 16 --results /tmp/look   # a quick look
 
 **Prior.** Three policies play the same episodes (env seeds 0..N-1, the same for every arm) of
 the GLAM task's env (``babyai-gotoredball-glam``: BabyAI GoToRedBall, 8x8, 7 distractors),
@@ -57,7 +57,6 @@ from typing import Any
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 ARMS = ("lm-greedy", "lm-sampled", "uniform")
 
@@ -283,7 +282,7 @@ def main() -> int:
     from rl_bk.experiments.task_config import load_task
 
     torch.manual_seed(0)
-    facts = run_facts("bench/glam_prior.py")
+    facts = run_facts("-m bench.glam_prior")
     json_path = args.results / "glam_prior.json"
     if args.sync_only:
         if not json_path.is_file():

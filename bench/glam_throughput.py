@@ -1,7 +1,7 @@
 """GLAM's env steps/s for inference and for training, beside symbolic PPO's, in one run.
 
-    python bench/glam_throughput.py                       # SmolLM2 + LoRA (the task's GLAM)
-    python bench/glam_throughput.py --rounds 3 --batch 32
+    python -m bench.glam_throughput                       # SmolLM2 + LoRA (the task's GLAM)
+    python -m bench.glam_throughput --rounds 3 --batch 32
 
 Each configuration trains ``--batch`` env steps per iteration with the task's env runners
 (one process: the LLM sits once in it), in turn, round after round (bench/paired_rounds.py:
@@ -25,7 +25,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
@@ -86,7 +85,7 @@ def main() -> int:
     for algo in algos.values():
         algo.stop()
 
-    facts = run_facts("bench/glam_throughput.py")
+    facts = run_facts("-m bench.glam_throughput")
     g = task.glam
     lines = [
         "# GLAM: env steps/s for inference and for training, beside symbolic PPO", "",

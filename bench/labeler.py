@@ -1,7 +1,7 @@
 """Labeler speed with the embedded model: cold labels/s against the backend's raw generation
 rate on the same prompts, and cached round trips through a handle and over HTTP, in one run.
 
-    python bench/labeler.py            # writes bench/results/labeler.{md,json}
+    python -m bench.labeler            # writes bench/results/labeler.{md,json}
 
 1. raw: the llama.cpp generator, built as the service builds it, called directly (in this
    process) on the rendered prompts of 40 helpful requests with the same grammar, after one
@@ -25,10 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.labeler_quality import make_items
 
-from bench.labeler_quality import make_items  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 N_CACHED = 200
 
@@ -44,7 +43,8 @@ def main() -> int:
     from ray import serve
 
     from rl_bk.labeling.backends.llamacpp import LlamaCppGenerator
-    from rl_bk.labeling.client import HandleTransport, LabelerClient
+    from bench.labeler_client import LabelerClient
+    from rl_bk.labeling.labeler import LabelerSpec
     from rl_bk.labeling.grammars import grammar_for
     from rl_bk.labeling.prompts import render
     from serve_deployments.configs import LabelerAppConfig
@@ -91,7 +91,7 @@ def main() -> int:
         t = time.perf_counter()
         assert http.post(url, json={"requests": one}).json()["from_store"] == [True]
         http_ms.append(1e3 * (time.perf_counter() - t))
-    client = LabelerClient(HandleTransport(app_name=cfg.app_name))
+    client = LabelerClient(LabelerSpec(serve_app=cfg.app_name).build())
     client.label("helpful", [requests[0]])
     t = time.perf_counter()
     for _ in range(N_CACHED):
@@ -116,7 +116,7 @@ def main() -> int:
     h, w = results["cached_handle_ms"], results["cached_http_ms"]
     lines = [
         "# Labeler speed (embedded SmolLM2-135M, llama.cpp, 2 threads)", "",
-        f"Command: `python bench/labeler.py` — {stamp}, {os.cpu_count()} CPUs, load average "
+        f"Command: `python -m bench.labeler` — {stamp}, {os.cpu_count()} CPUs, load average "
         f"at end {os.getloadavg()[0]:.1f}. 40 helpful requests (BabyAI captions).", "",
         "| measure | value |", "|---|---|",
         f"| raw generation, generator called directly | {raw_rate:.2f} labels/s |",

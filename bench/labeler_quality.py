@@ -23,11 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from env_registry.babyai.captioner import offset_phrase
+from rl_bk.labeling.tasks import HelpfulRequest, PreferenceRequest
 
-from env_registry.babyai.captioner import offset_phrase  # noqa: E402
-from rl_bk.labeling.tasks import HelpfulRequest, PreferenceRequest  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
 TYPES = ("ball", "box", "key")

@@ -2,10 +2,10 @@
 each finished part's numbers and curves kept in the results JSON, so a study that spans
 sessions and machines loses at most the seed it was running.
 
-    nohup python bench/long_study.py ptgm-fair > ptgm-fair.log 2>&1 &      # hours
-    python bench/long_study.py nethack-oni --methods oni-classification     # those parts first
-    python bench/long_study.py crafter-ellm-reward-free --report-only       # tables from what ran
-    python bench/long_study.py --list
+    nohup python -m bench.long_study ptgm-fair > ptgm-fair.log 2>&1 &      # hours
+    python -m bench.long_study nethack-oni --methods oni-classification     # those parts first
+    python -m bench.long_study crafter-ellm-reward-free --report-only       # tables from what ran
+    python -m bench.long_study --list
 
 Each study (``STUDIES``) is a list of parts: (part of the study, task file as committed, and
 optionally what the part changes in it: its methods, a method's sweep grid, its env steps and
@@ -35,7 +35,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 RESULTS = ROOT / "bench" / "results"
 RUNS = ROOT / "bench" / "runs"
@@ -171,19 +170,11 @@ def _grid(grid: dict[str, list]) -> str:
     return ", ".join(f"{k}={'|'.join(str(v) for v in vs)}" for k, vs in grid.items())
 
 
-def _mean_sd(values: list) -> str:
-    ok = [float(v) for v in values if v is not None and not math.isnan(float(v))]
-    if not ok:
-        return "–"
-    m = sum(ok) / len(ok)
-    sd = (sum((v - m) ** 2 for v in ok) / (len(ok) - 1)) ** 0.5 if len(ok) > 1 else 0.0
-    more = "" if len(ok) == len(values) else f" ({len(ok)}/{len(values)})"
-    return f"{m:.3g} ± {sd:.2g}{more}"
-
-
 def _table(rows: list[dict]) -> list[str]:
     """One line per variant: mean ± std over its seeds of every column any row has (a
     method's own columns, PTGM's KL or BC-PPO's cloning accuracy, are "–" for the others)."""
+    from bench.study import mean_sd
+
     if not rows:
         return []
     skip = {"variant", "seed", "env_steps_per_s"}
@@ -193,7 +184,8 @@ def _table(rows: list[dict]) -> list[str]:
              "|---|---|" + "---|" * len(cols)]  # fmt: skip
     for v in variants:
         mine = [r for r in rows if r["variant"] == v]
-        cells = [_mean_sd([r[c] for r in mine if c in r]) for c in cols]
+        # general formats: columns range from KL values near 0 to returns in the thousands
+        cells = [mean_sd([r[c] for r in mine if c in r], ".3g", ".2g") for c in cols]
         lines.append(f"| {v} | {len(mine)} | " + " | ".join(cells) + " |")
     return lines
 
@@ -202,6 +194,8 @@ def _achievement_table(entries: list[dict], variants: list[str] = ()) -> list[st
     """Crafter: each achievement's unlock rate (% of the last 100 training episodes at the
     end), mean ± std over seeds per variant (in the order of ``variants``, then any other);
     the most often unlocked first. Empty when no entry has rates (not Crafter)."""
+    from bench.study import mean_sd
+
     kept: dict[str, list[dict[str, float]]] = {}
     for entry in entries:
         for variant, rates in entry.get("achievements", {}).items():
@@ -221,8 +215,9 @@ def _achievement_table(entries: list[dict], variants: list[str] = ()) -> list[st
              "| achievement | " + " | ".join(per_variant) + " |",
              "|---|" + "---|" * len(per_variant)]  # fmt: skip
     for name in sorted(names, key=lambda n: (-mean(n), n)):
-        cells = [_mean_sd([100 * r[name] if r.get(name) is not None else math.nan
-                           for r in seeds]) for seeds in per_variant.values()]  # fmt: skip
+        cells = [mean_sd([100 * r[name] if r.get(name) is not None else math.nan
+                          for r in seeds], ".3g", ".2g")
+                 for seeds in per_variant.values()]  # fmt: skip
         lines.append(f"| {name.replace('_', ' ')} | " + " | ".join(cells) + " |")
     if without:  # finished before the rates were kept, with their runs no longer here
         lines += ["", f"Not kept for: {', '.join(without)} (finished before these rates "
@@ -370,7 +365,7 @@ def main() -> int:
         RESULTS, RUNS = args.out / "results", args.out / "runs"
         RESULTS.mkdir(parents=True, exist_ok=True)
     study, results = args.study, RESULTS / f"{args.study}.json"
-    facts, finished = run_facts("bench/long_study.py"), {}
+    facts, finished = run_facts("-m bench.long_study"), {}
     if results.is_file():  # a continued study keeps its start and its finished methods
         old = json.loads(results.read_text())
         facts = {k: old[k] for k in ("command", "machine", "date") if k in old} or facts

@@ -1,11 +1,11 @@
 """A task's methods side by side at a fixed env-step budget: ELLM, ONI, PTGM and GLAM sweeps.
 
-    python bench/method_comparison.py --task crafter-text-ellm --steps 100000 --seeds 0,1
-    python bench/method_comparison.py --task nethack-score --steps 100000 --seeds 0,1
-    python bench/method_comparison.py --task crafter-text-ptgm --steps 50000 --seeds 0,1,2
-    python bench/method_comparison.py --task babyai-gotoredball-glam --steps 256 --seeds 0
-    python bench/method_comparison.py --task crafter-text-ellm --resume bench/runs/<task>/<run>
-    python bench/method_comparison.py --task nethack-score --methods oni-classification \
+    python -m bench.method_comparison --task crafter-text-ellm --steps 100000 --seeds 0,1
+    python -m bench.method_comparison --task nethack-score --steps 100000 --seeds 0,1
+    python -m bench.method_comparison --task crafter-text-ptgm --steps 50000 --seeds 0,1,2
+    python -m bench.method_comparison --task babyai-gotoredball-glam --steps 256 --seeds 0
+    python -m bench.method_comparison --task crafter-text-ellm --resume bench/runs/<task>/<run>
+    python -m bench.method_comparison --task nethack-score --methods oni-classification \
         --set oni.reward_model_steps=32 --name steps32   # -> nethack-score-comparison-steps32
 
 One Tune sweep of the task's methods (its own grid: e.g. ``ellm`` once per labeler backend),
@@ -34,7 +34,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
@@ -75,7 +74,7 @@ def main() -> int:
     else:
         run_dir = run_experiment(task, RunOptions(methods=methods, stop_timesteps=args.steps,
                                                   output_dir=args.output_dir))  # fmt: skip
-    facts = {**run_facts("bench/method_comparison.py"), "task": args.task, "steps": args.steps,
+    facts = {**run_facts("-m bench.method_comparison"), "task": args.task, "steps": args.steps,
              "seeds": seeds, "minutes": round((time.time() - started) / 60, 1),
              "run_dir": str(run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT)
                             else run_dir)}  # fmt: skip

@@ -1,8 +1,8 @@
 """Faster PPO updates against learning: do fewer gradient steps per train batch slow learning
 per env step on BabyAI-Text, and do they save wall time?
 
-    python bench/ppo_batch_settings.py          # every arm, 3 seeds x 300k env steps (~40 min)
-    python bench/ppo_batch_settings.py --arms task,minibatch-512 --seeds 100
+    python -m bench.ppo_batch_settings          # every arm, 3 seeds x 300k env steps (~40 min)
+    python -m bench.ppo_batch_settings --arms task,minibatch-512 --seeds 100
 
 ``bench/results/env_throughput.md`` finds the learner's update (4 epochs x 8 minibatches of
 256 per 2,048 env steps) half of a PPO iteration on 2 CPUs. Each arm is plain PPO on the
@@ -27,7 +27,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 TASK = "babyai-gotolocal-redball-s20"
 RESULTS = ROOT / "bench" / "results" / "ppo_batch_settings"
@@ -173,7 +172,7 @@ def main() -> int:
 
     arms = select_arms(args.arms, ARMS)
     seeds = [int(s) for s in args.seeds.split(",")]
-    facts = {**run_facts("bench/ppo_batch_settings.py"), "seeds": seeds, "steps": args.steps}
+    facts = {**run_facts("-m bench.ppo_batch_settings"), "seeds": seeds, "steps": args.steps}
     facts, done = continued_arms(RESULTS.with_suffix(".json"), facts)
     write_report(arms, done, facts)
     for arm in arms:

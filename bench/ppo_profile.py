@@ -4,8 +4,8 @@ captioning, RLlib's env-to-module and module-to-env connectors, the RLModule's f
 episode bookkeeping), greedy evaluation, the learner's connectors (GAE) and its update, and
 weight sync.
 
-    python bench/ppo_profile.py                 # writes bench/results/ppo_profile.{md,json}
-    python bench/ppo_profile.py --iterations 3  # a look
+    python -m bench.ppo_profile                 # writes bench/results/ppo_profile.{md,json}
+    python -m bench.ppo_profile --iterations 3  # a look
 
 One process (``num_env_runners=0``, the task's envs per runner and batch) so that a single
 profile sees every part: with remote runners the same work is split over processes and runs
@@ -30,7 +30,6 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 TASK = "babyai-gotolocal-redball-s20"
 
@@ -152,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
     r = profile_iterations(args.iterations)
-    command = "python bench/ppo_profile.py" + (
+    command = "python -m bench.ppo_profile" + (
         f" --iterations {args.iterations}" if args.iterations != 20 else "")
     meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",

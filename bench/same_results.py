@@ -1,10 +1,10 @@
 """Does a refactor keep the results? Smoke runs of tasks at an older commit and at this
 checkout, same seeds, compared trial by trial on what training produced.
 
-    python bench/same_results.py --old 46e7e81                       # the default tasks
-    python bench/same_results.py --old 46e7e81 --tasks nethack-score
-    python bench/same_results.py --old 46e7e81 --new 7b22fe3 --tasks crafter-text
-    python bench/same_results.py --compare OLD_RUN NEW_RUN --task T --old C1 --new C2
+    python -m bench.same_results --old 46e7e81                       # the default tasks
+    python -m bench.same_results --old 46e7e81 --tasks nethack-score
+    python -m bench.same_results --old 46e7e81 --new 7b22fe3 --tasks crafter-text
+    python -m bench.same_results --compare OLD_RUN NEW_RUN --task T --old C1 --new C2
 
 The older commit runs from a git worktree of its own (removed afterwards), each side with its
 own knowledge folder, so nothing built by one side is read by the other. A trial is the same
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()  # fmt: skip
-    meta = {"command": " ".join(["python bench/same_results.py", *given]),
+    meta = {"command": " ".join(["python -m bench.same_results", *given]),
             "new": args.new or head,
             "old": args.old, "date": time.strftime("%Y-%m-%d %H:%M")}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
@@ -149,7 +149,6 @@ def main(argv: list[str] | None = None) -> int:
                            for name, t in r["trials"].items() if not t["same"]) or "none"
         lines.append(f"| `{task}` | `{r.get('old')}` | `{r.get('new')}` | "
                      f"{same}/{len(r['trials'])} | {differ} | `{r['command']}`, {r['date']} |")
-    sys.path.insert(0, str(ROOT))
     from bench.study import write_keeping_reading
 
     write_keeping_reading(path.with_suffix(".md"), "\n".join(lines) + "\n")

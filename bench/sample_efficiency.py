@@ -32,12 +32,11 @@ os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from rl_bk.experiments.results import plot_learning_curves
+from rl_bk.experiments.run import RunOptions, run_experiment
+from rl_bk.experiments.task_config import load_task
 
-from rl_bk.experiments.results import _markdown, plot_learning_curves  # noqa: E402
-from rl_bk.experiments.run import RunOptions, run_experiment  # noqa: E402
-from rl_bk.experiments.task_config import load_task  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TASK = "babyai-gotolocal-redball-s20"
 METHODS = ["ppo", "rnd", "bk-code", "bk-pref", "bk-goal"]
@@ -81,6 +80,14 @@ def group_task(args: argparse.Namespace, backend: str):
     return task.model_copy(update=update)
 
 
+def _markdown_table(rows: list[dict]) -> str:
+    """The rows as a markdown table, one column per key any row has ("–" where one lacks it)."""
+    cols = list(dict.fromkeys(k for row in rows for k in row))
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(str(row.get(c, "–")) for c in cols) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
 def tabulate(run_dirs: list[Path], args: argparse.Namespace) -> dict:
     trials = pd.concat([pd.read_csv(d / "trials.csv") for d in run_dirs], ignore_index=True)
     curves = pd.concat([pd.read_csv(d / "curves.csv") for d in run_dirs], ignore_index=True)
@@ -109,7 +116,7 @@ def tabulate(run_dirs: list[Path], args: argparse.Namespace) -> dict:
         if (d / "knowledge.json").exists():
             knowledge.update(json.loads((d / "knowledge.json").read_text()))
     return {"run_dirs": [str(d) for d in run_dirs], "table": rows, "knowledge": knowledge,
-            "markdown": _markdown(pd.DataFrame(rows)), "curves": curves}  # fmt: skip
+            "markdown": _markdown_table(rows), "curves": curves}  # fmt: skip
 
 
 def main() -> int:

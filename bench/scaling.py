@@ -2,8 +2,8 @@
 and with the number of trials running at once; as ratios to the raw single-process captioned
 env rate measured in the same run.
 
-    python bench/scaling.py            # writes bench/results/scaling.{md,json}
-    python bench/scaling.py --quick    # shorter, for a look
+    python -m bench.scaling            # writes bench/results/scaling.{md,json}
+    python -m bench.scaling --quick    # shorter, for a look
 
 Task ``babyai-gotolocal-redball-s20``, PPO as its file sets it (batch 2048, 4 epochs), with
 its greedy evaluation off (it runs in the trial's process and would blur the sampling
@@ -34,10 +34,9 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.env_throughput import ENVS, ROUND_STEPS, raw_throughput
 
-from bench.env_throughput import ENVS, ROUND_STEPS, raw_throughput  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TASK = "babyai-gotolocal-redball-s20"
 
@@ -122,8 +121,9 @@ def two_node_rate(iterations: int, log_dir: Path) -> dict:
     cluster = TwoNodeCluster([log_dir / "hidden"], head_cpus=0, worker_cpus=1,
                              log_dir=log_dir).start()  # fmt: skip
     try:
-        code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from bench.scaling import "
-                f"cluster_driver; cluster_driver({iterations}, {cluster.address!r})")  # fmt: skip
+        # PYTHONPATH (and the working folder) is this checkout: bench imports as a package
+        code = ("from bench.scaling import cluster_driver; "
+                f"cluster_driver({iterations}, {cluster.address!r})")  # fmt: skip
         env = {**cluster.env, "PYTHONPATH": str(ROOT)}
         done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
                               capture_output=True, text=True, timeout=900)  # fmt: skip
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     raw_after = raw_throughput(ENVS["babyai"], ROUND_STEPS["babyai"], pairs)
     raw = (raw + raw_after["steps_per_s_captioned"]) / 2  # before and after, against drift
 
-    command = "python bench/scaling.py" + (" --quick" if args.quick else "")
+    command = "python -m bench.scaling" + (" --quick" if args.quick else "")
     meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
             "load_average_at_end": os.getloadavg()}  # fmt: skip

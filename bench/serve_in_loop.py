@@ -1,6 +1,6 @@
 """Ray Serve in the training loop, measured side by side in one run.
 
-    python bench/serve_in_loop.py          # writes bench/results/serve_in_loop.{md,json}
+    python -m bench.serve_in_loop          # writes bench/results/serve_in_loop.{md,json}
 
 1. Round trip of a stored label through the labeler app's deployment handle (one request, 300
    calls, p50/p99), beside Serve's own floor in the same run: a deployment that returns its
@@ -33,7 +33,6 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 N_ROUND_TRIPS = 300
 CALLERS = (1, 2, 4)
@@ -120,7 +119,7 @@ def labels_per_second(store_dir: str, seconds: float) -> list[dict]:
 
 
 def paired_throughput(rounds: int, warmup: int) -> dict:
-    from rl_bk.experiments.labeler_app import start_labeler_apps
+    from rl_bk.experiments.labelers import start_labeler_apps
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
 
@@ -154,12 +153,12 @@ def paired(configs: dict, rounds: int, warmup: int) -> list[dict]:
 def served_potential(rounds: int, warmup: int) -> list[dict]:
     from rl_bk.experiments.knowledge_pipeline import build_knowledge
     from rl_bk.experiments.methods import get_method
-    from rl_bk.experiments.run import _serve_potential
+    from rl_bk.experiments.methods.bk import serve_potential
     from rl_bk.experiments.task_config import load_task
 
     task = load_task("babyai-gotolocal-redball-s20")
     build_knowledge(task, "bk-pref")
-    _serve_potential(task, None)
+    serve_potential(task, None)
     method = get_method("bk-pref")
     return paired({"bk-pref in the learner": method.build(task, 0, {"served": False}),
                    "bk-pref from the app": method.build(task, 0, {"served": True})},
@@ -182,7 +181,7 @@ def main() -> int:
     tmp = tempfile.mkdtemp(prefix="serve-in-loop-")
     os.environ["RLBK_LABEL_STORE"] = f"{tmp}/labels.sqlite3"  # no label from earlier runs
     os.environ["RLBK_REWARD_MODELS"] = f"{tmp}/reward_models"
-    facts = run_facts("bench/serve_in_loop.py")
+    facts = run_facts("-m bench.serve_in_loop")
     ray.init(address="local", num_cpus=8, include_dashboard=False, logging_level="ERROR")
     env_registry.register_all()
     rtt = round_trips(f"{tmp}/rtt.sqlite3")

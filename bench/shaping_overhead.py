@@ -1,7 +1,7 @@
 """What potential-based shaping costs: shaped-PPO env steps/s over plain-PPO env steps/s.
 
-    python bench/shaping_overhead.py            # writes bench/results/shaping_overhead.{md,json}
-    python bench/shaping_overhead.py --rounds 3 # a quicker look
+    python -m bench.shaping_overhead            # writes bench/results/shaping_overhead.{md,json}
+    python -m bench.shaping_overhead --rounds 3 # a quicker look
 
 The task's own setup (tune_configs/babyai-gotolocal-redball-s20.yaml: 2 env runners x 16
 envs, train batch 2048, 4 epochs); plain PPO and PPO shaped by each bk-* potential (oracle
@@ -23,7 +23,6 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 TASK = "babyai-gotolocal-redball-s20"
 
@@ -59,7 +58,7 @@ def main() -> int:
         for a in algos.values():
             a.stop()
     rows = ratio_rows(rates, "ppo")
-    facts = {**run_facts("bench/shaping_overhead.py"), "rounds": args.rounds,
+    facts = {**run_facts("-m bench.shaping_overhead"), "rounds": args.rounds,
              "warmup": args.warmup, "rows": rows, "rates": rates}  # fmt: skip
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "shaping_overhead.json").write_text(json.dumps(facts, indent=2))

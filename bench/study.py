@@ -180,14 +180,16 @@ def seed_numbers(run_dir: Path, budgets: list[int],
     return out
 
 
-def mean_sd(values: list[float]) -> str:
-    """"m ± sd" over the values that exist (and how many, if some are missing)."""
-    ok = [v for v in values if not math.isnan(v)]
+def mean_sd(values: list[float | None], spec: str = ".2f", sd_spec: str | None = None) -> str:
+    """"m ± sd" over the values that exist (None and nan do not), then "(k/n)" if only k of
+    the n exist. ``spec`` formats the mean, ``sd_spec`` the sd (default: ``spec``)."""
+    ok = [float(v) for v in values if v is not None and not math.isnan(float(v))]
     if not ok:
         return "–"
     m = sum(ok) / len(ok)
     sd = (sum((v - m) ** 2 for v in ok) / (len(ok) - 1)) ** 0.5 if len(ok) > 1 else 0.0
-    return f"{m:.2f} ± {sd:.2f}" + ("" if len(ok) == len(values) else f" ({len(ok)} seeds)")
+    text = f"{m:{spec}} ± {sd:{sd_spec or spec}}"
+    return text + ("" if len(ok) == len(values) else f" ({len(ok)}/{len(values)})")
 
 
 def steps_per_seed(values: list[float]) -> str:

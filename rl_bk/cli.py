@@ -1,6 +1,6 @@
 """The ``rl-bk`` command.
 
-    rl-bk serve [--backend llamacpp|openai|oracle|fake] [--config labeler.yaml] [--port 8000]
+    rl-bk serve [--backend oracle|llamacpp|vllm|openai|fake] [--config labeler.yaml] [--port 8000]
     rl-bk label TASK FILE [--out labels.jsonl] [--criteria TEXT] [--url http://127.0.0.1:8000]
 
 ``serve`` starts the labeler app on Ray Serve (a local Ray, or ``--address auto`` for a
@@ -28,17 +28,17 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rl_bk.labeling.config import ConfigError
+from rl_bk.labeling.config import BACKENDS, PACKAGED_MODELS, ConfigError
 from serve_deployments.configs import LabelerAppConfig, load_labeler_app_config
 
 
 def _add_backend_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="a labeler YAML (fields: rl_bk/labeling/config.py, and "
                    "serve_deployments/configs.py for serving)")
-    p.add_argument("--backend", choices=["llamacpp", "vllm", "openai", "oracle", "fake"],
-                   help="who labels: llamacpp (the embedded model, default), vllm or openai (a "
-                   "server at --base-url), oracle (hand-written rules), fake (tests)")  # fmt: skip
-    p.add_argument("--packaged", choices=["smollm2", "gemma3-270m"], help="embedded model")
+    p.add_argument("--backend", choices=BACKENDS,
+                   help="who labels: oracle (hand-written rules, default), llamacpp (the "
+                   "embedded model), vllm or openai (a server at --base-url), fake (tests)")  # fmt: skip
+    p.add_argument("--packaged", choices=PACKAGED_MODELS, help="embedded model")
     p.add_argument("--model-path", help="a GGUF file (llamacpp)")
     p.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://host:8000/v1")
     p.add_argument("--model", help="the model name on that server")
@@ -113,29 +113,16 @@ def _read_requests(path: Path, task: str, criteria: str | None) -> list[dict[str
 def label_main(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
+    from rl_bk.labeling.config import LabelerConfig
+    from rl_bk.labeling.labeler import LabelerSpec
     from rl_bk.labeling.tasks import get_task
 
     spec = get_task(args.task)
     raw = _read_requests(Path(args.file), args.task, args.criteria)
     requests = [spec.request.model_validate(r) for r in raw]
-    if args.url:
-        from rl_bk.labeling.client import HTTPTransport
-
-        transport = HTTPTransport(args.url)
-
-        def label_batch(batch):
-            reply = transport.label(args.task, [r.model_dump() for r in batch], timeout_s=600)
-            return [spec.label.model_validate(x) for x in reply["labels"]]
-    else:
-        from rl_bk.labeling.backends.registry import make_backend
-        from rl_bk.labeling.service import LabelService
-        from rl_bk.labeling.store import LabelStore
-
-        cfg = _config(args)
-        service = LabelService(make_backend(cfg), LabelStore(cfg.store_path))
-
-        def label_batch(batch):
-            return service.label(args.task, batch).labels
+    # Who labels, from the flags; behind --url the app's own labeler answers instead.
+    who = LabelerConfig(**_config(args).model_dump(include=set(LabelerConfig.model_fields)))
+    labeler = LabelerSpec(who, url=args.url, timeout_s=600, isolate=False).build()
 
     out = open(args.out, "w") if args.out else sys.stdout
     with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
@@ -143,7 +130,7 @@ def label_main(args: argparse.Namespace) -> int:
                                 total=len(requests))  # fmt: skip
         for i in range(0, len(requests), args.batch_size):
             batch = requests[i : i + args.batch_size]
-            for request, label in zip(batch, label_batch(batch)):
+            for request, label in zip(batch, labeler(args.task, batch)):
                 out.write(json.dumps({"request": request.model_dump(),
                                       "label": label.model_dump()}) + "\n")  # fmt: skip
             progress.advance(bar, len(batch))
@@ -236,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--backend",
         choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
-        help="labeler (default: the task's knowledge.backend)",
+        help="labeler (default: the task's knowledge.labeler.backend)",
     )
     p.add_argument("--force", action="store_true", help="rebuild even if built")
     p.add_argument("--goal-aware", action="store_true",

@@ -5,10 +5,10 @@
   the two goals the goals prompt shows.
 - :data:`CODE_WRITER_DESCRIPTION`: the game, the exact caption format and the action names,
   for an LLM that writes a potential function over captions (BK-Code); the function's
-  contract is added by ``rl_bk.knowledge.descriptions``. It describes the captions
-  :mod:`.captioner` really writes, with examples in their exact wording: a change of caption
-  wording goes with a change here. The wording is ours; BK's prompts described minigrid's
-  numeric observation instead.
+  contract is added by ``rl_bk.algorithms.bk_ppo.code.descriptions``. It describes the
+  captions :mod:`.captioner` really writes, with examples in their exact wording: a change
+  of caption wording goes with a change here. The wording is ours; BK's prompts described
+  minigrid's numeric observation instead.
 """
 
 from __future__ import annotations

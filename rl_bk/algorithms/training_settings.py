@@ -1,16 +1,13 @@
-"""How the algorithm configs here keep their own ``training(...)`` parameters, and the
-settings section a task file gives each method.
+"""The settings section a task file gives each method, whose defaults are also that method's
+config's defaults.
 
-RLlib marks a ``training()`` argument the caller left out with ``NotProvided``. Each
-``PPOConfig`` subclass keeps its extra parameters' defaults in one dict (set in ``__init__``
-with :func:`set_defaults`) and, in ``training()``, sets only the arguments that were given
-(:func:`set_provided`, on ``locals()``).
+Each config reads them explicitly in ``__init__`` (``defaults = ONISettings()``, then
+``self.llm_coeff = defaults.llm_coeff``), so a default is declared once and a setting can be
+followed by name from the task file to the code that uses it. As in RLlib's own configs,
+``training()`` sets each of its extra parameters only when given (not ``NotProvided``).
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable, Mapping
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,17 +17,3 @@ class SettingsSection(BaseModel):
     defaults here are the config's defaults (declared once, read by both)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def set_defaults(config: Any, defaults: Mapping[str, Any]) -> None:
-    for name, value in defaults.items():
-        setattr(config, name, value)
-
-
-def set_provided(config: Any, arguments: Mapping[str, Any], names: Iterable[str]) -> None:
-    """Sets ``config.<name>`` for each of ``names`` whose argument was given."""
-    from ray.rllib.utils.from_config import NotProvided  # here: the settings import without Ray
-    for name in names:
-        value = arguments[name]
-        if value is not NotProvided:
-            setattr(config, name, value)

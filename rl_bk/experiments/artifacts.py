@@ -117,11 +117,11 @@ class Knowledge:
         if not self.labelled:  # no labeler: one artifact whatever the backend
             settings = {**self.settings(task), "dataset": dataset_dir(task, root).name}
             return home / f"unlabelled-{_digest(settings)}"
-        k = task.knowledge
-        backend = backend or k.backend
+        who = task.knowledge.labeler
+        backend = backend or who.backend
         settings = {
-            "backend": backend, "packaged": k.packaged, "model_path": k.model_path,
-            "base_url": k.base_url, "model": k.model, "mission": task_mission(task),
+            "backend": backend, "packaged": who.packaged, "model_path": who.model_path,
+            "base_url": who.base_url, "model": who.model, "mission": task_mission(task),
             "family": family_of(task.env), "dataset": dataset_dir(task, root).name,
             **self.settings(task),
         }  # fmt: skip
@@ -151,7 +151,7 @@ class Knowledge:
 
         location = self.published(task, backend, root)
         if not exists(location, DONE):
-            b = backend or task.knowledge.backend
+            b = backend or task.knowledge.labeler.backend
             raise KnowledgeMissingError(
                 f"{self.kind} has no knowledge built for task {task.name} with backend {b} "
                 f"(looked in {location}); build it with `rl-bk knowledge build --task "

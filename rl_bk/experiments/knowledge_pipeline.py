@@ -15,15 +15,15 @@ The kinds are declared with their methods (:mod:`rl_bk.experiments.methods`, eac
 its folder); how folders are keyed, found and published is :mod:`rl_bk.experiments.artifacts`.
 Here they are looked up by name, as the command line and the sweep name them.
 
-Labels go through the label store (:mod:`rl_bk.knowledge.labeler`), so rebuilding an
-artifact with the same backend re-reads its labels instead of asking again.
+Labels come from the task's labeler (:func:`rl_bk.experiments.labelers.labeler_for`) and go
+through the label store, so rebuilding an artifact with the same backend re-reads its labels
+instead of asking again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import time
 from pathlib import Path
@@ -37,6 +37,7 @@ from rl_bk.experiments.artifacts import (
     dataset_env,
     is_built,
 )
+from rl_bk.experiments.labelers import labeler_for
 from rl_bk.experiments.methods import METHODS
 from rl_bk.experiments.methods import bk as _bk
 from rl_bk.experiments.task_config import TaskConfig
@@ -158,19 +159,6 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
 
 
 # ------------------------------------------------------------------------------ stage 2+3
-def make_labeler(task: TaskConfig, backend: str | None = None):
-    """The labeler of the offline stages: in this process, or the sweep's Serve app."""
-    from rl_bk.experiments.labeler_app import app_name, uses_labeler_app
-    from rl_bk.knowledge.labeler import HandleLabeler, LocalLabeler
-
-    if uses_labeler_app(task):
-        return HandleLabeler(app_name(task, backend))
-    k = task.knowledge
-    return LocalLabeler(backend=backend or k.backend, store_path=os.environ.get("RLBK_LABEL_STORE"),
-                        packaged=k.packaged, model_path=k.model_path, base_url=k.base_url,
-                        model=k.model)  # fmt: skip
-
-
 def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
                     force: bool = False, root: Path | None = None) -> Path:  # fmt: skip
     """Stages 2 and 3 for one kind: label the dataset and build the potential (dataset first
@@ -188,7 +176,7 @@ def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
     if kind in UNLABELLED_KINDS:
         facts = BUILDERS[kind](task, None, episodes, folder)
         return _finish(folder, started, kind=kind, labels=None, is_oracle=False, **facts)
-    labeler = make_labeler(task, backend)
+    labeler = labeler_for(task, backend).build()
     facts = {"labels": labeler.identity, "is_oracle": labeler.is_oracle,
              **BUILDERS[kind](task, labeler, episodes, folder)}  # fmt: skip
     return _finish(folder, started, kind=kind, **facts)

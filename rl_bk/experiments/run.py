@@ -140,7 +140,7 @@ def _preflight(task: TaskConfig, variants: list, address: str | None) -> None:
     if not address:
         return
     from rl_bk.experiments.cluster_preflight import check_cluster_paths
-    from rl_bk.experiments.labeler_app import uses_labeler_app
+    from rl_bk.experiments.labelers import uses_labeler_app
     from rl_bk.experiments.methods import LABELLING_METHODS
     from rl_bk.labeling.store import default_path
 
@@ -225,6 +225,7 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
 
     from rl_bk.experiments.knowledge_pipeline import DONE, build_knowledge, publish_artifact
     from rl_bk.experiments.methods import KNOWLEDGE_KINDS, KNOWLEDGE_PARAMS, knowledge_task
+    from rl_bk.experiments.methods.bk import serve_potential
 
     used = {}
     for v in variants:
@@ -241,66 +242,29 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
             **json.loads((folder / DONE).read_text()),
         }
         if v.method == "bk-pref" and params.get("served", task.knowledge.preference.served):
-            _serve_potential(ktask, backend)
+            serve_potential(ktask, backend)
     if used:
         (run_dir / "knowledge.json").write_text(json.dumps(used, indent=2, sort_keys=True))
 
 
-def reward_models_root(task: TaskConfig) -> Path:
-    """The reward-model registry the sweep's reward-model app reads: on the task's storage
-    when it is a shared mount, else this machine's default."""
-    from rl_bk.reward_models.registry import default_root
-    from rl_bk.storage import is_uri
-
-    if task.storage is not None and not is_uri(task.storage):
-        return Path(task.storage) / "reward_models"
-    return default_root()
-
-
-def _serve_potential(task: TaskConfig, backend: str | None) -> None:
-    """A bk-pref variant with ``served``: its model registered, the reward-model app up."""
-    from rl_bk.experiments.methods import REWARD_MODEL_APP
-    from rl_bk.experiments.methods.bk import register_served_potential
-    from serve_deployments.reward_model import ensure_reward_model_app
-
-    root = reward_models_root(task)
-    register_served_potential(task, backend, root)
-    ensure_reward_model_app(str(root), REWARD_MODEL_APP)
-
-
 def check_labelers(task: TaskConfig, variants: list) -> None:
-    """The labelers the sweep's variants run in this process or its trials (not behind the
-    Serve labeler app, whose nodes may have what this one lacks), checked here: a missing
-    package, model file or setting fails before Ray starts, in one line, instead of in every
-    trial's log while its labels quietly fail."""
-    from env_registry.errors import MissingDependencyError
-    from rl_bk.experiments.labeler_app import uses_labeler_app
+    """The labelers the sweep's variants use, checked before Ray starts
+    (:func:`rl_bk.experiments.labelers.check_labelers`)."""
+    from rl_bk.experiments import labelers
     from rl_bk.experiments.methods import KNOWLEDGE_METHODS, LABELLING_METHODS
-    from rl_bk.labeling.backends.registry import preflight
-    from rl_bk.labeling.config import LabelerConfig
 
-    if uses_labeler_app(task):
-        return
-    k = task.knowledge
-    needs: dict[str, list[str]] = {}  # backend -> the variants that label with it
+    needs: dict[str | None, list[str]] = {}  # backend -> the variants that label with it
     for v in variants:
         if v.method in KNOWLEDGE_METHODS or v.method in LABELLING_METHODS:
-            backend = dict(v.params).get("backend") or k.backend
+            backend = dict(v.params).get("backend") or task.knowledge.labeler.backend
             needs.setdefault(backend, []).append(v.label)
-    for backend, labels in sorted(needs.items()):
-        try:
-            preflight(LabelerConfig(backend=backend, packaged=k.packaged,
-                                    model_path=k.model_path, base_url=k.base_url, model=k.model))
-        except (MissingDependencyError, FileNotFoundError, ValueError) as err:
-            # Same type, so callers catch it as before; the message names who needs it.
-            raise type(err)(f"{err} (needed by {', '.join(labels)}; leave those out with "
-                            "--methods or the task's sweep grid)") from None
+    labelers.check_labelers(task, dict(sorted(needs.items())))
 
 
 def _start_labeler_apps(task: TaskConfig, variants: list) -> None:
     """With ``labeler: {mode: serve}``: the Serve app of every labeler backend the sweep
     uses, started (or found) before any knowledge build or trial needs it."""
-    from rl_bk.experiments.labeler_app import start_labeler_apps, uses_labeler_app
+    from rl_bk.experiments.labelers import start_labeler_apps, uses_labeler_app
     from rl_bk.experiments.methods import KNOWLEDGE_METHODS, LABELLING_METHODS
 
     if not uses_labeler_app(task):

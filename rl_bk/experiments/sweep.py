@@ -46,7 +46,7 @@ def expand_variants(task: TaskConfig, methods: list[str]) -> list[Variant]:
         grid = dict(task.sweep.get(method, {}))
         if method in KNOWLEDGE_METHODS or method in LABELLING_METHODS:
             # Always named, so results say whose knowledge it was (oracle or which LLM).
-            grid.setdefault("backend", [task.knowledge.backend])
+            grid.setdefault("backend", [task.knowledge.labeler.backend])
         keys = sorted(grid)
         for values in itertools.product(*(grid[k] for k in keys)):
             variants.append(Variant(method, tuple(zip(keys, values))))

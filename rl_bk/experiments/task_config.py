@@ -29,6 +29,7 @@ from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
 from rl_bk.algorithms.glam_ppo.settings import GLAMSettings
 from rl_bk.algorithms.oni_ppo.settings import MotifSettings, ONISettings
 from rl_bk.algorithms.ptgm_ppo.settings import PTGMSettings
+from rl_bk.labeling.config import LabelerConfig
 from rl_bk.metrics import MAIN_METRICS
 
 TUNE_CONFIGS_DIR = Path(__file__).resolve().parents[2] / "tune_configs"
@@ -151,10 +152,13 @@ class DatasetParams(_Strict):
 
 
 class KnowledgeParams(BKSettings):
-    """How the bk-* methods get their knowledge: which labeler, which data, which settings.
+    """How the methods with knowledge get it: which labeler, which data, which settings.
 
-    ``backend`` is the labeler every bk-* method of the task uses unless a trial's
-    ``backend`` parameter (a sweep grid, or ``tune_run.py --backend``) names another.
+    ``labeler``: who labels (a :class:`~rl_bk.labeling.config.LabelerConfig`: ``backend``,
+    ``packaged``, ``model_path``, ``base_url``, ``model``, ...), for every method of the task
+    that asks for labels, offline or online; a trial's ``backend`` parameter (a sweep grid,
+    or ``tune_run.py --backend``) names another backend. Where it runs is the ``labeler:``
+    section's (:class:`LabelerParams`).
     ``include_mission``: requests carry the task's mission. BK's prompts withhold the goal,
     and its knowledge is built once on the pre-training env and reused on every task, so the
     default is False (one artifact for every task with the same dataset and settings); True
@@ -167,11 +171,7 @@ class KnowledgeParams(BKSettings):
     is shared by every method with offline knowledge or a labeler.
     """
 
-    backend: Literal["oracle", "llamacpp", "openai", "vllm", "fake"] = "oracle"
-    packaged: Literal["smollm2", "gemma3-270m"] = "smollm2"
-    model_path: str | None = None
-    base_url: str | None = None
-    model: str | None = None
+    labeler: LabelerConfig = LabelerConfig()
     include_mission: bool = False
     dataset: DatasetParams = DatasetParams()
     motif: MotifSettings = MotifSettings()
@@ -185,8 +185,8 @@ class LabelerParams(_Strict):
     labeler backend, started before the sweep (or, with ``attach``, one already running under
     ``app_name``), which every trial and every knowledge build calls through its deployment
     handle; its replicas merge the calls of all trials (``@serve.batch``) and own the label
-    store. Who labels (backend, model) is the ``knowledge`` section's; the rest here says where
-    the deployment runs.
+    store. Who labels (backend, model, label store) is ``knowledge.labeler``; the rest here
+    says where the deployment runs.
     """
 
     mode: Literal["local", "serve"] = "local"
@@ -203,7 +203,6 @@ class LabelerParams(_Strict):
     max_batch_size: int = Field(64, ge=1)  # handle calls merged per backend call
     #: how long a call for new labels waits for others to merge with (stored labels never wait)
     batch_wait_timeout_s: float = Field(0.02, ge=0)
-    store_path: str | None = None  # the deployment's label store (None: its node's default)
     timeout_s: float = Field(60.0, gt=0)  # a call's limit before it counts as failed
 
 

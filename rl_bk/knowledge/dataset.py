@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -118,9 +118,3 @@ def sample_segments(episodes: Sequence[Chunk], length: int, count: int,
                          truncated=ep.truncated and s + length == len(ep),
                          mission=ep.mission, episode_id=ep.episode_id))  # fmt: skip
     return out
-
-
-def iter_states(episodes: Iterable[Chunk]) -> Iterable[tuple[Chunk, int]]:
-    for ep in episodes:
-        for t in range(len(ep) + 1):
-            yield ep, t

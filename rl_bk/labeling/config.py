@@ -1,13 +1,14 @@
-"""Who labels and where the labels are kept: one configuration type for every labeler.
+"""Who labels: one configuration type for every labeler, and the backend names, declared once.
 
-    backend: llamacpp          # llamacpp | vllm | openai | oracle | fake
+    backend: oracle            # oracle | llamacpp | vllm | openai | fake
     packaged: smollm2          # llamacpp: the embedded model (smollm2 | gemma3-270m) ...
     model_path: null           # ... or any GGUF file
     store_path: null           # SQLite label store (default ~/.cache/rl-bk/labels.sqlite3)
 
-:class:`LabelerConfig` is what a labeler in this process needs (``rl-bk label``, knowledge
-builds, online labelling); the Serve labeler app's configuration extends it with how the app
-is served (``serve_deployments.configs.LabelerAppConfig``).
+A task file's ``knowledge.labeler`` is a :class:`LabelerConfig`; so is what ``rl-bk label``
+reads, and the Serve labeler app's configuration extends it with how the app is served
+(``serve_deployments.configs.LabelerAppConfig``). Where a labeler runs (in process, in a Serve
+app) is :class:`rl_bk.labeling.labeler.LabelerSpec`;
 :func:`rl_bk.labeling.backends.registry.build_label_service` is the one place a config becomes
 a working labeler.
 """
@@ -15,20 +16,27 @@ a working labeler.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-BackendName = Literal["llamacpp", "vllm", "openai", "oracle", "fake"]
+#: Who can label: the rule-based oracle (the default: nothing to install), the embedded
+#: llama.cpp model, a vLLM app or any OpenAI-compatible server, and a fake for tests.
+BackendName = Literal["oracle", "llamacpp", "vllm", "openai", "fake"]
+BACKENDS: tuple[str, ...] = get_args(BackendName)
+PackagedModel = Literal["smollm2", "gemma3-270m"]
+PACKAGED_MODELS: tuple[str, ...] = get_args(PackagedModel)
 
 
 class LabelerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Who labels: the backend and its model, and the label store its answers go to."""
 
-    backend: BackendName = "llamacpp"
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: BackendName = "oracle"
     # llamacpp
-    packaged: Literal["smollm2", "gemma3-270m"] = "smollm2"
+    packaged: PackagedModel = "smollm2"
     model_path: str | None = None  # a GGUF file; overrides `packaged`
     n_ctx: int = Field(2048, ge=256)
     n_threads: int = Field(2, ge=1)

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.ray
 
 def tiny_task(backend, **knowledge):
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
-    k = task.knowledge.model_copy(update={"backend": backend, **knowledge})
+    labeler = task.knowledge.labeler.model_copy(update={"backend": backend})
+    k = task.knowledge.model_copy(update={"labeler": labeler, **knowledge})
     runners = task.env_runners.model_copy(update={"num_env_runners": 0})
     return task.model_copy(update={"knowledge": k, "env_runners": runners})
 
@@ -35,7 +36,7 @@ def run_pipeline(task, tmp_path, monkeypatch):
     for kind in pipeline.BK_KINDS:
         folder = pipeline.build_knowledge(task, kind)
         done = json.loads((folder / pipeline.DONE).read_text())
-        algo = get_method(kind).build(task, 0, {"backend": task.knowledge.backend}).build_algo()
+        algo = get_method(kind).build(task, 0, {"backend": task.knowledge.labeler.backend}).build_algo()
         try:
             results[kind] = (done, algo.train()["learners"])
         finally:

@@ -11,7 +11,8 @@ import torch
 from rl_bk.algorithms.oni_ppo import ONI_MODULE_ID
 from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import load_task
-from rl_bk.online_labels import LabelerSpec
+from rl_bk.labeling.config import LabelerConfig
+from rl_bk.labeling.labeler import LabelerSpec
 
 pytestmark = pytest.mark.ray
 
@@ -27,7 +28,7 @@ def build(method, params, **oni):
 
 def test_oni_training_never_waits_for_a_slow_labeler(ray_session):
     config = build("oni-retrieval", {"backend": "fake"})
-    config.training(labeler=LabelerSpec(backend="fake", fake_delay_s=DELAY_S))
+    config.training(labeler=LabelerSpec(LabelerConfig(backend="fake", fake_delay_s=DELAY_S)))
     algo = config.build_algo()
     try:
         started = time.perf_counter()
@@ -119,9 +120,9 @@ def test_ellm_goal_conditioned_policy_sees_the_embedded_suggestions(ray_session)
 def test_an_isolated_labeler_answers_from_its_own_process(ray_session):
     from rl_bk.labeling.tasks import HelpfulLabel, HelpfulRequest
 
-    labeler = LabelerSpec(backend="fake", isolate=True).build()
+    labeler = LabelerSpec(LabelerConfig(backend="fake"), isolate=True).build()
     assert type(labeler).__name__ == "IsolatedLabeler"
     (label,) = labeler("helpful", [HelpfulRequest(caption="You kill the newt!", task="score")])
     assert isinstance(label, HelpfulLabel)
     # llamacpp is isolated by default once Ray is up; in-process labelers are not.
-    assert type(LabelerSpec(backend="oracle").build()).__name__ != "IsolatedLabeler"
+    assert type(LabelerSpec(LabelerConfig(backend="oracle")).build()).__name__ != "IsolatedLabeler"

@@ -7,7 +7,9 @@ import time
 import pytest
 
 from rl_bk.labeling.tasks import HelpfulLabel, HelpfulRequest
-from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
+from rl_bk.labeling.config import LabelerConfig
+from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.labeling.queue import AsyncLabelQueue
 
 
 def request(caption):
@@ -115,11 +117,12 @@ def test_labels_from_elsewhere_are_never_asked_for():
 
 
 def test_labeler_spec_builds_an_in_process_labeler_on_the_store(tmp_path):
-    spec = LabelerSpec(backend="fake", store_path=str(tmp_path / "labels.sqlite3"))
+    spec = LabelerSpec(LabelerConfig(backend="fake", store_path=str(tmp_path / "labels.sqlite3")))
     labeler = spec.build()
     (label,) = labeler("helpful", [request("You kill the newt!")])
     assert isinstance(label, HelpfulLabel)
-    assert not spec.is_oracle and LabelerSpec().is_oracle
+    assert not labeler.is_oracle and labeler.identity == "fake/fake-v1"
+    assert LabelerSpec().build().is_oracle  # the default labeler is the oracle
 
 
 def test_the_worker_thread_runs_at_a_lower_priority():

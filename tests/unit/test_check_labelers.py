@@ -34,7 +34,8 @@ def test_sweeps_that_do_not_label_here_pass(no_llama_cpp):
 
 def test_an_openai_labeller_without_its_server_fails_before_ray(no_llama_cpp):
     task = load_task("babyai-gotolocal-redball-s20")
-    knowledge = task.knowledge.model_copy(update={"backend": "openai"})
+    labeler = task.knowledge.labeler.model_copy(update={"backend": "openai"})
+    knowledge = task.knowledge.model_copy(update={"labeler": labeler})
     task = task.model_copy(update={"knowledge": knowledge})
     with pytest.raises(ValueError, match="needs --base-url and --model"):
         check_labelers(task, expand_variants(task, ["bk-code"]))

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from env_registry.babyai.oracle import parse_mission
+from rl_bk.algorithms.bk_ppo.code.descriptions import SIGNATURE, describe_env, window_records
 from rl_bk.algorithms.bk_ppo.code.potential import CodePotential
 from rl_bk.algorithms.bk_ppo.code.writer import FALLBACK_CODE, write_potential_code
-from rl_bk.knowledge.descriptions import SIGNATURE, describe_env, window_records
 from rl_bk.knowledge.trajectory import Chunk, windows
 from rl_bk.labeling.backends.base import BackendError
 from rl_bk.labeling.backends.oracle import infer_env
@@ -159,9 +159,10 @@ def test_candidates_send_distinct_requests_and_each_is_saved(tmp_path):
 
 
 def test_the_oracle_writes_code_that_rises_toward_the_red_ball(tmp_path):
-    from rl_bk.knowledge.labeler import LocalLabeler
+    from rl_bk.labeling.config import LabelerConfig
+    from rl_bk.labeling.labeler import LocalLabeler
 
-    labeler = LocalLabeler("oracle", store_path=str(tmp_path / "labels.db"))
+    labeler = LocalLabeler(LabelerConfig(backend="oracle", store_path=str(tmp_path / "labels.db")))
     episodes = [toward_red_ball("a"), wandering("b"), toward_red_ball("c")]
     result = write_potential_code(labeler, episodes, tmp_path / "code", family="babyai",
                                   mission=MISSION, rounds=2, progress=False)  # fmt: skip
@@ -221,9 +222,10 @@ def test_code_potential_pickles_without_its_sandbox():
 
 def test_a_train_batch_of_2048_windows_takes_one_quick_call(tmp_path):
     """The hot path: the oracle's code on one batch's windows (printed: run with -s)."""
-    from rl_bk.knowledge.labeler import LocalLabeler
+    from rl_bk.labeling.config import LabelerConfig
+    from rl_bk.labeling.labeler import LocalLabeler
 
-    labeler = LocalLabeler("oracle", store_path=str(tmp_path / "labels.db"))
+    labeler = LocalLabeler(LabelerConfig(backend="oracle", store_path=str(tmp_path / "labels.db")))
     write_potential_code(labeler, [toward_red_ball(), wandering()], tmp_path / "code",
                          family="babyai", mission=MISSION, rounds=1, progress=False)  # fmt: skip
     rng = np.random.default_rng(0)

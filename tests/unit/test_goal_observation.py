@@ -8,7 +8,8 @@ import numpy as np
 from rl_bk.algorithms.ellm_ppo import goal_observation
 from rl_bk.algorithms.ellm_ppo.goal_observation import EMBEDDING_DIM, GoalObservation, goal_text
 from rl_bk.labeling.tasks import GoalsLabel, GoalsRequest
-from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
+from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.labeling.queue import AsyncLabelQueue
 
 
 class CaptionEnv(gym.Env):

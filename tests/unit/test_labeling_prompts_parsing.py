@@ -8,11 +8,11 @@ import pytest
 
 from rl_bk.labeling import parsing, prompts
 from rl_bk.labeling.backends.base import BackendError
+from rl_bk.labeling.gbnf import Gbnf
 from rl_bk.labeling.grammars import (
     ENV_VOCABULARY,
     HELPFUL_GRAMMAR,
     PREFERENCE_GRAMMAR,
-    Gbnf,
     goals_grammar,
     normalize_goal,
     reward_code_grammar,

@@ -68,7 +68,7 @@ def test_the_labeler_loads_no_simulator():
     # may pull in minigrid, crafter or nle (seconds and hundreds of MB per process).
     code = (
         "import sys, rl_bk.labeling.prompts, rl_bk.labeling.backends.oracle, "
-        "rl_bk.knowledge.descriptions; "
+        "rl_bk.algorithms.bk_ppo.code.descriptions; "
         "print(sorted(m for m in ('minigrid', 'crafter', 'nle') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
@@ -106,3 +106,26 @@ def test_no_module_imports_itself_back_through_others(graph):
         if v not in index:
             visit(v)
     assert cycles == []
+
+
+def test_the_labeling_package_stands_on_the_env_packages_alone(graph):
+    # Everything that asks an LLM for labels lives in rl_bk.labeling; the methods use it, it
+    # uses none of them (only the families' vocabularies, descriptions and oracle rules).
+    labeling = [m for m in graph if is_within(m, ("rl_bk.labeling",))]
+    assert len(labeling) > 15
+    outside = {m: sorted(d for d in graph[m]
+                         if not is_within(d, ("rl_bk.labeling", "env_registry")))
+               for m in labeling}  # fmt: skip
+    assert {m: d for m, d in outside.items() if d} == {}
+
+
+def test_a_labeler_is_built_in_one_place(graph):
+    # A config becomes a working labeler in rl_bk.labeling (LabelerSpec.build); outside it,
+    # only the Serve app that hosts one, the experiments layer's pre-flight check and the
+    # command line reach the backend registry or the service.
+    builders = ("rl_bk.labeling.backends.registry", "rl_bk.labeling.service")
+    allowed = ("rl_bk.labeling", "serve_deployments.labeler", "rl_bk.experiments.labelers",
+               "rl_bk.cli")  # fmt: skip
+    reaching = {m for m in graph if any(d in builders for d in graph[m])}
+    assert "rl_bk.labeling.labeler" in reaching  # the rule reads real imports
+    assert sorted(m for m in reaching if not is_within(m, allowed)) == []

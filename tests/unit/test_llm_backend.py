@@ -9,7 +9,8 @@ import pytest
 from rl_bk.labeling.backends.base import BackendError
 from rl_bk.labeling.backends.fake import FakeBackend, FakeGenerator, fake_label
 from rl_bk.labeling.backends.llm import LLMBackend
-from rl_bk.labeling.grammars import PREFERENCE_GRAMMAR, Gbnf, goals_grammar
+from rl_bk.labeling.gbnf import Gbnf
+from rl_bk.labeling.grammars import PREFERENCE_GRAMMAR, goals_grammar
 from rl_bk.labeling.tasks import (
     ActionScoresRequest,
     GoalsRequest,

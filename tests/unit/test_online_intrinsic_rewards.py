@@ -11,12 +11,14 @@ from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 from rl_bk.algorithms.ellm_ppo.goal_matching import GoalMatcher
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
 from rl_bk.algorithms.oni_ppo.intrinsic_reward import OnlineIntrinsicReward
-from rl_bk.algorithms.oni_ppo.reward_models.ranking import preference_target
+from rl_bk.algorithms.oni_ppo.caption_models.ranking import preference_target
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
-from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
+from rl_bk.labeling.config import LabelerConfig
+from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.labeling.queue import AsyncLabelQueue
 
 NEWT, WALL, GOLD = "You kill the newt!", "It's a wall.", "You see here 5 gold pieces."
 
@@ -171,7 +173,7 @@ def test_cosine_bow_and_none():
             table = {"kill monsters": [1.0, 0.0], NEWT: [0.8, 0.6], WALL: [0.0, 1.0]}
             return np.array([table[t] for t in texts])
 
-    from rl_bk.algorithms.oni_ppo.reward_models.cosine_bow import CosineBoWReward
+    from rl_bk.algorithms.oni_ppo.caption_models.cosine_bow import CosineBoWReward
 
     reward = oni("cosine-bow", goal="kill monsters", beta=0.0)
     reward._bow = CosineBoWReward("kill monsters", 0.5, embedder=Stub())
@@ -195,10 +197,10 @@ def test_only_a_labeler_computing_on_this_machine_is_held_to_the_busy_fraction()
         fn = OnlineIntrinsicReward(reward_type="retrieval", labeler=spec, label_busy_fraction=0.3)
         return fn.label_busy_fraction
 
-    assert busy(LabelerSpec(backend="llamacpp")) == 0.3
-    assert busy(LabelerSpec(backend="llamacpp", serve_url="http://gpu-node:8000")) == 1.0
-    assert busy(LabelerSpec(backend="openai", base_url="http://gpu-node:8000/v1")) == 1.0
-    assert busy(LabelerSpec(backend="oracle")) == 1.0
+    assert busy(LabelerSpec(LabelerConfig(backend="llamacpp"))) == 0.3
+    assert busy(LabelerSpec(LabelerConfig(backend="llamacpp"), url="http://gpu-node:8000")) == 1.0
+    assert busy(LabelerSpec(LabelerConfig(backend="openai", base_url="http://gpu-node:8000/v1"))) == 1.0
+    assert busy(LabelerSpec(LabelerConfig(backend="oracle"))) == 1.0
 
 
 # --------------------------------------------------------------------------------- ELLM

@@ -27,7 +27,8 @@ from rl_bk.algorithms.bk_ppo.preference.training import (
     train_preference_potential,
 )
 from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.knowledge.labeler import LocalLabeler
+from rl_bk.labeling.config import LabelerConfig
+from rl_bk.labeling.labeler import LocalLabeler
 from rl_bk.knowledge.trajectory import Chunk, windows
 from rl_bk.labeling.backends.oracle import OracleBackend
 from rl_bk.labeling.tasks import PreferenceRequest
@@ -147,7 +148,7 @@ def test_torchscript_export_equals_the_model():
 
 # --------------------------------------------------------------------------------- training
 def oracle(tmp_path):
-    return LocalLabeler(backend="oracle", store_path=str(tmp_path / "labels.sqlite"))
+    return LocalLabeler(LabelerConfig(backend="oracle", store_path=str(tmp_path / "labels.sqlite")))
 
 
 def test_served_score_equals_the_local_potential(tmp_path, episodes):
@@ -166,11 +167,12 @@ def test_served_score_equals_the_local_potential(tmp_path, episodes):
     assert [len(p) for p in phi_local] == [len(c) + 1 for c in chunks]
     for a, b in zip(phi_local, phi_served):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    # Through a deployment handle (``handle.score.remote(...).result()``), faked in process.
+    # Through a deployment handle (``handle.score.remote(...).result(timeout_s=...)``), faked
+    # in process.
     models = RewardModels(str(root))
 
     def remote(name, version, inputs):
-        return SimpleNamespace(result=lambda: models.score(name, version, inputs))
+        return SimpleNamespace(result=lambda timeout_s: models.score(name, version, inputs))
 
     handle = SimpleNamespace(score=SimpleNamespace(remote=remote))
     handled = PreferencePotential(tmp_path / "pref", served=("bk-pref-test", "v1"), endpoint=handle)

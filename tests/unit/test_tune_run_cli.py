@@ -91,7 +91,7 @@ def test_cluster_flags_set_the_tasks_storage_and_labeler_app():
     args = tune_run.parse_args(["--task", "t", "--storage", "s3://lab/rl-bk",
                                 "--labeler-app", "shared", "--backend", "llamacpp"])  # fmt: skip
     out = tune_run._with_flags(task, args)
-    assert out.storage == "s3://lab/rl-bk" and out.knowledge.backend == "llamacpp"
+    assert out.storage == "s3://lab/rl-bk" and out.knowledge.labeler.backend == "llamacpp"
     assert (out.labeler.mode, out.labeler.app_name, out.labeler.attach) == ("serve", "shared", True)
     started = tune_run._with_flags(task, tune_run.parse_args(["--task", "t", "--labeler", "serve"]))
     assert (started.labeler.mode, started.labeler.attach) == ("serve", False)

@@ -17,21 +17,16 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.ppo.config import BasePPOConfig
-from rl_bk.algorithms.training_settings import set_defaults, set_provided
-
-BC_DEFAULTS: dict[str, Any] = {
-    "bc_dir": None,
-    "bc_epochs": 20,
-    "bc_batch_size": 256,
-    "bc_lr": 1e-3,
-    "bc_holdout": 0.1,
-}
 
 
 class BCPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class or BCPPO)
-        set_defaults(self, BC_DEFAULTS)
+        self.bc_dir: str | None = None
+        self.bc_epochs: int = 20
+        self.bc_batch_size: int = 256
+        self.bc_lr: float = 1e-3
+        self.bc_holdout: float = 0.1
 
     @override(PPOConfig)
     def training(
@@ -55,7 +50,16 @@ class BCPPOConfig(BasePPOConfig):
                 report accuracy (0: keep the last epoch).
         """
         super().training(**kwargs)
-        set_provided(self, locals(), BC_DEFAULTS)
+        if bc_dir is not NotProvided:
+            self.bc_dir = bc_dir
+        if bc_epochs is not NotProvided:
+            self.bc_epochs = bc_epochs
+        if bc_batch_size is not NotProvided:
+            self.bc_batch_size = bc_batch_size
+        if bc_lr is not NotProvided:
+            self.bc_lr = bc_lr
+        if bc_holdout is not NotProvided:
+            self.bc_holdout = bc_holdout
         return self
 
     @override(PPOConfig)

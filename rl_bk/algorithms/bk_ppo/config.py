@@ -33,18 +33,20 @@ from rl_bk.algorithms.bk_ppo.potential_shaping import (
 )
 from rl_bk.algorithms.bk_ppo.settings import ShapingSettings
 from rl_bk.algorithms.bk_ppo.sources import LazySource, SourceSpec
-from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
-
-#: BK's values (mansicer/background-knowledge-rl, train_rs.py and utils/config.py), declared
-#: once, in ShapingSettings (the task file's ``knowledge:`` section reads the same).
-SHAPING_DEFAULTS: dict[str, Any] = {"potential": None, **ShapingSettings().model_dump()}
 
 
 class ShapedPPOConfig(BasePPOConfig):
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
-        set_defaults(self, SHAPING_DEFAULTS)
+        self.potential: SourceSpec | None = None
+        # BK's values (mansicer/background-knowledge-rl, train_rs.py and utils/config.py),
+        # declared once, in ShapingSettings (the task file's ``knowledge:`` section).
+        defaults = ShapingSettings()
+        self.shaping_coeff: float = defaults.shaping_coeff
+        self.extrinsic_coeff: float = defaults.extrinsic_coeff
+        self.potential_normalization: str = defaults.potential_normalization
+        self.shaping_convention: str = defaults.shaping_convention
 
     @override(PPOConfig)
     def training(
@@ -73,7 +75,16 @@ class ShapedPPOConfig(BasePPOConfig):
                 ``F_t = gamma Phi(s_{t+1}) - Phi(s_t)``, ``Phi(terminal) = 0``).
         """
         super().training(**kwargs)
-        set_provided(self, locals(), SHAPING_DEFAULTS)
+        if potential is not NotProvided:
+            self.potential = potential
+        if shaping_coeff is not NotProvided:
+            self.shaping_coeff = shaping_coeff
+        if extrinsic_coeff is not NotProvided:
+            self.extrinsic_coeff = extrinsic_coeff
+        if potential_normalization is not NotProvided:
+            self.potential_normalization = potential_normalization
+        if shaping_convention is not NotProvided:
+            self.shaping_convention = shaping_convention
         return self
 
     @override(PPOConfig)

@@ -81,28 +81,6 @@ POTENTIAL_MEAN = "potential_mean"  # after normalisation
 POTENTIAL_DIVISOR = "potential_divisor"  # what Phi was divided by (1 without normalisation)
 
 
-def shaped_rewards(
-    rewards: np.ndarray,
-    potentials: np.ndarray,
-    *,
-    gamma: float,
-    coeff: float,
-    terminated: bool,
-    extrinsic_coeff: float = 1.0,
-    convention: Convention = "ng",
-    previous: float | None = None,
-) -> np.ndarray:
-    """``extrinsic_coeff * r + coeff * F`` for one chunk's n real steps (see the module;
-    the arguments are :func:`shaping_terms`'s, and ``rewards``, the chunk's n real rewards)."""
-    rewards = np.asarray(rewards, dtype=np.float64)
-    if len(potentials) != len(rewards) + 1:
-        raise ValueError(f"need {len(rewards) + 1} potentials for {len(rewards)} steps, got "
-                         f"{len(potentials)}")  # fmt: skip
-    return extrinsic_coeff * rewards + shaping_terms(
-        potentials, gamma=gamma, coeff=coeff, terminated=terminated, convention=convention,
-        previous=previous)  # fmt: skip
-
-
 def shaping_terms(
     potentials: np.ndarray,
     *,

@@ -2,7 +2,7 @@
 
     config = (ELLMPPOConfig()
               .environment("Crafter-Text-v0")
-              .training(suggester="llm", labeler=LabelerSpec(backend="llamacpp"),
+              .training(suggester="llm", labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
                         family="crafter", ellm_coeff=1.0, extrinsic_coeff=1.0))
 
 The learner connector gets :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
@@ -30,24 +30,26 @@ from ray.rllib.utils.from_config import NotProvided
 from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
 from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
-from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
-from rl_bk.online_labels import LabelerSpec
-
-ELLM_DEFAULTS: dict[str, Any] = {
-    "suggester": "llm",
-    "labeler": LabelerSpec(),
-    "family": None,
-    # the task file's settings, declared once (goal_conditioned wraps the env instead)
-    **ELLMSettings().model_dump(exclude={"goal_conditioned"}),
-}
+from rl_bk.labeling.labeler import LabelerSpec
 
 
 class ELLMPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
-        set_defaults(self, ELLM_DEFAULTS)
+        self.suggester: str = "llm"
+        self.labeler: LabelerSpec = LabelerSpec()
+        self.family: str | None = None
+        # The task file's settings, declared once (its goal_conditioned wraps the env instead).
+        defaults = ELLMSettings()
+        self.ellm_coeff: float = defaults.ellm_coeff
+        self.extrinsic_coeff: float = defaults.extrinsic_coeff
+        self.threshold: float | None = defaults.threshold
+        self.max_goals: int | None = defaults.max_goals
+        self.include_mission: bool = defaults.include_mission
+        self.label_batch_size: int = defaults.label_batch_size
+        self.label_timeout_s: float = defaults.label_timeout_s
 
     @override(PPOConfig)
     def training(
@@ -83,7 +85,26 @@ class ELLMPPOConfig(BasePPOConfig):
                 steps without suggestions pay 0).
         """
         super().training(**kwargs)
-        set_provided(self, locals(), ELLM_DEFAULTS)
+        if suggester is not NotProvided:
+            self.suggester = suggester
+        if labeler is not NotProvided:
+            self.labeler = labeler
+        if family is not NotProvided:
+            self.family = family
+        if ellm_coeff is not NotProvided:
+            self.ellm_coeff = ellm_coeff
+        if extrinsic_coeff is not NotProvided:
+            self.extrinsic_coeff = extrinsic_coeff
+        if threshold is not NotProvided:
+            self.threshold = threshold
+        if max_goals is not NotProvided:
+            self.max_goals = max_goals
+        if include_mission is not NotProvided:
+            self.include_mission = include_mission
+        if label_batch_size is not NotProvided:
+            self.label_batch_size = label_batch_size
+        if label_timeout_s is not NotProvided:
+            self.label_timeout_s = label_timeout_s
         return self
 
     @override(PPOConfig)

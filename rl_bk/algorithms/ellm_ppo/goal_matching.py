@@ -71,14 +71,6 @@ def normalise(text: str, synonyms: dict[str, str] | None = None) -> str:
     return (synonyms or {}).get(t, t)
 
 
-def similarity_table(embedder: Embedder, a_texts: Sequence[str],
-                     b_texts: Sequence[str]) -> np.ndarray:  # fmt: skip
-    """Cosine similarities ``(len(a_texts), len(b_texts))`` of the normalised texts, from one
-    ``encode`` call over their distinct texts (for calibrating a threshold, say)."""
-    return _similarities(embedder, [normalise(t) for t in a_texts],
-                         [normalise(t) for t in b_texts])  # fmt: skip
-
-
 def _similarities(embedder: Embedder, a: list[str], b: list[str]) -> np.ndarray:
     if not a or not b:
         return np.zeros((len(a), len(b)))

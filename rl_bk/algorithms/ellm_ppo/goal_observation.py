@@ -6,16 +6,16 @@ wrapper appends the packaged MiniLM's 384 values of that text to the flat observ
 episode records exactly what the policy saw and PPO's learner trains on the same input (an
 env-to-module connector would not store it in the episode).
 
-The suggestions are read at act time from a per-process :class:`~rl_bk.online_labels.
+The suggestions are read at act time from a per-process :class:`~rl_bk.labeling.queue.
 AsyncLabelQueue`: a caption with no suggestions yet is queued and gets the zero vector (the
 documented default, counted in ``info["goal_missing"]``); training never waits. Goals that
 were suggested for a state and achieved by the step from it (``info["achieved"]``, the same
 text after the family's synonyms) are left out for the rest of the episode, as ELLM's novelty
 filter does. Goal texts are embedded once each (cached), never an LLM call per step.
 
-Each env-runner process builds its own labeler from the :class:`~rl_bk.online_labels.
-LabelerSpec` (the oracle costs nothing; for an LLM, point ``serve_url`` at the labeler app
-rather than loading a model in every runner) and its own embedder.
+Each env-runner process builds its own labeler from the :class:`~rl_bk.labeling.labeler.
+LabelerSpec` (the oracle costs nothing; for an LLM, reach the labeler app by ``serve_app`` or
+``url`` rather than loading a model in every runner) and its own embedder.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ import numpy as np
 
 from rl_bk.algorithms.ellm_ppo.goal_matching import normalise
 from rl_bk.algorithms.ellm_ppo.vocabulary import goal_synonyms
-from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
+from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.labeling.queue import AsyncLabelQueue
 
 EMBEDDING_DIM = 384  # all-MiniLM-L6-v2
 _QUEUES: dict[tuple, AsyncLabelQueue] = {}  # one per labeler and family in a process

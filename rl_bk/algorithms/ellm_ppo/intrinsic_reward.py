@@ -33,7 +33,8 @@ import numpy as np
 from rl_bk.algorithms.ellm_ppo.goal_matching import EpisodePiece, GoalMatcher
 from rl_bk.algorithms.ellm_ppo.vocabulary import goal_synonyms, novelty_goals
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
-from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
+from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.labeling.queue import AsyncLabelQueue
 
 SUGGESTERS = ("llm", "novelty")
 #: Suggestions asked per caption when a task does not say: ELLM's oracle lists every feasible

@@ -41,38 +41,31 @@ from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.glam_ppo.language_model import VALID_MODELS
 from rl_bk.algorithms.glam_ppo.rl_module import GLAMTorchRLModule
 from rl_bk.algorithms.glam_ppo.settings import GLAMSettings
-from rl_bk.algorithms.training_settings import set_defaults, set_provided
-
-_SECTION = GLAMSettings()
-#: training() parameters that only this config has, with their defaults: the task section's,
-#: but for ``lora_r``, GLAM's paper's (the whole LLM fine-tuned) where a task's is LoRA.
-GLAM_DEFAULTS: dict[str, Any] = {
-    "glam_model": _SECTION.model,
-    "lora_r": None,
-    "lora_alpha": _SECTION.lora_alpha,
-    "max_prompt_tokens": _SECTION.max_prompt_tokens,
-}
-
-#: GLAM's PPO settings (flowersteam/Grounding_LLMs_with_online_RL), as this config's defaults.
-GLAM_PPO_DEFAULTS: dict[str, Any] = {
-    "lr": 1e-6,
-    "gamma": 0.99,
-    "lambda_": 0.99,
-    "clip_param": 0.2,
-    "entropy_coeff": 0.01,
-    "vf_loss_coeff": 0.5,
-    "grad_clip": 0.5,
-    "grad_clip_by": "global_norm",
-    "num_epochs": 4,
-    "use_kl_loss": False,
-    "vf_clip_param": 400.0,
-}
 
 
 class GLAMPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class or GLAMPPO)
-        set_defaults(self, {**GLAM_PPO_DEFAULTS, **GLAM_DEFAULTS})
+        # GLAM's PPO settings (flowersteam/Grounding_LLMs_with_online_RL), over RLlib's.
+        self.lr = 1e-6
+        self.gamma = 0.99
+        self.lambda_ = 0.99
+        self.clip_param = 0.2
+        self.entropy_coeff = 0.01
+        self.vf_loss_coeff = 0.5
+        self.grad_clip = 0.5
+        self.grad_clip_by = "global_norm"
+        self.num_epochs = 4
+        self.use_kl_loss = False
+        self.vf_clip_param = 400.0  # = 20², for GLAM's 20-scaled returns (module docstring)
+        # This config's own parameters: the task section's defaults (declared once, in
+        # GLAMSettings), but for lora_r, GLAM's paper's (the whole LLM fine-tuned) where a
+        # task's is LoRA.
+        defaults = GLAMSettings()
+        self.glam_model: str = defaults.model
+        self.lora_r: int | None = None
+        self.lora_alpha: float = defaults.lora_alpha
+        self.max_prompt_tokens: int = defaults.max_prompt_tokens
 
     @override(PPOConfig)
     def training(
@@ -94,7 +87,14 @@ class GLAMPPOConfig(BasePPOConfig):
             max_prompt_tokens: prompts are cut from the left to this many tokens.
         """
         super().training(**kwargs)
-        set_provided(self, locals(), GLAM_DEFAULTS)
+        if glam_model is not NotProvided:
+            self.glam_model = glam_model
+        if lora_r is not NotProvided:
+            self.lora_r = lora_r
+        if lora_alpha is not NotProvided:
+            self.lora_alpha = lora_alpha
+        if max_prompt_tokens is not NotProvided:
+            self.max_prompt_tokens = max_prompt_tokens
         return self
 
     @override(PPOConfig)

@@ -3,8 +3,8 @@
     config = (ONIPPOConfig()
               .environment("NetHack-Text-Score-v0")
               .training(reward_type="classification", caption_key="message",
-                        labeler=LabelerSpec(backend="llamacpp"), llm_coeff=0.4, beta=3.0,
-                        extrinsic_coeff=0.1))
+                        labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
+                        llm_coeff=0.4, beta=3.0, extrinsic_coeff=0.1))
 
 What it wires:
 
@@ -44,26 +44,39 @@ from rl_bk.algorithms.oni_ppo.intrinsic_reward import (
 from rl_bk.algorithms.oni_ppo.learner import ONIPPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID, OnlineRewardModel
 from rl_bk.algorithms.oni_ppo.settings import ONISettings
-from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
-from rl_bk.online_labels import LabelerSpec
-
-#: training() parameters that only this config has, with their defaults.
-#: (The task file's settings and their defaults are declared once, in ONISettings.)
-ONI_DEFAULTS: dict[str, Any] = {
-    "reward_type": "retrieval",
-    "labeler": LabelerSpec(),
-    "family": None,
-    "motif_dir": None,
-    **ONISettings().model_dump(),
-}
+from rl_bk.labeling.labeler import LabelerSpec
 
 
 class ONIPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
-        set_defaults(self, ONI_DEFAULTS)
+        self.reward_type: str = "retrieval"
+        self.labeler: LabelerSpec = LabelerSpec()
+        self.family: str | None = None
+        self.motif_dir: str | None = None
+        # The task file's settings, declared once, in ONISettings.
+        defaults = ONISettings()
+        self.caption_key: str = defaults.caption_key
+        self.goal: str = defaults.goal
+        self.extrinsic_coeff: float = defaults.extrinsic_coeff
+        self.llm_coeff: float = defaults.llm_coeff
+        self.beta: float = defaults.beta
+        self.label_batch_size: int = defaults.label_batch_size
+        self.label_busy_fraction: float = defaults.label_busy_fraction
+        self.min_examples: int = defaults.min_examples
+        self.classification_threshold: float = defaults.classification_threshold
+        self.ranking_threshold: float = defaults.ranking_threshold
+        self.ranking_quantile: float | None = defaults.ranking_quantile
+        self.motif_quantile: float | None = defaults.motif_quantile
+        self.cosine_threshold: float = defaults.cosine_threshold
+        self.pairs_per_batch: int = defaults.pairs_per_batch
+        self.reward_model_steps: int = defaults.reward_model_steps
+        self.reward_model_batch_size: int = defaults.reward_model_batch_size
+        self.reward_model_lr: float = defaults.reward_model_lr
+        self.reward_model_full_until: int = defaults.reward_model_full_until
+        self.reward_model_in_background: bool = defaults.reward_model_in_background
 
     @override(PPOConfig)
     def training(
@@ -123,7 +136,52 @@ class ONIPPOConfig(BasePPOConfig):
                 place after each update, as ONI.
         """
         super().training(**kwargs)
-        set_provided(self, locals(), ONI_DEFAULTS)
+        if reward_type is not NotProvided:
+            self.reward_type = reward_type
+        if labeler is not NotProvided:
+            self.labeler = labeler
+        if caption_key is not NotProvided:
+            self.caption_key = caption_key
+        if family is not NotProvided:
+            self.family = family
+        if goal is not NotProvided:
+            self.goal = goal
+        if extrinsic_coeff is not NotProvided:
+            self.extrinsic_coeff = extrinsic_coeff
+        if llm_coeff is not NotProvided:
+            self.llm_coeff = llm_coeff
+        if beta is not NotProvided:
+            self.beta = beta
+        if label_batch_size is not NotProvided:
+            self.label_batch_size = label_batch_size
+        if label_busy_fraction is not NotProvided:
+            self.label_busy_fraction = label_busy_fraction
+        if min_examples is not NotProvided:
+            self.min_examples = min_examples
+        if classification_threshold is not NotProvided:
+            self.classification_threshold = classification_threshold
+        if ranking_threshold is not NotProvided:
+            self.ranking_threshold = ranking_threshold
+        if ranking_quantile is not NotProvided:
+            self.ranking_quantile = ranking_quantile
+        if cosine_threshold is not NotProvided:
+            self.cosine_threshold = cosine_threshold
+        if pairs_per_batch is not NotProvided:
+            self.pairs_per_batch = pairs_per_batch
+        if motif_dir is not NotProvided:
+            self.motif_dir = motif_dir
+        if motif_quantile is not NotProvided:
+            self.motif_quantile = motif_quantile
+        if reward_model_lr is not NotProvided:
+            self.reward_model_lr = reward_model_lr
+        if reward_model_batch_size is not NotProvided:
+            self.reward_model_batch_size = reward_model_batch_size
+        if reward_model_steps is not NotProvided:
+            self.reward_model_steps = reward_model_steps
+        if reward_model_full_until is not NotProvided:
+            self.reward_model_full_until = reward_model_full_until
+        if reward_model_in_background is not NotProvided:
+            self.reward_model_in_background = reward_model_in_background
         return self
 
     @override(PPOConfig)

@@ -4,7 +4,7 @@ The caption of a step is the text the env put in ``info[caption_key]`` after the
 ``"message"``, the message line, as ONI; other envs: ``"caption"``). For every train batch:
 
 1. the batch's distinct non-empty captions that have no label yet are queued for labelling
-   (:class:`~rl_bk.online_labels.AsyncLabelQueue`, newest first, never waited for); ranking
+   (:class:`~rl_bk.labeling.queue.AsyncLabelQueue`, newest first, never waited for); ranking
    queues random pairs of captions seen so far instead, ``pairs_per_batch`` at a time while
    fewer than two label batches wait (ONI's rule);
 2. labels that arrived since the last batch go to the online reward model (classification and
@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from rl_bk.algorithms.oni_ppo.reward_models.count_decay import EpisodeCounts
-from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
+from rl_bk.algorithms.oni_ppo.caption_models.count_decay import EpisodeCounts
+from rl_bk.algorithms.oni_ppo.caption_models.ranking import (
     RunningMeanStd,
     preference_target,
     quantile_threshold,
@@ -50,7 +50,8 @@ from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
 )
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
-from rl_bk.online_labels import AsyncLabelQueue, LabelerSpec
+from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.labeling.queue import AsyncLabelQueue
 
 REWARD_TYPES = ("none", "retrieval", "classification", "ranking", "motif", "cosine-bow")
 LABELLED_TYPES = ("retrieval", "classification", "ranking")
@@ -207,7 +208,7 @@ class OnlineIntrinsicReward:
             return {c: float(self.queue.get(c, 0.0)) for c in distinct}
         if t == "cosine-bow":
             if self._bow is None:
-                from rl_bk.algorithms.oni_ppo.reward_models.cosine_bow import CosineBoWReward
+                from rl_bk.algorithms.oni_ppo.caption_models.cosine_bow import CosineBoWReward
 
                 self._bow = CosineBoWReward(self.goal, self.cosine_threshold)
             return dict(zip(distinct, self._bow.rewards(distinct).astype(np.float64)))

@@ -2,7 +2,7 @@
 learns the ranking, and RL is run with that fixed model (``reward_type="motif"``).
 
 Motif (Klissarov et al. 2023) is the offline ancestor of ONI-Ranking, and uses the same pieces
-here: :class:`~rl_bk.algorithms.oni_ppo.reward_models.ranking.MessageRanker` (ONI's char-CNN
+here: :class:`~rl_bk.algorithms.oni_ppo.caption_models.ranking.MessageRanker` (ONI's char-CNN
 over the message),
 the soft-label Bradley-Terry loss (a tie is 0.5), and at RL time the reward normalised by the
 mean and std of the model's rewards over the dataset's captions, thresholded, and divided by
@@ -32,14 +32,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rl_bk.algorithms.oni_ppo.reward_models.message_bytes import encode_messages
-from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
+from rl_bk.algorithms.oni_ppo.caption_models.message_bytes import encode_messages
+from rl_bk.algorithms.oni_ppo.caption_models.ranking import (
     MessageRanker,
     bradley_terry_loss,
     pair_accuracy,
     preference_target,
 )
-from rl_bk.knowledge.labeler import Labeler, label_in_batches
+from rl_bk.labeling.labeler import Labeler, label_in_batches
 from rl_bk.knowledge.trajectory import Chunk
 
 MODEL_FILE = "motif_model.pt"

@@ -1,8 +1,8 @@
 """ONI's online reward model, as a learner-only RLModule beside the policy.
 
 The model (ONI's char-CNN over the message bytes:
-:class:`~rl_bk.algorithms.oni_ppo.reward_models.classifier.MessageClassifier` for
-ONI-Classification, :class:`~rl_bk.algorithms.oni_ppo.reward_models.ranking.MessageRanker`
+:class:`~rl_bk.algorithms.oni_ppo.caption_models.classifier.MessageClassifier` for
+ONI-Classification, :class:`~rl_bk.algorithms.oni_ppo.caption_models.ranking.MessageRanker`
 for ONI-Ranking) lives in the learner's MultiRLModule, so its weights are checkpointed with the
 policy and the reward connector scores with exactly the weights the learner trains. Env runners
 never get it (``learner_only``). It holds two copies of the net: ``net``, which the learner
@@ -28,14 +28,14 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.framework import try_import_torch
 
-from rl_bk.algorithms.oni_ppo.reward_models.classifier import (
+from rl_bk.algorithms.oni_ppo.caption_models.classifier import (
     MessageClassifier,
     accuracy,
     classification_loss,
     helpful_probability,
 )
-from rl_bk.algorithms.oni_ppo.reward_models.message_bytes import MESSAGE_LENGTH, encode_messages
-from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
+from rl_bk.algorithms.oni_ppo.caption_models.message_bytes import MESSAGE_LENGTH, encode_messages
+from rl_bk.algorithms.oni_ppo.caption_models.ranking import (
     MessageRanker,
     bradley_terry_loss,
     pair_accuracy,

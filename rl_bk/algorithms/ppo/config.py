@@ -1,5 +1,6 @@
-"""RLlib's PPO with the loss options (and the time-limit convention) of CleanRL-style PPO code, which BK's ``train_rs.py``
-(mansicer/background-knowledge-rl) and RND's reference implementation use.
+"""RLlib's PPO with the loss options (and the time-limit convention) of CleanRL-style PPO
+code, which BK's ``train_rs.py`` (mansicer/background-knowledge-rl) and RND's reference
+implementation use.
 
     config = (BasePPOConfig()
               .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")

@@ -38,20 +38,18 @@ from rl_bk.algorithms.ptgm_ppo.env_steps import PTGMMetricsCallback
 from rl_bk.algorithms.ptgm_ppo.high_level_env import register_high_level_env
 from rl_bk.algorithms.ptgm_ppo.prior_kl import PriorKLPenalty, PriorLogits
 from rl_bk.algorithms.ptgm_ppo.settings import PTGMSettings
-from rl_bk.algorithms.training_settings import set_defaults, set_provided
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
-
-PTGM_DEFAULTS: dict[str, Any] = {
-    "ptgm_dir": None,
-    # the task file's RL settings, declared once
-    **PTGMSettings().model_dump(include={"prior_kl_coeff", "low_level_steps", "greedy_low_level"}),
-}
 
 
 class PTGMPPOConfig(BasePPOConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
-        set_defaults(self, PTGM_DEFAULTS)
+        self.ptgm_dir: str | None = None
+        # The task file's RL settings, declared once, in PTGMSettings.
+        defaults = PTGMSettings()
+        self.prior_kl_coeff: float = defaults.prior_kl_coeff
+        self.low_level_steps: int = defaults.low_level_steps
+        self.greedy_low_level: bool = defaults.greedy_low_level
         self.callbacks(PTGMMetricsCallback)
 
     @override(PPOConfig)
@@ -74,7 +72,14 @@ class PTGMPPOConfig(BasePPOConfig):
                 samples it).
         """
         super().training(**kwargs)
-        set_provided(self, locals(), PTGM_DEFAULTS)
+        if ptgm_dir is not NotProvided:
+            self.ptgm_dir = ptgm_dir
+        if prior_kl_coeff is not NotProvided:
+            self.prior_kl_coeff = prior_kl_coeff
+        if low_level_steps is not NotProvided:
+            self.low_level_steps = low_level_steps
+        if greedy_low_level is not NotProvided:
+            self.greedy_low_level = greedy_low_level
         return self
 
     def goal_environment(self, env: str, env_config: Mapping[str, Any] | None = None

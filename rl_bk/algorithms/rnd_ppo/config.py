@@ -49,7 +49,6 @@ from rl_bk.algorithms.rnd_ppo.rl_module import (
     TwoHeadedPPOTorchRLModule,
 )
 from rl_bk.algorithms.rnd_ppo.two_headed_gae import TwoHeadedGeneralAdvantageEstimation
-from rl_bk.algorithms.training_settings import set_provided
 
 
 class RNDPPOConfig(BasePPOConfig):
@@ -100,12 +99,26 @@ class RNDPPOConfig(BasePPOConfig):
             precollect_episodes: episodes per collection.
         """
         super().training(**kwargs)
-        names = ("int_coeff", "ext_coeff", "int_gamma", "rnd_output_dim", "rnd_hiddens",
-                 "update_proportion", "rnd_lr", "precollect_every_timesteps",
-                 "precollect_episodes")  # fmt: skip
-        set_provided(self, locals(), names)
+        if int_coeff is not NotProvided:
+            self.int_coeff = int_coeff
+        if ext_coeff is not NotProvided:
+            self.ext_coeff = ext_coeff
+        if int_gamma is not NotProvided:
+            self.int_gamma = int_gamma
+        if rnd_output_dim is not NotProvided:
+            self.rnd_output_dim = rnd_output_dim
+        if rnd_hiddens is not NotProvided:
+            self.rnd_hiddens = rnd_hiddens
+        if update_proportion is not NotProvided:
+            self.update_proportion = update_proportion
+        if rnd_lr is not NotProvided:
+            self.rnd_lr = rnd_lr
         if precollect_dir is not NotProvided:
             self.precollect_dir = str(Path(precollect_dir).resolve()) if precollect_dir else None
+        if precollect_every_timesteps is not NotProvided:
+            self.precollect_every_timesteps = precollect_every_timesteps
+        if precollect_episodes is not NotProvided:
+            self.precollect_episodes = precollect_episodes
         return self
 
     @override(PPOConfig)

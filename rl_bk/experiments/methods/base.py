@@ -59,20 +59,3 @@ def knowledge_task(task: TaskConfig, params: Mapping[str, Any]) -> TaskConfig:
     aware = bool(params["include_mission"])
     knowledge = task.knowledge.model_copy(update={"include_mission": aware})
     return task.model_copy(update={"knowledge": knowledge})
-
-
-def labeler_spec(task: TaskConfig, backend: str | None = None):
-    """The task's labeler (its ``knowledge`` section), for labelling while training."""
-    import os
-
-    from rl_bk.experiments.labeler_app import app_name, uses_labeler_app
-    from rl_bk.online_labels import LabelerSpec
-
-    k = task.knowledge
-    served = {}
-    if uses_labeler_app(task):  # the sweep's shared Serve deployment, through its handle
-        served = {"serve_url": "handle", "serve_app": app_name(task, backend),
-                  "timeout_s": task.labeler.timeout_s}  # fmt: skip
-    return LabelerSpec(backend=backend or k.backend, packaged=k.packaged, model_path=k.model_path,
-                       base_url=k.base_url, model=k.model,
-                       store_path=os.environ.get("RLBK_LABEL_STORE"), **served)  # fmt: skip

@@ -156,6 +156,27 @@ def register_served_potential(task: TaskConfig, backend: str | None, root: Path)
     return name
 
 
+def reward_models_root(task: TaskConfig) -> Path:
+    """The reward-model registry the sweep's reward-model app reads: on the task's storage
+    when it is a shared mount, else this machine's default."""
+    from rl_bk.reward_models.registry import default_root
+    from rl_bk.storage import is_uri
+
+    if task.storage is not None and not is_uri(task.storage):
+        return Path(task.storage) / "reward_models"
+    return default_root()
+
+
+def serve_potential(task: TaskConfig, backend: str | None) -> None:
+    """Before the sweep, for a bk-pref variant with ``served``: its model registered and the
+    reward-model app up (its trials score through the app's handle)."""
+    from serve_deployments.reward_model import ensure_reward_model_app
+
+    root = reward_models_root(task)
+    register_served_potential(task, backend, root)
+    ensure_reward_model_app(str(root), REWARD_MODEL_APP)
+
+
 def _shaped(knowledge: Knowledge) -> BuildFn:
     """A bk-* method: PPO shaped by the potential the task's built ``knowledge`` gives."""
     kind = knowledge.kind
@@ -169,8 +190,8 @@ def _shaped(knowledge: Knowledge) -> BuildFn:
         training = training_params(params)
         options = {"candidate": chosen["candidate"]} if "candidate" in chosen else {}
         if kind == "bk-pref" and chosen.get("served", task.knowledge.preference.served):
-            # Phi from the reward-model app, one call per train batch (run.py registers the
-            # model and starts the app before the sweep).
+            # Phi from the reward-model app, one call per train batch (serve_potential
+            # registers the model and starts the app before the sweep).
             where = PREF.published(knowledge_task(task, chosen), chosen.get("backend"))
             options.update(served=(served_potential_name(where), SERVED_POTENTIAL_VERSION),
                            endpoint=f"handle:{REWARD_MODEL_APP}")  # fmt: skip

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rl_bk.experiments.artifacts import family_of
-from rl_bk.experiments.methods.base import BuildFn, Method, labeler_spec, training_params
+from rl_bk.experiments.labelers import labeler_for
+from rl_bk.experiments.methods.base import BuildFn, Method, training_params
 from rl_bk.experiments.task_config import TaskConfig
 
 if TYPE_CHECKING:
@@ -25,7 +26,8 @@ def _ellm(suggester: str) -> BuildFn:
 
         settings = {**task.ellm.model_dump(), **training_params(params)}
         conditioned = settings.pop("goal_conditioned")
-        family, labeler = family_of(task.env), labeler_spec(task, params.get("backend"))
+        family = family_of(task.env)
+        labeler = labeler_for(task, params.get("backend"), online=True)
         online = {"suggester": suggester, "family": family, "labeler": labeler}
         config = base_ppo_config(task, seed, {**online, **settings}, config=ELLMPPOConfig())
         # The policy sees the embedded suggestions (ELLM's goal-conditioning); the novelty

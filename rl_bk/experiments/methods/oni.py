@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rl_bk.experiments.artifacts import Knowledge, family_of
-from rl_bk.experiments.methods.base import BuildFn, Method, labeler_spec, training_params
+from rl_bk.experiments.labelers import labeler_for
+from rl_bk.experiments.methods.base import BuildFn, Method, training_params
 from rl_bk.experiments.task_config import TaskConfig
 
 if TYPE_CHECKING:
@@ -49,8 +50,9 @@ def _oni(reward_type: str) -> BuildFn:
 
         training = training_params(params)
         backend = params.get("backend")
+        labeler = labeler_for(task, backend, online=True)
         online = {"reward_type": reward_type, "family": family_of(task.env),
-                  "labeler": labeler_spec(task, backend), **task.oni.model_dump()}  # fmt: skip
+                  "labeler": labeler, **task.oni.model_dump()}  # fmt: skip
         if reward_type == "motif":
             online["motif_dir"] = str(MOTIF.built(task, backend))
         return base_ppo_config(task, seed, {**online, **training}, config=ONIPPOConfig())

@@ -22,7 +22,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from rl_bk.labeling.backends.base import Backend, BackendError, Completion, TextGenerator
-from rl_bk.labeling.grammars import ENV_VOCABULARY, compile_gbnf, normalize_signature
+from rl_bk.labeling.gbnf import compile_gbnf
+from rl_bk.labeling.grammars import ENV_VOCABULARY, normalize_signature
 from rl_bk.labeling.parsing import coerce_requests
 from rl_bk.labeling.tasks import (
     ActionScoresLabel,

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rl_bk.algorithms.bk_ppo.code.descriptions import FUNCTION_NAME, window_records
 from rl_bk.algorithms.bk_ppo.code.sandbox import CodeDefinitionError, Sandbox, SandboxError
 from rl_bk.algorithms.bk_ppo.potential import split_by_chunk
-from rl_bk.knowledge.descriptions import FUNCTION_NAME, window_records
 from rl_bk.knowledge.trajectory import Chunk, flat
 
 logger = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ rounds from what the sandbox saw it do.
 For each candidate (Eureka-style: several independent codes, compared later as trials):
 
 1. Round 1 asks for the function with the env description and the signature
-   (:mod:`rl_bk.knowledge.descriptions`), and no feedback.
+   (:mod:`rl_bk.algorithms.bk_ppo.code.descriptions`), and no feedback.
 2. Every answer is loaded into the sandbox and run on ``segments_per_round`` freshly
    sampled segments of the dataset (one window per state, as at RL time).
 3. The next round's feedback carries the previous code and what happened: the refusal or the
@@ -34,10 +34,15 @@ from pathlib import Path
 
 import numpy as np
 
+from rl_bk.algorithms.bk_ppo.code.descriptions import (
+    FUNCTION_NAME,
+    SIGNATURE,
+    describe_env,
+    window_records,
+)
 from rl_bk.algorithms.bk_ppo.code.sandbox import CodeError, Sandbox, SandboxError
 from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.knowledge.descriptions import FUNCTION_NAME, SIGNATURE, describe_env, window_records
-from rl_bk.knowledge.labeler import Labeler
+from rl_bk.labeling.labeler import Labeler
 from rl_bk.knowledge.trajectory import Chunk, caption_history, windows
 from rl_bk.labeling.backends.base import BackendError
 from rl_bk.labeling.tasks import MAX_TEXT, RewardCodeRequest

@@ -27,6 +27,7 @@ from rl_bk.knowledge.trajectory import Chunk
 #: The reward-model app takes at most this many inputs per request (its MAX_ITEMS).
 SERVED_BATCH = 4096
 LOCAL_BATCH = 8192  # windows per forward pass
+SERVED_TIMEOUT_S = 120.0  # one call of the reward-model app, before it counts as failed
 #: States and windows remembered across batches (the state encodings: 512 B each).
 MEMO_CAPACITY = 200_000
 
@@ -191,26 +192,18 @@ class PreferencePotential:
 
     def _score(self, inputs: list[list[float]]) -> list[float]:
         name, version = self.served  # type: ignore[misc]
-        if isinstance(self.endpoint, str) and self.endpoint.startswith("handle:"):
-            if self._scorer is None:  # the app's handle, looked up where it is used
-                from ray import serve
-
-                self._scorer = serve.get_app_handle(self.endpoint.split(":", 1)[1])
-            return self._scorer.score.remote(name, version, inputs).result()
-        if isinstance(self.endpoint, str):
-            url = f"{self.endpoint.rstrip('/')}/v1/reward_models/{name}/{version}/score"
-            import httpx
-
-            response = httpx.post(url, json={"inputs": inputs}, timeout=60)
-            response.raise_for_status()
-            return response.json()["rewards"]
-        if self.endpoint is not None:  # a Serve deployment handle
-            return self.endpoint.score.remote(name, version, inputs).result()
         if self._scorer is None:
-            from rl_bk.reward_models.scoring import RewardModels
+            if self.endpoint is not None:  # the reward-model app: handle or HTTP
+                from rl_bk.labeling.transport import transport_to
 
-            root = self.reward_models_root
-            self._scorer = RewardModels(str(root) if root else None)
+                self._scorer = transport_to(self.endpoint)
+            else:
+                from rl_bk.reward_models.scoring import RewardModels
+
+                root = self.reward_models_root
+                self._scorer = RewardModels(str(root) if root else None)
+        if self.endpoint is not None:
+            return self._scorer.score(name, version, inputs, timeout_s=SERVED_TIMEOUT_S)
         return self._scorer.score(name, version, inputs)
 
     def metrics(self) -> dict[str, float]:

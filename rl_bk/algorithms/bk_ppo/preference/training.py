@@ -16,7 +16,7 @@ Mission policy: BK's prompt withheld the task goal ("You will NOT know the goal"
 have one fixed mission, so when ``mission`` is given it goes into the criteria, where an LLM
 can use it and the oracle needs it. Without one, the criteria are BK's three generic ones.
 
-Storing labels is the labeler's business (:class:`~rl_bk.knowledge.labeler.LocalLabeler`
+Storing labels is the labeler's business (:class:`~rl_bk.labeling.labeler.LocalLabeler`
 stores every answer), so a re-run re-reads its labels instead of asking again.
 """
 
@@ -42,7 +42,7 @@ from rl_bk.algorithms.bk_ppo.preference.model import (
     script,
 )
 from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.knowledge.labeler import Labeler, label_in_batches
+from rl_bk.labeling.labeler import Labeler, label_in_batches
 from rl_bk.knowledge.trajectory import ACTION_NAMES, Chunk, step_text, windows
 from rl_bk.labeling.tasks import PreferenceRequest
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from rl_bk.algorithms.oni_ppo.reward_models.message_bytes import MESSAGE_LENGTH
+from rl_bk.algorithms.oni_ppo.caption_models.message_bytes import MESSAGE_LENGTH
 
 #: Byte values: the embedding's vocabulary. Byte 0 is padding.
 N_BYTES = 256

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from rl_bk.algorithms.oni_ppo.reward_models.char_cnn import CharCNNEncoder, mlp_head
-from rl_bk.algorithms.oni_ppo.reward_models.message_bytes import MESSAGE_LENGTH
+from rl_bk.algorithms.oni_ppo.caption_models.char_cnn import CharCNNEncoder, mlp_head
+from rl_bk.algorithms.oni_ppo.caption_models.message_bytes import MESSAGE_LENGTH
 
 #: ONI's default threshold on the normalised reward.
 DEFAULT_NORMALISED_THRESHOLD = -0.5

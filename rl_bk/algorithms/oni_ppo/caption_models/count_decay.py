@@ -1,8 +1,8 @@
-"""ONI's within-episode count decay, and the reward the policy is finally trained on.
+"""ONI's within-episode count decay: how often each caption has been seen in its episode.
 
 A message that is rewarded every time it appears can be farmed (walk into a wall, read the
 same message again), so ONI divides the intrinsic reward by the caption's count in the
-episode raised to ``beta``:
+episode raised to ``beta`` (:mod:`rl_bk.algorithms.oni_ppo.intrinsic_reward`):
 
     r = extrinsic_coeff * r_ext + llm_coeff * r_int * N ** (-beta)
 
@@ -17,15 +17,6 @@ from collections import Counter, OrderedDict
 from collections.abc import Hashable, Sequence
 
 import numpy as np
-
-#: ONI's count exponent.
-DEFAULT_BETA = 3.0
-#: ONI's weight of the intrinsic (LLM) reward.
-DEFAULT_LLM_COEFF = 0.4
-#: ONI's weight of the env reward on NetHack's Score task (its rewards are large).
-NETHACK_SCORE_EXTRINSIC_COEFF = 0.1
-#: ONI's weight of the env reward on its other tasks.
-DEFAULT_EXTRINSIC_COEFF = 10.0
 
 
 class EpisodeCounts:
@@ -71,23 +62,3 @@ class EpisodeCounts:
 
     def __len__(self) -> int:
         return len(self._episodes)
-
-
-def combined_reward(
-    extrinsic: np.ndarray | Sequence[float],
-    intrinsic: np.ndarray | Sequence[float],
-    counts: np.ndarray | Sequence[int],
-    extrinsic_coeff: float,
-    llm_coeff: float = DEFAULT_LLM_COEFF,
-    beta: float = DEFAULT_BETA,
-) -> np.ndarray:
-    """``extrinsic_coeff * r_ext + llm_coeff * r_int * N ** (-beta)``, float32, element-wise.
-
-    ``extrinsic_coeff`` has no default: ONI uses 0.1 on NetHack Score and 10 elsewhere
-    (:data:`NETHACK_SCORE_EXTRINSIC_COEFF`, :data:`DEFAULT_EXTRINSIC_COEFF`)."""
-    ext = np.asarray(extrinsic, np.float64)
-    intr = np.asarray(intrinsic, np.float64)
-    n = np.asarray(counts, np.float64)
-    if n.size and n.min() < 1:
-        raise ValueError("counts start at 1 (the occurrence being rewarded is counted)")
-    return (extrinsic_coeff * ext + llm_coeff * intr * n ** (-beta)).astype(np.float32)

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_bk.algorithms.oni_ppo.reward_models.char_cnn import CharCNNEncoder, mlp_head
-from rl_bk.algorithms.oni_ppo.reward_models.message_bytes import MESSAGE_LENGTH
+from rl_bk.algorithms.oni_ppo.caption_models.char_cnn import CharCNNEncoder, mlp_head
+from rl_bk.algorithms.oni_ppo.caption_models.message_bytes import MESSAGE_LENGTH
 
 #: Class indices of the logits.
 NOT_HELPFUL, HELPFUL = 0, 1
@@ -48,11 +48,6 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Ten
 def helpful_probability(logits: torch.Tensor) -> torch.Tensor:
     """``(B,)`` softmax probability of the helpful class."""
     return torch.softmax(logits, dim=-1)[..., HELPFUL]
-
-
-def helpful_reward(logits: torch.Tensor, threshold: float = 0.5) -> torch.Tensor:
-    """``(B,)`` float: 1.0 where p(helpful) > ``threshold`` (strictly), else 0.0."""
-    return (helpful_probability(logits) > threshold).to(logits.dtype)
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:

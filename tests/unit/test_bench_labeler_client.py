@@ -1,28 +1,27 @@
-"""LabelerClient on a stand-in transport: batching, caching, fallbacks, recovery, async."""
+"""bench's LabelerClient on a stand-in labeler: batching, caching, fallbacks, recovery, async."""
 
 import threading
 import time
 
 import pytest
 
-from rl_bk.labeling.client import LabelerClient, fallback_label
+from bench.labeler_client import LabelerClient, fallback_label
 from rl_bk.labeling.tasks import ActionScoresRequest, HelpfulLabel, HelpfulRequest
 
 
-class Transport:
+class StandInLabeler:
     """Answers helpful=True for captions containing 'ball'; can fail or be slow."""
 
     def __init__(self):
         self.calls, self.fail, self.delay_s = [], False, 0.0
 
-    def label(self, task, requests, timeout_s):
+    def __call__(self, task, requests):
         self.calls.append(requests)
         if self.delay_s:
             time.sleep(self.delay_s)
         if self.fail:
             raise ConnectionError("service down")
-        return {"labels": [{"helpful": "ball" in r["caption"]} for r in requests],
-                "from_store": [False] * len(requests)}  # fmt: skip
+        return [HelpfulLabel(helpful="ball" in r.caption) for r in requests]
 
 
 def req(caption):
@@ -30,7 +29,7 @@ def req(caption):
 
 
 def test_one_call_per_batch_with_duplicates_removed_and_order_kept():
-    t = Transport()
+    t = StandInLabeler()
     client = LabelerClient(t)
     labels = client.label("helpful", [req("a ball"), req("a wall"), req("a ball")])
     assert [lab.helpful for lab in labels] == [True, False, True]
@@ -38,7 +37,7 @@ def test_one_call_per_batch_with_duplicates_removed_and_order_kept():
 
 
 def test_repeated_requests_come_from_the_cache_without_a_call():
-    t = Transport()
+    t = StandInLabeler()
     client = LabelerClient(t)
     client.label("helpful", [req("a ball")])
     client.label("helpful", [req("a ball"), req("a ball")])
@@ -46,7 +45,7 @@ def test_repeated_requests_come_from_the_cache_without_a_call():
 
 
 def test_failure_gives_counted_fallbacks_then_recovers_after_the_pause():
-    t = Transport()
+    t = StandInLabeler()
     client = LabelerClient(t, retries=1, retry_after_s=0.2)
     t.fail = True
     labels = client.label("helpful", [req("a ball"), req("a box")])
@@ -68,7 +67,7 @@ def test_fallbacks_change_nothing():
 
 
 def test_submit_returns_at_once_and_the_caller_never_waits():
-    t = Transport()
+    t = StandInLabeler()
     t.delay_s = 0.3
     client = LabelerClient(t)
     start = time.perf_counter()
@@ -81,7 +80,7 @@ def test_submit_returns_at_once_and_the_caller_never_waits():
 
 
 def test_client_is_safe_from_several_threads():
-    t = Transport()
+    t = StandInLabeler()
     client = LabelerClient(t)
     results = []
     threads = [threading.Thread(target=lambda i=i: results.append(
@@ -95,4 +94,4 @@ def test_client_is_safe_from_several_threads():
 
 def test_unknown_task_is_an_error_not_a_fallback():
     with pytest.raises(KeyError, match="unknown labelling task"):
-        LabelerClient(Transport()).label("nope", [])
+        LabelerClient(StandInLabeler()).label("nope", [])
