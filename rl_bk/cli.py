@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
                    "task's methods use)")  # fmt: skip
     p.add_argument(
         "--backend",
-        choices=["oracle", "llamacpp", "openai", "vllm", "fake"],
+        choices=BACKENDS,
         help="labeler (default: the task's knowledge.labeler.backend)",
     )
     p.add_argument("--force", action="store_true", help="rebuild even if built")

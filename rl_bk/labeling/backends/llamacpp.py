@@ -41,14 +41,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from env_registry.errors import MissingDependencyError
 from rl_bk.labeling.backends.base import BackendError, Completion, TextGenerator
-
-Packaged = Literal["smollm2", "gemma3-270m"]
+from rl_bk.labeling.config import PackagedModel
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
@@ -138,7 +137,7 @@ class LlamaCppGenerator(TextGenerator):
         self,
         model_path: str | Path | None = None,
         *,
-        packaged: Packaged = "smollm2",
+        packaged: PackagedModel = "smollm2",
         n_ctx: int = 2048,
         n_threads: int = 2,
         seed: int | None = None,
