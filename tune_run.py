@@ -33,6 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from rl_bk.experiments.task_config import ALGORITHMS
     from rl_bk.labeling.config import BACKENDS
 
     p = _Parser(description=__doc__.split("\n\n")[0])
@@ -49,6 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=BACKENDS,
         help="labeler of the bk-* and motif methods' knowledge and of the ellm and oni-* "
         "methods' online labels (default: the task's, oracle)",
+    )
+    p.add_argument(
+        "--algorithm",
+        choices=ALGORITHMS,
+        help="what the methods train with: ppo (synchronous) or appo (asynchronous: the env "
+        "runners sample while the learner updates); default: the task's, ppo",
     )
     p.add_argument(
         "--precollect",
@@ -108,8 +115,11 @@ def _list() -> str:
 
 
 def _with_flags(task, args: argparse.Namespace):
-    """The task with what the command line overrides: labeler backend, storage, labeler app."""
+    """The task with what the command line overrides: algorithm, labeler backend, storage,
+    labeler app."""
     update: dict = {}
+    if args.algorithm:
+        update["algorithm"] = args.algorithm
     if args.backend:
         labeler = task.knowledge.labeler.model_copy(update={"backend": args.backend})
         update["knowledge"] = task.knowledge.model_copy(update={"labeler": labeler})
@@ -153,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                                 ("--num-samples", args.num_samples),
                                 ("--stop-timesteps", args.stop_timesteps), ("--smoke", args.smoke),
                                 ("--wandb", args.wandb), ("--backend", args.backend),
+                                ("--algorithm", args.algorithm),
                                 ("--storage", args.storage), ("--labeler", args.labeler),
                                 ("--labeler-app", args.labeler_app))
                  if v]  # fmt: skip

@@ -14,7 +14,36 @@ from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
 from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.callbacks import EpisodeMetricsCallback
-from rl_bk.experiments.task_config import TaskConfig
+from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig
+
+
+#: The ``ppo:`` section's settings that mean the same under APPO (its loss is PPO's clipped
+#: surrogate on V-trace advantages); the rest (GAE's lambda, the value clip, rl-bk's loss
+#: options, the epochs) are PPO's alone, and the ``appo:`` section holds APPO's own.
+SHARED_WITH_APPO = ("lr", "gamma", "clip_param", "entropy_coeff", "vf_loss_coeff", "grad_clip",
+                    "use_kl_loss", "kl_coeff", "train_batch_size_per_learner",
+                    "minibatch_size")  # fmt: skip
+
+
+class UnsupportedAlgorithmError(ValueError):
+    pass
+
+
+def base_config(task: TaskConfig, seed: int, params: Mapping[str, Any], *, algorithm: str,
+                ppo: type[AlgorithmConfig], appo: type[AlgorithmConfig] | None,
+                method: str) -> AlgorithmConfig:  # fmt: skip
+    """The task's setup on ``algorithm``: ``ppo`` builds on ``ppo()``, ``appo`` on ``appo()``
+    (None: the method has no APPO form, and says so)."""
+    if algorithm == "ppo":
+        return base_ppo_config(task, seed, params, config=ppo())
+    if algorithm != "appo":
+        raise UnsupportedAlgorithmError(f"unknown algorithm {algorithm!r}; valid: "
+                                        f"{', '.join(ALGORITHMS)}")  # fmt: skip
+    if appo is None:
+        raise UnsupportedAlgorithmError(
+            f"{method} has no APPO form (docs/methods.md says why): run it with algorithm: ppo"
+        )
+    return base_appo_config(task, seed, params, config=appo())
 
 
 def base_ppo_config(
@@ -22,12 +51,36 @@ def base_ppo_config(
 ) -> PPOConfig:
     """The task's PPO setup: env, model, hyper-parameters (then ``params``), runners, seed."""
     config = config or BasePPOConfig()
-    ppo = {**task.ppo.model_dump(), **params}
+    config = _shared_setup(config, task, seed).training(**{**task.ppo.model_dump(), **params})
+    return with_evaluation(with_network(config, task), task)
+
+
+def base_appo_config(task: TaskConfig, seed: int, params: Mapping[str, Any],
+                     config: AlgorithmConfig) -> AlgorithmConfig:  # fmt: skip
+    """The task's APPO setup: what PPO's is, with the ``ppo:`` settings APPO shares, the
+    ``appo:`` section's own, then ``params``. An iteration samples one train batch's env
+    steps (RLlib's APPO default is 10 s), so evaluation intervals and per-iteration logs
+    mean what they mean under PPO."""
+    shared = {k: v for k, v in task.ppo.model_dump().items() if k in SHARED_WITH_APPO}
+    training = {**shared, **task.appo.model_dump(), **params}
+    batch = int(training["train_batch_size_per_learner"])
+    r = task.env_runners
+    # One round of every runner's envs is one train batch, as PPO's "auto" fragment makes it.
+    fragment = max(1, batch // (max(1, r.num_env_runners) * r.num_envs_per_env_runner))
     config = (
+        _shared_setup(config, task, seed)
+        .env_runners(rollout_fragment_length=fragment)
+        .training(**training)
+        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=batch)
+    )
+    return with_evaluation(with_network(config, task, target_network=True), task)
+
+
+def _shared_setup(config: AlgorithmConfig, task: TaskConfig, seed: int) -> AlgorithmConfig:
+    return (
         config.environment(task.env, env_config=dict(task.env_config))
         .env_runners(**task.env_runners.model_dump())
         .learners(num_learners=0)  # the learner lives in the trial actor: right for 1 CPU/GPU
-        .training(**ppo)
         .callbacks(EpisodeMetricsCallback,
                    on_algorithm_init=partial(use_torch_threads, task.learner.threads))
         .debugging(seed=seed)
@@ -39,19 +92,21 @@ def base_ppo_config(
         # with restarts on (ray-project/ray#53727).
         .fault_tolerance(restart_failed_env_runners=False)
     )
-    return with_evaluation(with_network(config, task), task)
 
 
-def with_network(config: PPOConfig, task: TaskConfig) -> PPOConfig:
+def with_network(config: AlgorithmConfig, task: TaskConfig, *,
+                 target_network: bool = False) -> AlgorithmConfig:  # fmt: skip
     """The task's policy network: RLlib's default module (an MLP, configured by the task's
-    ``model`` fields) or BK's conv network (``model.network: bk-conv``)."""
+    ``model`` fields) or BK's conv network (``model.network: bk-conv``; with
+    ``target_network``, its APPO form)."""
     model = task.model.model_dump()
     if model.pop("network") == "bk-conv":
         from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-        from rl_bk.algorithms.ppo.grid_conv_module import GridConvPPOModule
+        from rl_bk.algorithms.ppo.grid_conv_module import GridConvAPPOModule, GridConvPPOModule
 
-        return config.rl_module(rl_module_spec=RLModuleSpec(module_class=GridConvPPOModule))
+        module = GridConvAPPOModule if target_network else GridConvPPOModule
+        return config.rl_module(rl_module_spec=RLModuleSpec(module_class=module))
     return config.rl_module(model_config=DefaultModelConfig(**model))
 
 

@@ -415,7 +415,9 @@ def _write(task: TaskConfig, result_grid, run_dir: Path, stop_steps: int) -> Non
     if records:
         main_metric = M.MAIN_METRICS[task.metric]
         threshold = task.success_threshold if main_metric == M.SUCCESS_RATE else None
-        write_results(records, run_dir, title=task.name, main_metric=main_metric,
+        # Which algorithm trained them, when it is not the default (a grid's is in each label).
+        title = task.name if task.algorithm == "ppo" else f"{task.name} ({task.algorithm.upper()})"
+        write_results(records, run_dir, title=title, main_metric=main_metric,
                       success_threshold=threshold, budgets=task.budgets)  # fmt: skip
     if failed:
         raise TrialsFailed(run_dir, failed)

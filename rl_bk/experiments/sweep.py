@@ -20,7 +20,8 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 from rl_bk.experiments.methods import KNOWLEDGE_METHODS, LABELLING_METHODS, get_method
-from rl_bk.experiments.task_config import TaskConfig
+from rl_bk.experiments.methods.base import ALGORITHM_PARAM
+from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,17 @@ def expand_variants(task: TaskConfig, methods: list[str]) -> list[Variant]:
     """The cartesian product of each method's sweep grid (one variant if it has none)."""
     variants = []
     for method in methods:
-        get_method(method)  # fail early, listing the valid names
+        declared = get_method(method)  # fail early, listing the valid names
         grid = dict(task.sweep.get(method, {}))
+        algorithms = grid.get(ALGORITHM_PARAM, [task.algorithm])
+        if "appo" in algorithms and not declared.appo:
+            raise ValueError(
+                f"{method} has no APPO form (docs/methods.md says why); leave it out with "
+                f"--methods, or give it `sweep: {{{method}: {{algorithm: [ppo]}}}}`")
+        unknown = sorted(set(algorithms) - set(ALGORITHMS))
+        if unknown:
+            raise ValueError(f"{method}: unknown algorithm {', '.join(map(str, unknown))}; "
+                             f"valid: {', '.join(ALGORITHMS)}")  # fmt: skip
         if method in KNOWLEDGE_METHODS or method in LABELLING_METHODS:
             # Always named, so results say whose knowledge it was (oracle or which LLM).
             grid.setdefault("backend", [task.knowledge.labeler.backend])

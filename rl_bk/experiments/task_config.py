@@ -12,7 +12,7 @@ line with the valid keys.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -73,6 +73,30 @@ class PPOParams(_Strict):
     advantage_normalization: Literal["batch", "minibatch"] = "batch"
     adam_epsilon: float = Field(1e-8, gt=0)
     bootstrap_time_limits: bool = True
+
+
+#: What trials train with: RLlib's PPO (synchronous: the env runners wait while the learner
+#: updates) or APPO (asynchronous: they sample while it updates, V-trace corrects the lag).
+Algorithm = Literal["ppo", "appo"]
+ALGORITHMS: tuple[str, ...] = get_args(Algorithm)
+
+
+class APPOParams(_Strict):
+    """APPO's own settings (``algorithm: appo``; RLlib's defaults). APPO also reads the
+    ``ppo:`` section's lr, gamma, clip_param, entropy_coeff, vf_loss_coeff, grad_clip, KL
+    settings, train batch and minibatch; GAE's lambda, the value clip and rl-bk's PPO loss
+    options are PPO's alone."""
+
+    #: passes over each train batch per update (minibatches of ``ppo.minibatch_size``)
+    num_epochs: int = Field(1, gt=0)
+    #: the learner's buffer of recent train batches, each trained on this many times
+    circular_buffer_num_batches: int = Field(8, gt=0)
+    circular_buffer_iterations_per_batch: int = Field(2, gt=0)
+    #: updates between refreshes of the target policy the loss measures the ratio against
+    target_network_update_freq: int = Field(2, gt=0)
+    #: V-trace's importance-weight clips (rho-bar, and the policy gradient's)
+    vtrace_clip_rho_threshold: float = Field(1.0, gt=0)
+    vtrace_clip_pg_rho_threshold: float = Field(1.0, gt=0)
 
 
 class ModelParams(_Strict):
@@ -215,7 +239,11 @@ class TaskConfig(_Strict):
     metric: Literal[tuple(MAIN_METRICS)] = "success_rate"  # type: ignore[valid-type]
     success_threshold: float = Field(0.9, gt=0, le=1)
     seeds: list[int] = [0, 1, 2]
+    #: what trials train with: "ppo" (synchronous) or "appo" (asynchronous, ``appo:``); a
+    #: sweep grid's ``algorithm`` overrides it per variant
+    algorithm: Algorithm = "ppo"
     ppo: PPOParams = PPOParams()
+    appo: APPOParams = APPOParams()
     model: ModelParams = ModelParams()
     env_runners: EnvRunnerParams = EnvRunnerParams()
     learner: LearnerParams = LearnerParams()

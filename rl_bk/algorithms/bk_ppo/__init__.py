@@ -22,6 +22,7 @@ _WHERE = {
     "LazySource": "sources",
     "PotentialShaping": "potential_shaping",
     "PotentialSource": "potential",
+    "ShapedAPPOConfig": "config",
     "ShapedPPOConfig": "config",
     "SourceSpec": "sources",
 }

@@ -1,4 +1,5 @@
-"""PPO with potential-based reward shaping from a configured potential source (BK's stage 3).
+"""PPO (or APPO: :class:`ShapedAPPOConfig`) with potential-based reward shaping from a
+configured potential source (BK's stage 3).
 
 The algorithm is RLlib's PPO; what changes is the learner connector pipeline: right after
 PPO's ``AddOneTsToEpisodesAndTruncate`` the :class:`RewriteRewards` piece, with a
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
@@ -33,10 +35,13 @@ from rl_bk.algorithms.bk_ppo.potential_shaping import (
 )
 from rl_bk.algorithms.bk_ppo.settings import ShapingSettings
 from rl_bk.algorithms.bk_ppo.sources import LazySource, SourceSpec
-from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
 
 
-class ShapedPPOConfig(BasePPOConfig):
+class PotentialShapingMixin:
+    """BK's potential-based shaping: its ``training(...)`` parameters and the reward term, for PPO
+    (:class:`ShapedPPOConfig`) and APPO (:class:`ShapedAPPOConfig`) alike."""
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
         self.potential: SourceSpec | None = None
@@ -48,7 +53,7 @@ class ShapedPPOConfig(BasePPOConfig):
         self.potential_normalization: str = defaults.potential_normalization
         self.shaping_convention: str = defaults.shaping_convention
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def training(
         self,
         *,
@@ -87,7 +92,7 @@ class ShapedPPOConfig(BasePPOConfig):
             self.shaping_convention = shaping_convention
         return self
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def validate(self) -> None:
         super().validate()
         if self.potential is not None and not isinstance(self.potential, SourceSpec):
@@ -107,14 +112,13 @@ class ShapedPPOConfig(BasePPOConfig):
             self._value_error(f"shaping_convention must be one of {', '.join(CONVENTIONS)}, "
                               f"got {self.shaping_convention!r}")  # fmt: skip
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
         pipeline = super().build_learner_connector(
             input_observation_space, input_action_space, device
         )
-        # First in the pipeline as built here: PPO's learner then prepends its
-        # AddOneTsToEpisodesAndTruncate (PPOLearner.build), so shaping sees the artificial step
-        # and runs before anything reads rewards; GAE is appended after everything.
+        # Right after the artificial-step piece: shaping sees that step and runs before
+        # anything reads rewards (GAE, appended after everything; APPO's V-trace, in its loss).
         terms = []
         if self.potential is not None:
             terms.append(PotentialShaping(
@@ -122,5 +126,14 @@ class ShapedPPOConfig(BasePPOConfig):
                 coeff=self.shaping_coeff, normalization=self.potential_normalization,
                 convention=self.shaping_convention,
             ))  # fmt: skip
-        pipeline.prepend(RewriteRewards(terms=terms, extrinsic_coeff=self.extrinsic_coeff))
+        add_reward_rewrite(pipeline, RewriteRewards(terms=terms,
+                                                    extrinsic_coeff=self.extrinsic_coeff))
         return pipeline
+
+
+class ShapedPPOConfig(PotentialShapingMixin, BasePPOConfig):
+    """RLlib's PPO (with rl-bk's loss options: BK's to the letter on BK's tasks), shaped."""
+
+
+class ShapedAPPOConfig(PotentialShapingMixin, APPOConfig):
+    """RLlib's APPO (asynchronous sampling, V-trace), shaped by the same term."""

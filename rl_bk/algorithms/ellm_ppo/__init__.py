@@ -15,6 +15,7 @@ from rl_bk.algorithms.lazy_names import lazy_names
 _WHERE = {
     "SUGGESTERS": "intrinsic_reward",
     "ELLMIntrinsicReward": "intrinsic_reward",
+    "ELLMAPPOConfig": "config",
     "ELLMPPOConfig": "config",
 }
 __all__ = sorted(_WHERE)

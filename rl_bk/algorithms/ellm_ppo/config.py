@@ -1,4 +1,5 @@
-"""ELLM-PPO: RLlib's PPO trained on ELLM's goal-suggestion reward.
+"""ELLM-PPO: RLlib's PPO (or APPO: :class:`ELLMAPPOConfig`) trained on ELLM's
+goal-suggestion reward.
 
     config = (ELLMPPOConfig()
               .environment("Crafter-Text-v0")
@@ -23,7 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
@@ -31,11 +33,14 @@ from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
 from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
-from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
 from rl_bk.labeling.labeler import LabelerSpec
 
 
-class ELLMPPOConfig(BasePPOConfig):
+class ELLMRewardMixin:
+    """ELLM's goal-suggestion reward: its ``training(...)`` parameters and the reward term, for
+    PPO (:class:`ELLMPPOConfig`) and APPO (:class:`ELLMAPPOConfig`) alike."""
+
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
         self.suggester: str = "llm"
@@ -51,7 +56,7 @@ class ELLMPPOConfig(BasePPOConfig):
         self.label_batch_size: int = defaults.label_batch_size
         self.label_timeout_s: float = defaults.label_timeout_s
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def training(
         self,
         *,
@@ -107,7 +112,7 @@ class ELLMPPOConfig(BasePPOConfig):
             self.label_timeout_s = label_timeout_s
         return self
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def validate(self) -> None:
         super().validate()
         if self.suggester not in SUGGESTERS:
@@ -119,7 +124,7 @@ class ELLMPPOConfig(BasePPOConfig):
         if self.suggester == "llm" and not isinstance(self.labeler, LabelerSpec):
             self._value_error("the 'llm' suggester needs training(labeler=LabelerSpec(...))")
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
         pipeline = super().build_learner_connector(
             input_observation_space, input_action_space, device
@@ -130,7 +135,14 @@ class ELLMPPOConfig(BasePPOConfig):
             include_mission=self.include_mission, label_batch_size=self.label_batch_size,
             label_timeout_s=self.label_timeout_s,
         )  # fmt: skip
-        # First as built here: PPO's learner then prepends its artificial-step piece.
-        pipeline.prepend(RewriteRewards(terms=[IntrinsicReward(reward_fn)],
-                                        extrinsic_coeff=self.extrinsic_coeff))  # fmt: skip
+        add_reward_rewrite(pipeline, RewriteRewards(terms=[IntrinsicReward(reward_fn)],
+                                                    extrinsic_coeff=self.extrinsic_coeff))
         return pipeline
+
+
+class ELLMPPOConfig(ELLMRewardMixin, BasePPOConfig):
+    """RLlib's PPO (with rl-bk's loss options) on ELLM's reward."""
+
+
+class ELLMAPPOConfig(ELLMRewardMixin, APPOConfig):
+    """RLlib's APPO (asynchronous sampling, V-trace) on ELLM's reward."""

@@ -9,6 +9,7 @@ from rl_bk.algorithms.lazy_names import lazy_names
 _WHERE = {
     "ONI_MODULE_ID": "rl_module",
     "REWARD_TYPES": "intrinsic_reward",
+    "ONIAPPOConfig": "config",
     "ONIPPOConfig": "config",
     "OnlineIntrinsicReward": "intrinsic_reward",
     "OnlineRewardModel": "rl_module",

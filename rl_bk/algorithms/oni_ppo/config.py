@@ -1,4 +1,5 @@
-"""ONI-PPO: RLlib's PPO trained on ONI's online intrinsic rewards from LLM feedback.
+"""ONI-PPO: RLlib's PPO (or APPO: :class:`ONIAPPOConfig`, the reward types with no fitted
+model) trained on ONI's online intrinsic rewards from LLM feedback.
 
     config = (ONIPPOConfig()
               .environment("NetHack-Text-Score-v0")
@@ -27,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -45,11 +47,15 @@ from rl_bk.algorithms.oni_ppo.learner import ONIPPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID, OnlineRewardModel
 from rl_bk.algorithms.oni_ppo.settings import ONISettings
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
-from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
 from rl_bk.labeling.labeler import LabelerSpec
 
 
-class ONIPPOConfig(BasePPOConfig):
+class ONIRewardMixin:
+    """ONI's online intrinsic reward: its ``training(...)`` parameters, the reward term and the
+    learner-only reward model's spec, for PPO (:class:`ONIPPOConfig`) and APPO
+    (:class:`ONIAPPOConfig`) alike."""
+
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
         self.reward_type: str = "retrieval"
@@ -78,7 +84,7 @@ class ONIPPOConfig(BasePPOConfig):
         self.reward_model_full_until: int = defaults.reward_model_full_until
         self.reward_model_in_background: bool = defaults.reward_model_in_background
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def training(
         self,
         *,
@@ -184,7 +190,7 @@ class ONIPPOConfig(BasePPOConfig):
             self.reward_model_in_background = reward_model_in_background
         return self
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def validate(self) -> None:
         super().validate()
         if self.reward_type not in REWARD_TYPES:
@@ -206,11 +212,7 @@ class ONIPPOConfig(BasePPOConfig):
             if getattr(self, name) < 0:
                 self._value_error(f"{name} must be >= 0, got {getattr(self, name)}")
 
-    @override(PPOConfig)
-    def get_default_learner_class(self) -> type:
-        return ONIPPOTorchLearner
-
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def get_multi_rl_module_spec(self, *, inference_only: bool = False,
                                  **kwargs: Any) -> MultiRLModuleSpec:  # fmt: skip
         """PPO's spec, plus the learner-only reward model for classification and ranking
@@ -229,7 +231,7 @@ class ONIPPOConfig(BasePPOConfig):
         )})  # fmt: skip
         return spec
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
         pipeline = super().build_learner_connector(
             input_observation_space, input_action_space, device
@@ -244,8 +246,31 @@ class ONIPPOConfig(BasePPOConfig):
             cosine_threshold=self.cosine_threshold, pairs_per_batch=self.pairs_per_batch,
             motif_dir=self.motif_dir, motif_quantile=self.motif_quantile, seed=self.seed or 0,
         )  # fmt: skip
-        # First as built here: PPO's learner then prepends its artificial-step piece, so the
-        # rewards are rewritten before GAE (appended last) reads them.
-        pipeline.prepend(RewriteRewards(terms=[IntrinsicReward(reward_fn)],
-                                        extrinsic_coeff=self.extrinsic_coeff))  # fmt: skip
+        # Right after the artificial-step piece: rewritten before GAE or V-trace reads them.
+        add_reward_rewrite(pipeline, RewriteRewards(terms=[IntrinsicReward(reward_fn)],
+                                                    extrinsic_coeff=self.extrinsic_coeff))
         return pipeline
+
+
+class ONIPPOConfig(ONIRewardMixin, BasePPOConfig):
+    """RLlib's PPO (with rl-bk's loss options) on ONI's reward; its learner also fits the
+    learner-only reward model (classification, ranking)."""
+
+    @override(BasePPOConfig)
+    def get_default_learner_class(self) -> type:
+        return ONIPPOTorchLearner
+
+
+class ONIAPPOConfig(ONIRewardMixin, APPOConfig):
+    """RLlib's APPO on ONI's reward: the reward types that read labels or a fixed model
+    (none, retrieval, cosine, motif). The fitted ones (classification, ranking) fit their
+    reward model in PPO's learner (:class:`ONIPPOTorchLearner`), which APPO's has no
+    counterpart of yet."""
+
+    @override(APPOConfig)
+    def validate(self) -> None:
+        super().validate()
+        if self.reward_type in MODEL_TYPES:
+            self._value_error(
+                f"ONI's {self.reward_type} reward fits its reward model in PPO's learner; on "
+                "APPO use none, retrieval, cosine or motif, or set algorithm: ppo")

@@ -21,6 +21,7 @@ from rl_bk.algorithms.lazy_names import lazy_names
 _WHERE = {
     "BasePPOConfig": "config",
     "BasePPOTorchLearner": "learner",
+    "GridConvAPPOModule": "grid_conv_module",
     "GridConvPPOModule": "grid_conv_module",
     "KeepValuePredictions": "learner",
 }

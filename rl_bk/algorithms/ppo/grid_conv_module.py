@@ -14,6 +14,7 @@ BK's ``IntrinsicAgent`` (mansicer/background-knowledge-rl, ``models/networks.py`
 
 rl-bk's BabyAI observation is the flat view divided by 10, then the mission's code
 (:mod:`env_registry.babyai.env`); this module takes the view back out of it.
+:class:`GridConvAPPOModule` is the same network with the target copy APPO's loss needs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from __future__ import annotations
 from typing import Any
 
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.rl_module.apis import InferenceOnlyAPI, ValueFunctionAPI
+from ray.rllib.core.learner.utils import make_target_network
+from ray.rllib.core.rl_module.apis import (
+    TARGET_NETWORK_ACTION_DIST_INPUTS,
+    InferenceOnlyAPI,
+    TargetNetworkAPI,
+    ValueFunctionAPI,
+)
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.framework import try_import_torch
@@ -116,3 +123,26 @@ class GridConvPPOModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
             embeddings = self.compute_critic_embeddings(batch)
         return self.int_vf(embeddings).squeeze(-1)
 
+
+
+class GridConvAPPOModule(GridConvPPOModule, TargetNetworkAPI):
+    """The same network for APPO, which also needs a target copy of the policy (torso and
+    policy head) that its loss measures the current policy against."""
+
+    @override(TargetNetworkAPI)
+    def make_target_networks(self) -> None:
+        self._target_torso = make_target_network(self.torso)
+        self._target_pi = make_target_network(self.pi)
+
+    @override(TargetNetworkAPI)
+    def get_target_network_pairs(self) -> list[tuple[Any, Any]]:
+        return [(self.torso, self._target_torso), (self.pi, self._target_pi)]
+
+    @override(TargetNetworkAPI)
+    def forward_target(self, batch: dict[str, Any]) -> dict[str, Any]:
+        hidden = self._target_torso(grid_from_observation(batch[Columns.OBS]))
+        return {TARGET_NETWORK_ACTION_DIST_INPUTS: self._target_pi(hidden)}
+
+    @override(InferenceOnlyAPI)
+    def get_non_inference_attributes(self) -> list[str]:
+        return [*super().get_non_inference_attributes(), "_target_torso", "_target_pi"]

@@ -12,6 +12,7 @@ from rl_bk.algorithms.lazy_names import lazy_names
 
 _WHERE = {
     "HighLevelGoalEnv": "high_level_env",
+    "PTGMAPPOConfig": "config",
     "PTGMPPOConfig": "config",
     "register_high_level_env": "high_level_env",
 }

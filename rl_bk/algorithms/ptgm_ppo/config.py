@@ -1,4 +1,5 @@
-"""PTGM-PPO: a high-level PPO over a codebook of goals, regularised by a goal prior.
+"""PTGM-PPO: a high-level PPO (or APPO: :class:`PTGMAPPOConfig`) over a codebook of goals,
+regularised by a goal prior.
 
     config = (PTGMPPOConfig()
               .training(ptgm_dir=folder, prior_kl_coeff=0.05, low_level_steps=8)
@@ -29,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
@@ -38,10 +40,13 @@ from rl_bk.algorithms.ptgm_ppo.env_steps import PTGMMetricsCallback
 from rl_bk.algorithms.ptgm_ppo.high_level_env import register_high_level_env
 from rl_bk.algorithms.ptgm_ppo.prior_kl import PriorKLPenalty, PriorLogits
 from rl_bk.algorithms.ptgm_ppo.settings import PTGMSettings
-from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
 
 
-class PTGMPPOConfig(BasePPOConfig):
+class PriorKLMixin:
+    """PTGM's high level: its ``training(...)`` parameters and the prior-KL reward term, for PPO
+    (:class:`PTGMPPOConfig`) and APPO (:class:`PTGMAPPOConfig`) alike."""
+
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)
         self.ptgm_dir: str | None = None
@@ -52,7 +57,7 @@ class PTGMPPOConfig(BasePPOConfig):
         self.greedy_low_level: bool = defaults.greedy_low_level
         self.callbacks(PTGMMetricsCallback)
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def training(
         self,
         *,
@@ -97,7 +102,7 @@ class PTGMPPOConfig(BasePPOConfig):
         self.callbacks(PTGMMetricsCallback)
         return self.environment(register_high_level_env(env), env_config=config)
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def validate(self) -> None:
         super().validate()
         if self.ptgm_dir is None:
@@ -113,13 +118,20 @@ class PTGMPPOConfig(BasePPOConfig):
                 "goal_environment(env) instead of environment(env)"
             )
 
-    @override(PPOConfig)
+    @override(AlgorithmConfig)
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
         pipeline = super().build_learner_connector(
             input_observation_space, input_action_space, device
         )
-        # First as built here: PPO's learner then prepends its artificial-step piece.
         penalty = PriorKLPenalty(prior_logits=PriorLogits(str(self.ptgm_dir)),
                                  kl_coeff=self.prior_kl_coeff)  # fmt: skip
-        pipeline.prepend(RewriteRewards(terms=[penalty]))
+        add_reward_rewrite(pipeline, RewriteRewards(terms=[penalty]))
         return pipeline
+
+
+class PTGMPPOConfig(PriorKLMixin, BasePPOConfig):
+    """RLlib's PPO (with rl-bk's loss options) over PTGM's goals."""
+
+
+class PTGMAPPOConfig(PriorKLMixin, APPOConfig):
+    """RLlib's APPO (asynchronous sampling, V-trace) over PTGM's goals."""

@@ -4,9 +4,10 @@
 
 (with no term, a rescaled env reward: BK's PPO baseline trains on 10 x the env reward).
 
-Where it sits: a learner ConnectorV2 piece on episodes, right after PPO's
-``AddOneTsToEpisodesAndTruncate`` and before the batch is built, so GAE sees the rewritten
-rewards (each algorithm's ``build_learner_connector`` prepends it). Each term is called once
+Where it sits: a learner ConnectorV2 piece on episodes, right after the
+``AddOneTsToEpisodesAndTruncate`` of PPO and APPO and before the batch is built, so GAE (PPO)
+or V-trace (APPO) sees the rewritten rewards (each method's ``build_learner_connector`` puts
+it there with :func:`add_reward_rewrite`). Each term is called once
 per train batch with every episode chunk of the batch (one model pass, one label-store lookup,
 one Serve call per batch; never one per env step) and returns its addition to each chunk's
 real steps. Every term reads the environment's rewards, not another term's. The artificial
@@ -79,3 +80,16 @@ class RewriteRewards(ConnectorV2):
                 for key, value in term.batch_metrics().items():
                     metrics.log_value(key, value, window=1)
         return batch
+
+
+def add_reward_rewrite(pipeline: Any, rewrite: RewriteRewards) -> None:
+    """Puts ``rewrite`` right after the artificial-step piece, for PPO and APPO alike: APPO's
+    config has already added that piece when a method's ``build_learner_connector`` runs, so
+    the rewrite goes after it; PPO's learner prepends it later (``PPOLearner.build``), so here
+    the rewrite goes first and ends up right after it."""
+    from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
+
+    if any(isinstance(c, AddOneTsToEpisodesAndTruncate) for c in pipeline.connectors):
+        pipeline.insert_after(AddOneTsToEpisodesAndTruncate, rewrite)
+    else:
+        pipeline.prepend(rewrite)

@@ -29,7 +29,9 @@ class Method:
     so that its trials name a ``backend``: ``"offline"`` (its knowledge came from a labeler),
     ``"online"`` (it asks one while training), or None. ``settings``: the task file's section
     that holds its settings, if it has one. ``columns``: metrics it logs about itself that the
-    results tables show when a trial has them (the end of the result key)."""
+    results tables show when a trial has them (the end of the result key). ``appo``: whether
+    it also runs on APPO (``algorithm: appo``); its build function then passes its APPO
+    config to :func:`~rl_bk.experiments.ppo_config.base_config`."""
 
     name: str
     description: str
@@ -38,6 +40,7 @@ class Method:
     labels: Literal["offline", "online"] | None = None
     settings: str | None = None
     columns: tuple[str, ...] = ()
+    appo: bool = False
 
 
 #: Trial parameters that choose the knowledge or the labeler, not ``training(...)`` values:
@@ -46,9 +49,19 @@ class Method:
 KNOWLEDGE_PARAMS = ("backend", "candidate", "include_mission", "served")
 
 
+#: The trial parameter that chooses the algorithm (``ppo`` or ``appo``) in place of the task's.
+ALGORITHM_PARAM = "algorithm"
+
+
 def training_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """A trial's parameters that go to ``training(...)``."""
-    return {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS}
+    return {k: v for k, v in params.items()
+            if k not in KNOWLEDGE_PARAMS and k != ALGORITHM_PARAM}  # fmt: skip
+
+
+def algorithm_of(task: TaskConfig, params: Mapping[str, Any]) -> str:
+    """What a trial trains with: its ``algorithm`` parameter, else the task's."""
+    return str(params.get(ALGORITHM_PARAM, task.algorithm))
 
 
 def knowledge_task(task: TaskConfig, params: Mapping[str, Any]) -> TaskConfig:

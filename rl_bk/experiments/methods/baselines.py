@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rl_bk.experiments.methods.base import Method
+from rl_bk.experiments.methods.base import Method, algorithm_of, training_params
 from rl_bk.experiments.task_config import TaskConfig
 
 if TYPE_CHECKING:
@@ -16,26 +16,33 @@ if TYPE_CHECKING:
 def build_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
     """RLlib's PPO on the env reward; with an ``extrinsic_coeff`` parameter, on that multiple
     of it: BK's PPO, which is its ``train_rs.py`` with no potential, on 10 x the env reward
-    (so the ``ppo`` row differs from the ``bk-*`` rows only by the shaping)."""
-    from rl_bk.experiments.ppo_config import base_ppo_config
+    (so the ``ppo`` row differs from the ``bk-*`` rows only by the shaping). On APPO, the
+    same baseline asynchronously."""
+    from rl_bk.experiments.ppo_config import base_config, base_ppo_config
 
-    coeff = float(params.get("extrinsic_coeff", 1.0))
-    if coeff != 1.0:
-        from rl_bk.algorithms.bk_ppo import ShapedPPOConfig
+    algorithm, training = algorithm_of(task, params), training_params(params)
+    if float(training.get("extrinsic_coeff", 1.0)) == 1.0 and algorithm == "ppo":
+        return base_ppo_config(task, seed, {k: v for k, v in training.items()
+                                            if k != "extrinsic_coeff"})  # fmt: skip
+    from rl_bk.algorithms.bk_ppo import ShapedAPPOConfig, ShapedPPOConfig
 
-        return base_ppo_config(task, seed, params, config=ShapedPPOConfig())
-    return base_ppo_config(task, seed, {k: v for k, v in params.items() if k != "extrinsic_coeff"})
+    return base_config(task, seed, training, algorithm=algorithm, ppo=ShapedPPOConfig,
+                       appo=ShapedAPPOConfig, method="ppo")  # fmt: skip
 
 
 def build_rnd(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
     from rl_bk.algorithms.rnd_ppo import RNDPPOConfig
-    from rl_bk.experiments.ppo_config import base_ppo_config
+    from rl_bk.experiments.ppo_config import base_config
 
-    return base_ppo_config(task, seed, params, config=RNDPPOConfig())
+    # No APPO form: its two-headed GAE (extrinsic and intrinsic advantages) has no V-trace
+    # counterpart in RLlib's APPO learner.
+    return base_config(task, seed, training_params(params), algorithm=algorithm_of(task, params),
+                       ppo=RNDPPOConfig, appo=None, method="rnd")  # fmt: skip
 
 
 METHODS = [
-    Method("ppo", "plain PPO on the symbolic observation: the baseline", build_ppo),
+    Method("ppo", "plain PPO on the symbolic observation: the baseline", build_ppo,
+           appo=True),
     Method("rnd", "PPO with random network distillation (two value heads): the exploration "
            "baseline", build_rnd),
 ]  # fmt: skip

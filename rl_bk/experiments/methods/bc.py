@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rl_bk.experiments.artifacts import Knowledge
-from rl_bk.experiments.methods.base import Method
+from rl_bk.experiments.methods.base import Method, algorithm_of, training_params
 from rl_bk.experiments.task_config import TaskConfig
 
 if TYPE_CHECKING:
@@ -28,10 +28,13 @@ BC = Knowledge("bc", build=_build_bc, settings=lambda task: {"section": {}}, lab
 
 def build_bc_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
     from rl_bk.algorithms.bc_ppo import BCPPOConfig
-    from rl_bk.experiments.ppo_config import base_ppo_config
+    from rl_bk.experiments.ppo_config import base_config
 
-    bc = {"bc_dir": str(BC.built(task)), **params}
-    return base_ppo_config(task, seed, bc, config=BCPPOConfig())
+    bc = {"bc_dir": str(BC.built(task)), **training_params(params)}
+    # No APPO form: the cloned policy starts PPO's learner (BCPPO's algorithm, before the
+    # first sample), which APPO's has no hook for here.
+    return base_config(task, seed, bc, algorithm=algorithm_of(task, params), ppo=BCPPOConfig,
+                       appo=None, method="bc-ppo")  # fmt: skip
 
 
 METHODS = [

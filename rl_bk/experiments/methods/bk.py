@@ -21,6 +21,7 @@ from rl_bk.experiments.methods.base import (
     BuildFn,
     Method,
     knowledge_task,
+    algorithm_of,
     training_params,
 )
 from rl_bk.experiments.task_config import TaskConfig
@@ -182,9 +183,9 @@ def _shaped(knowledge: Knowledge) -> BuildFn:
     kind = knowledge.kind
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
-        from rl_bk.algorithms.bk_ppo import ShapedPPOConfig
+        from rl_bk.algorithms.bk_ppo import ShapedAPPOConfig, ShapedPPOConfig
         from rl_bk.algorithms.bk_ppo.settings import ShapingSettings
-        from rl_bk.experiments.ppo_config import base_ppo_config
+        from rl_bk.experiments.ppo_config import base_config
 
         chosen = {k: params[k] for k in KNOWLEDGE_PARAMS if k in params}
         training = training_params(params)
@@ -198,7 +199,8 @@ def _shaped(knowledge: Knowledge) -> BuildFn:
         spec = source_spec(knowledge_task(task, chosen), kind, chosen.get("backend"), options)
         shaping = {name: getattr(task.knowledge, name) for name in ShapingSettings.model_fields}
         training = {**shaping, **training}
-        config = base_ppo_config(task, seed, training, config=ShapedPPOConfig())
+        config = base_config(task, seed, training, algorithm=algorithm_of(task, params),
+                             ppo=ShapedPPOConfig, appo=ShapedAPPOConfig, method=kind)
         return config.training(potential=spec)
 
     return build
@@ -206,10 +208,10 @@ def _shaped(knowledge: Knowledge) -> BuildFn:
 
 METHODS = [
     Method("bk-code", "PPO shaped by a potential the LLM wrote as code (BK-Code)",
-           _shaped(CODE), knowledge=CODE, labels="offline", settings="knowledge"),
+           _shaped(CODE), knowledge=CODE, labels="offline", settings="knowledge", appo=True),
     Method("bk-pref", "PPO shaped by a preference-transformer potential trained on LLM "
            "preference labels (BK-Pref)", _shaped(PREF), knowledge=PREF, labels="offline",
-           settings="knowledge"),
+           settings="knowledge", appo=True),
     Method("bk-goal", "PPO shaped by similarity to LLM-suggested goals (BK-Goal)",
-           _shaped(GOAL), knowledge=GOAL, labels="offline", settings="knowledge"),
+           _shaped(GOAL), knowledge=GOAL, labels="offline", settings="knowledge", appo=True),
 ]  # fmt: skip

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from rl_bk.experiments.artifacts import family_of
 from rl_bk.experiments.labelers import labeler_for
-from rl_bk.experiments.methods.base import BuildFn, Method, training_params
+from rl_bk.experiments.methods.base import BuildFn, Method, algorithm_of, training_params
 from rl_bk.experiments.task_config import TaskConfig
 
 if TYPE_CHECKING:
@@ -21,15 +21,17 @@ def _ellm(suggester: str) -> BuildFn:
     baseline (every goal of the vocabulary)."""
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
-        from rl_bk.algorithms.ellm_ppo import ELLMPPOConfig
-        from rl_bk.experiments.ppo_config import base_ppo_config
+        from rl_bk.algorithms.ellm_ppo import ELLMAPPOConfig, ELLMPPOConfig
+        from rl_bk.experiments.ppo_config import base_config
 
         settings = {**task.ellm.model_dump(), **training_params(params)}
         conditioned = settings.pop("goal_conditioned")
         family = family_of(task.env)
         labeler = labeler_for(task, params.get("backend"), online=True)
         online = {"suggester": suggester, "family": family, "labeler": labeler}
-        config = base_ppo_config(task, seed, {**online, **settings}, config=ELLMPPOConfig())
+        config = base_config(task, seed, {**online, **settings},
+                             algorithm=algorithm_of(task, params), ppo=ELLMPPOConfig,
+                             appo=ELLMAPPOConfig, method=f"ellm ({suggester})")
         # The policy sees the embedded suggestions (ELLM's goal-conditioning); the novelty
         # baseline suggests everything, so its policy stays unconditioned.
         if conditioned and suggester == "llm":
@@ -46,7 +48,7 @@ def _ellm(suggester: str) -> BuildFn:
 
 METHODS = [
     Method("ellm", "PPO on ELLM's reward for achieving goals the LLM suggested for the caption",
-           _ellm("llm"), labels="online", settings="ellm"),
+           _ellm("llm"), labels="online", settings="ellm", appo=True),
     Method("ellm-novelty", "ELLM's novelty baseline: every goal of the vocabulary, once per "
-           "episode", _ellm("novelty"), settings="ellm"),
+           "episode", _ellm("novelty"), settings="ellm", appo=True),
 ]  # fmt: skip

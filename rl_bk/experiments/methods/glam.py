@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rl_bk.experiments.methods.base import Method
+from rl_bk.experiments.methods.base import Method, algorithm_of, training_params
 from rl_bk.experiments.task_config import TaskConfig
 
 if TYPE_CHECKING:
@@ -16,12 +16,15 @@ if TYPE_CHECKING:
 
 def build_glam(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
     from rl_bk.algorithms.glam_ppo import GLAMPPOConfig, register_glam_env
-    from rl_bk.experiments.ppo_config import base_ppo_config
+    from rl_bk.experiments.ppo_config import base_config
 
     g = task.glam
     glam = {"glam_model": g.model, "lora_r": g.lora_r, "lora_alpha": g.lora_alpha,
             "max_prompt_tokens": g.max_prompt_tokens}  # fmt: skip
-    config = base_ppo_config(task, seed, {**g.ppo, **glam, **params}, config=GLAMPPOConfig())
+    # No APPO form: its learner fine-tunes the LLM policy with PPO's own loss and schedule.
+    config = base_config(task, seed, {**g.ppo, **glam, **training_params(params)},
+                         algorithm=algorithm_of(task, params), ppo=GLAMPPOConfig, appo=None,
+                         method="glam")  # fmt: skip
     config.learners(num_gpus_per_learner=g.num_gpus_per_learner)
     config.env_runners(num_gpus_per_env_runner=g.num_gpus_per_env_runner)
     env = register_glam_env(task.env, n_obs=g.n_obs, reward_scale=g.reward_scale)

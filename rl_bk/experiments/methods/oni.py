@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rl_bk.experiments.artifacts import Knowledge, family_of
 from rl_bk.experiments.labelers import labeler_for
-from rl_bk.experiments.methods.base import BuildFn, Method, training_params
+from rl_bk.experiments.methods.base import BuildFn, Method, algorithm_of, training_params
 from rl_bk.experiments.task_config import TaskConfig
 
 if TYPE_CHECKING:
@@ -45,8 +45,8 @@ def _oni(reward_type: str) -> BuildFn:
     """An oni-* method (or motif): PPO on ONI's intrinsic reward of ``reward_type``."""
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
-        from rl_bk.algorithms.oni_ppo import ONIPPOConfig
-        from rl_bk.experiments.ppo_config import base_ppo_config
+        from rl_bk.algorithms.oni_ppo import ONIAPPOConfig, ONIPPOConfig
+        from rl_bk.experiments.ppo_config import base_config
 
         training = training_params(params)
         backend = params.get("backend")
@@ -55,22 +55,24 @@ def _oni(reward_type: str) -> BuildFn:
                   "labeler": labeler, **task.oni.model_dump()}  # fmt: skip
         if reward_type == "motif":
             online["motif_dir"] = str(MOTIF.built(task, backend))
-        return base_ppo_config(task, seed, {**online, **training}, config=ONIPPOConfig())
+        return base_config(task, seed, {**online, **training},
+                           algorithm=algorithm_of(task, params), ppo=ONIPPOConfig,
+                           appo=ONIAPPOConfig, method=f"oni ({reward_type})")
 
     return build
 
 
 METHODS = [
     Method("oni-none", "ONI's extrinsic-only baseline (the env reward scaled as ONI's)",
-           _oni("none"), settings="oni"),
+           _oni("none"), settings="oni", appo=True),
     Method("oni-retrieval", "PPO on ONI-Retrieval: captions labelled online, a label table",
-           _oni("retrieval"), labels="online", settings="oni"),
+           _oni("retrieval"), labels="online", settings="oni", appo=True),
     Method("oni-classification", "PPO on ONI-Classification: a classifier fitted online on "
            "LLM helpfulness labels", _oni("classification"), labels="online", settings="oni"),
     Method("oni-ranking", "PPO on ONI-Ranking: a Bradley-Terry model fitted online on LLM "
            "caption preferences", _oni("ranking"), labels="online", settings="oni"),
     Method("oni-cosine-bow", "PPO on ONI's cosine-BoW baseline: similarity to the goal text",
-           _oni("cosine-bow"), settings="oni"),
+           _oni("cosine-bow"), settings="oni", appo=True),
     Method("motif", "PPO on Motif: a reward model trained offline on LLM caption preferences",
-           _oni("motif"), knowledge=MOTIF, labels="offline", settings="oni"),
+           _oni("motif"), knowledge=MOTIF, labels="offline", settings="oni", appo=True),
 ]  # fmt: skip

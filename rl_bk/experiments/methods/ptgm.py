@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rl_bk.experiments.artifacts import Knowledge
-from rl_bk.experiments.methods.base import BuildFn, Method
+from rl_bk.experiments.methods.base import BuildFn, Method, algorithm_of, training_params
 from rl_bk.experiments.task_config import TaskConfig
 
 if TYPE_CHECKING:
@@ -41,8 +41,8 @@ def _ptgm(prior_kl: bool) -> BuildFn:
     """PTGM's high-level PPO over the task's pre-trained goals, with or without the KL term."""
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
-        from rl_bk.algorithms.ptgm_ppo import PTGMPPOConfig
-        from rl_bk.experiments.ppo_config import base_ppo_config
+        from rl_bk.algorithms.ptgm_ppo import PTGMAPPOConfig, PTGMPPOConfig
+        from rl_bk.experiments.ppo_config import base_config
 
         p = task.ptgm
         rl = {
@@ -51,10 +51,11 @@ def _ptgm(prior_kl: bool) -> BuildFn:
             "low_level_steps": p.low_level_steps,
             "greedy_low_level": p.greedy_low_level,
         }
-        training = {**p.high_level_ppo, **rl, **params}
+        training = {**p.high_level_ppo, **rl, **training_params(params)}
         if not prior_kl:
             training["prior_kl_coeff"] = 0.0
-        config = base_ppo_config(task, seed, training, config=PTGMPPOConfig())
+        config = base_config(task, seed, training, algorithm=algorithm_of(task, params),
+                             ppo=PTGMPPOConfig, appo=PTGMAPPOConfig, method="ptgm")
         return config.goal_environment(task.env, dict(task.env_config))
 
     return build
@@ -66,7 +67,7 @@ COLUMNS = ("ptgm/prior_kl_mean", "ptgm/kl_reward_mean")
 METHODS = [
     Method("ptgm", "PTGM: a high-level PPO picks pre-trained goals, a frozen goal-conditioned "
            "policy pursues each; KL to the goal prior", _ptgm(prior_kl=True), knowledge=PTGM,
-           settings="ptgm", columns=COLUMNS),
+           settings="ptgm", columns=COLUMNS, appo=True),
     Method("ptgm-no-kl", "PTGM without the goal prior's KL term (its ablation)", _ptgm(False),
-           knowledge=PTGM, settings="ptgm", columns=COLUMNS),
+           knowledge=PTGM, settings="ptgm", columns=COLUMNS, appo=True),
 ]  # fmt: skip
