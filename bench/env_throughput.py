@@ -1,22 +1,37 @@
-"""Env throughput: raw steps/s per env family with and without captions, and RLlib PPO's
-env steps/s on BabyAI-Text, reported as ratios measured side by side in one run.
+"""Env throughput: raw steps/s per env family with and without captions, RLlib PPO's env
+steps/s on BabyAI-Text in several layouts, and PPO against APPO in each family's task layout,
+reported as ratios measured side by side in one run.
 
     python -m bench.env_throughput           # writes bench/results/env_throughput.{md,json}
     python -m bench.env_throughput --quick   # shorter, for a look
+    python -m bench.env_throughput --appo-only [--families babyai,nethack]
+                                             # PPO against APPO alone: rewrites that section
 
 Raw: one process, uniformly random actions, resets included. Captioned and uncaptioned envs
 run in 30 pairs of adjacent short rounds; steps/s are the median rounds (wall clock), and the
 caption's share of step time is the median over pairs of the CPU-time difference, so that
 load from other processes on this shared machine hits both alike. PPO, learning included,
 without the task's greedy evaluation (training throughput): the task's own layout
-(tune_configs/babyai-gotolocal-redball-s20.yaml: 2 env runners x 16 envs, the learner on one
-torch thread), the same with the learner on two threads, 1 runner x 32, x 16 and x 8 envs,
-gymnasium's async vector env (one process per env) at 2 x 16 and 1 x 16, and the learner
+(tune_configs/babyai-gotolocal-redball-s20.yaml: its env runners, envs, batch, network and
+learner threads), the same with the learner on one torch thread, 1 runner x 32, x 16 and x 8
+envs, gymnasium's async vector env (one process per env) at 2 x 16 and 1 x 16, and the learner
 compiled with torch.compile; then the task's layout with its evaluation (50 greedy episodes
 every 20k env steps, whose env steps are not counted). One after the other; env steps over
 the wall time of the timed iterations (the first, warm-up iteration excluded), divided by the
 raw BabyAI rate measured in the same run, with RLlib's own timers for sampling, the learner's
 update and the weight sync, so that the split holds without a profiler's overhead.
+
+PPO against APPO: each family's task (babyai-gotolocal-redball-s20, crafter-text,
+nethack-score) as its file sets it, built by the ``ppo`` method with ``algorithm: ppo`` and
+with ``algorithm: appo`` (an APPO iteration samples one train batch too), evaluation off. Two
+rounds of each (one with --quick), PPO first in the first round and APPO first in the
+second, each a fresh build timed as above; env steps/s pooled over the rounds, over the
+family's raw captioned rate measured just before its rounds, and APPO's over PPO's. RLlib's
+timers say where an iteration's time goes, APPO's learner thread (updating, or idle waiting
+for a batch) and the env runners' share of their time spent sampling included. RLlib keeps
+each timer as a moving average over all iterations (coefficient 0.01: after ten iterations
+the warm-up one still weighs 90%), so this bench has RLlib sum each timer instead and
+reports seconds per timed iteration.
 """
 
 from __future__ import annotations

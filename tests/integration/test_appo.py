@@ -56,6 +56,32 @@ def test_oni_retrieval_on_appo_asks_its_labeler_and_pays_nothing_unlabelled(ray_
     assert all(m["intrinsic_reward_mean"] == 0.0 for m in logged)
 
 
+def test_oni_classification_on_appo_fits_its_reward_model_in_the_learner(ray_session):
+    from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
+
+    task = appo_task("babyai-gotolocal-redball-s20")
+    oni = task.oni.model_copy(update={"min_examples": 4, "label_batch_size": 8,
+                                      "goal": "go to the red ball"})  # fmt: skip
+    config = get_method("oni-classification").build(task.model_copy(update={"oni": oni}), 0,
+                                                     {"backend": "oracle"})  # fmt: skip
+    config.training(reward_model_steps=4, reward_model_in_background=False)
+    assert type(config).__name__ == "ONIAPPOConfig"
+    algo = config.build_algo()
+    try:
+        learner = algo.learner_group._learner
+        assert type(learner).__name__ == "ONIAPPOTorchLearner"
+        # APPO's optimiser must not touch the reward model, nor its target-network logic.
+        assert learner.get_optimizers_for_module(ONI_MODULE_ID) == []
+        fitted = {}
+        for _ in range(12):
+            fitted = algo.train()["learners"].get(ONI_MODULE_ID, {}) or fitted
+            if fitted.get("gradient_steps", 0) > 0:
+                break
+    finally:
+        algo.stop()
+    assert fitted.get("gradient_steps", 0) > 0, "the reward model was never fitted"
+
+
 def test_a_method_without_an_appo_form_is_refused_before_anything_runs():
     from rl_bk.experiments.sweep import expand_variants
 

@@ -104,3 +104,32 @@ def test_plain_extrinsic_scaling_is_the_same_under_ppo_and_appo():
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
     assert results[0][0][5] == 10.0  # the terminal reward, 10 x
+
+
+def online_configs():
+    from rl_bk.algorithms.ellm_ppo import ELLMAPPOConfig, ELLMPPOConfig
+    from rl_bk.algorithms.oni_ppo import ONIAPPOConfig, ONIPPOConfig
+    from rl_bk.algorithms.ptgm_ppo import PTGMAPPOConfig, PTGMPPOConfig
+
+    return [
+        (ELLMPPOConfig, ELLMAPPOConfig, {"family": "crafter", "ellm_coeff": 0.5}),
+        (ONIPPOConfig, ONIAPPOConfig, {"family": "nethack", "reward_type": "cosine-bow"}),
+        (PTGMPPOConfig, PTGMAPPOConfig, {"ptgm_dir": "/nowhere", "prior_kl_coeff": 0.1}),
+    ]
+
+
+@pytest.mark.parametrize("ppo_class, appo_class, settings", online_configs(),
+                         ids=["ellm", "oni", "ptgm"])  # fmt: skip
+def test_every_method_puts_the_same_rewrite_in_the_same_place(ppo_class, appo_class, settings):
+    # The reward terms come from one mixin: the same terms, with the same settings, right
+    # after the artificial-step piece in both pipelines.
+    rewrites = []
+    for config_class in (ppo_class, appo_class):
+        pieces = learner_pipeline(config_class().training(**settings))
+        names = [type(c).__name__ for c in pieces]
+        assert names.index("RewriteRewards") == names.index("AddOneTsToEpisodesAndTruncate") + 1
+        rewrites.append(next(c for c in pieces if isinstance(c, RewriteRewards)))
+    ppo_rewrite, appo_rewrite = rewrites
+    assert [type(t).__name__ for t in ppo_rewrite.terms] == \
+        [type(t).__name__ for t in appo_rewrite.terms] != []  # fmt: skip
+    assert ppo_rewrite.extrinsic_coeff == appo_rewrite.extrinsic_coeff

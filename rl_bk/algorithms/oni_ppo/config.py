@@ -1,5 +1,5 @@
-"""ONI-PPO: RLlib's PPO (or APPO: :class:`ONIAPPOConfig`, the reward types with no fitted
-model) trained on ONI's online intrinsic rewards from LLM feedback.
+"""ONI-PPO: RLlib's PPO (or APPO: :class:`ONIAPPOConfig`) trained on ONI's online intrinsic
+rewards from LLM feedback.
 
     config = (ONIPPOConfig()
               .environment("NetHack-Text-Score-v0")
@@ -43,7 +43,7 @@ from rl_bk.algorithms.oni_ppo.intrinsic_reward import (
     REWARD_TYPES,
     OnlineIntrinsicReward,
 )
-from rl_bk.algorithms.oni_ppo.learner import ONIPPOTorchLearner
+from rl_bk.algorithms.oni_ppo.learner import ONIAPPOTorchLearner, ONIPPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID, OnlineRewardModel
 from rl_bk.algorithms.oni_ppo.settings import ONISettings
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
@@ -262,15 +262,9 @@ class ONIPPOConfig(ONIRewardMixin, BasePPOConfig):
 
 
 class ONIAPPOConfig(ONIRewardMixin, APPOConfig):
-    """RLlib's APPO on ONI's reward: the reward types that read labels or a fixed model
-    (none, retrieval, cosine, motif). The fitted ones (classification, ranking) fit their
-    reward model in PPO's learner (:class:`ONIPPOTorchLearner`), which APPO's has no
-    counterpart of yet."""
+    """RLlib's APPO on ONI's reward; its learner also fits the learner-only reward model
+    (classification, ranking), in APPO's learner thread."""
 
     @override(APPOConfig)
-    def validate(self) -> None:
-        super().validate()
-        if self.reward_type in MODEL_TYPES:
-            self._value_error(
-                f"ONI's {self.reward_type} reward fits its reward model in PPO's learner; on "
-                "APPO use none, retrieval, cosine or motif, or set algorithm: ppo")
+    def get_default_learner_class(self) -> type:
+        return ONIAPPOTorchLearner

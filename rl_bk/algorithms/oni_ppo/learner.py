@@ -1,4 +1,6 @@
-"""ONI-PPO's learner: PPO's torch learner, plus fitting the online reward model on labels.
+"""ONI's learners: PPO's (or APPO's) torch learner, plus fitting the online reward model on
+labels (:class:`OnlineRewardModelFitting`, shared by :class:`ONIPPOTorchLearner` and
+:class:`ONIAPPOTorchLearner`).
 
 After each PPO update, the learner-only :class:`OnlineRewardModel` takes gradient steps on the
 labelled examples that have arrived so far (ONI's schedule: ``reward_model_steps`` steps, 32 in
@@ -30,6 +32,9 @@ import numpy as np
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.framework import try_import_torch
 
+from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
+from ray.rllib.core.learner.learner import Learner
+
 from rl_bk.algorithms.ppo.learner import BasePPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 
@@ -38,14 +43,17 @@ torch, _ = try_import_torch()
 GRAD_CLIP = 10.0
 
 
-class ONIPPOTorchLearner(BasePPOTorchLearner):
-    @override(BasePPOTorchLearner)
+class OnlineRewardModelFitting:
+    """What ONI adds to a torch learner (PPO's or APPO's): the reward model's own optimiser,
+    and its fit after each update (see the module docstring)."""
+
+    @override(Learner)
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
         if module_id == ONI_MODULE_ID:
             return  # fitted on labels with its own optimiser (see build)
         super().configure_optimizers_for_module(module_id=module_id, config=config)
 
-    @override(BasePPOTorchLearner)
+    @override(Learner)
     def build(self) -> None:
         super().build()
         self._reward_optimizer = None
@@ -58,7 +66,7 @@ class ONIPPOTorchLearner(BasePPOTorchLearner):
             self._reward_optimizer = torch.optim.Adam(net.parameters(),
                                                       lr=self.config.reward_model_lr)  # fmt: skip
 
-    @override(BasePPOTorchLearner)
+    @override(Learner)
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         super().after_gradient_based_update(timesteps=timesteps)
         if self._reward_optimizer is None:
@@ -112,6 +120,15 @@ class ONIPPOTorchLearner(BasePPOTorchLearner):
             "examples": float(len(keys)), "held_out_examples": float(len(model.held_out)),
             "gradient_steps": float(self._reward_steps),
         }  # fmt: skip
+
+
+class ONIPPOTorchLearner(OnlineRewardModelFitting, BasePPOTorchLearner):
+    """PPO's torch learner (rl-bk's loss options) that also fits ONI's reward model."""
+
+
+class ONIAPPOTorchLearner(OnlineRewardModelFitting, APPOTorchLearner):
+    """APPO's torch learner that also fits ONI's reward model; its updates, and so the fit's
+    start, run in APPO's learner thread."""
 
 
 def _mean_of_numbers(values: list[float]) -> float:
