@@ -91,6 +91,29 @@ STUDIES: dict[str, dict] = {
         # The task files run 2M env steps; these CPUs allow 300k (a departure).
         "steps": 300_000, "budgets": [100_000, 200_000, 300_000],
     },
+    "appo-learning": {
+        "question": "Does APPO learn as well per env step as PPO, on the same task files: "
+                    "BabyAI-Text RedBall-S20 (BK's PPO baseline, 10 x reward, BK's network) "
+                    "and NetHack Score (oni-none, ONI's extrinsic weight)? Paired by seed, "
+                    "the area under each curve.",
+        "parts": [("babyai-redball-s20", "babyai-gotolocal-redball-s20",
+                   {"methods": ["ppo"],
+                    "sweep": {"ppo": {"extrinsic_coeff": [10.0], "algorithm": ["ppo", "appo"]}},
+                    "steps": 300_000, "budgets": [100_000, 200_000, 300_000]}),
+                  ("nethack-score", "nethack-score",
+                   {"methods": ["oni-none"], "sweep": {"oni-none": {"algorithm": ["ppo", "appo"]}},
+                    "steps": 1_000_000, "budgets": [250_000, 500_000, 1_000_000]})],
+    },
+    "nethack-oni-appo": {
+        "question": "What the speed buys: NetHack Score reward-free on APPO at 3M env steps "
+                    "(10 x the PPO study): are ONI-Retrieval and ONI-Classification (oracle "
+                    "labels) above oni-none beyond the seed spread?",
+        "parts": [("reward-free", "nethack-score-appo-reward-free",
+                   {"methods": ["oni-none", "oni-retrieval", "oni-classification",
+                                "oni-ranking", "motif"]})],
+        # The task file's 2M is ONI's own order of magnitude lower (2B); 3M is the issue's.
+        "steps": 3_000_000, "budgets": [1_000_000, 2_000_000, 3_000_000],
+    },
 }  # fmt: skip
 
 
