@@ -229,7 +229,7 @@ print(json.dumps({"python": sys.version.split()[0], "packages": {n: version(n) f
 """
 
 
-def _bk_run_env() -> dict[str, str]:
+def bk_run_env() -> dict[str, str]:
     env = dict(os.environ)
     env.update(WANDB_MODE="disabled", WANDB_SILENT="true", HF_HUB_OFFLINE="1",
                TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1",
@@ -272,7 +272,7 @@ def setup_bk_env(repo: Path) -> dict:
 
 def _bk_env_probe() -> dict:
     probe = subprocess.run([str(bk_python()), "-c", _BK_INFO], cwd=BK_SRC, capture_output=True,
-                           text=True, env=_bk_run_env())  # fmt: skip
+                           text=True, env=bk_run_env())  # fmt: skip
     if probe.returncode != 0:
         tail = "\n".join(probe.stderr.strip().splitlines()[-8:])
         raise CheckError(f"BK's environment cannot import train_rs.py:\n{tail}\nrun "
@@ -634,7 +634,7 @@ def check_port(out: Output, potential: str, n: int, seed: int = 0) -> dict:
     started = time.time()
     run = subprocess.run([str(bk_python()), "-c", _BK_DRIVER, str(bk_dir.resolve()), str(n),
                           str(seed), str(data.resolve()), BK_ENV_ID, str(BK_WINDOW)],
-                         cwd=BK_SRC, capture_output=True, text=True, env=_bk_run_env())  # fmt: skip
+                         cwd=BK_SRC, capture_output=True, text=True, env=bk_run_env())  # fmt: skip
     if run.returncode != 0:
         tail = "\n".join(run.stderr.strip().splitlines()[-12:])
         raise CheckError(f"the port check failed in BK's environment:\n{tail}")
@@ -722,7 +722,7 @@ def run_bk_part(out: Output, potential: str, seed: int, steps: int) -> dict:
     started = time.time()
     with (part_dir / "train_rs.out").open("w") as log:
         proc = subprocess.Popen(cmd, cwd=part_dir, stdout=log, stderr=subprocess.STDOUT,
-                                env=_bk_run_env())  # fmt: skip
+                                env=bk_run_env())  # fmt: skip
         shown = 0
         while proc.poll() is None:
             time.sleep(10)
