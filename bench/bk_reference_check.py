@@ -990,6 +990,35 @@ def _settings_table(facts: dict) -> list[str]:
     return lines
 
 
+def _area_lines(mine: dict[str, list[dict]], steps: int, every: int) -> list[str]:
+    """The primary measure of the BK study on this check: each run's mean greedy success over
+    its evaluations from ``every`` / 2 env steps to the budget (BK's evaluation after its
+    first update is left out: rl-bk has none there), per implementation, and rl-bk minus BK
+    with a 95% bootstrap interval (unpaired: the two seed their RNGs their own way)."""
+    from bench.learning_measures import (curve_points, interval_text, normalised_area, signed,
+                                         unpaired_difference)  # fmt: skip
+
+    areas: dict[str, dict[int, float]] = {}
+    for impl, runs in mine.items():
+        areas[impl] = {}
+        for f in runs:
+            evals = [e for e in f["evals"] if e["env_steps"] >= every / 2]
+            area = normalised_area(curve_points([e["env_steps"] for e in evals],
+                                                [e["success"] for e in evals]),
+                                   steps, tolerance=every)  # fmt: skip
+            areas[impl][f["seed"]] = area.value if area.complete else math.nan
+    if not all(areas.values()):
+        return []
+    d = unpaired_difference(areas["rl-bk"].values(), areas["bk"].values())
+    per_seed = "; ".join(
+        f"{IMPLEMENTATIONS[i]} " + ", ".join(f"{v:.3f}" for _, v in sorted(a.items()))
+        for i, a in areas.items())  # fmt: skip
+    return [f"Mean greedy success over every evaluation up to {steps:,} env steps (per seed: "
+            f"{per_seed}): BK {_cell(list(areas['bk'].values()))}, rl-bk "
+            f"{_cell(list(areas['rl-bk'].values()))}; rl-bk minus BK {signed(d.mean)}, 95% "
+            f"bootstrap interval {interval_text(d)}.", ""]
+
+
 def write_report(out: Output, facts: dict, finished: dict[str, dict]) -> None:
     from bench.study import write_keeping_reading
 
@@ -1025,6 +1054,7 @@ def write_report(out: Output, facts: dict, finished: dict[str, dict]) -> None:
         lines += ["", "Env steps/s (whole run, evaluation included): "
                   + "; ".join(f"{IMPLEMENTATIONS[i]} {_cell(v)}" for i, v in sps.items()) + ".",
                   ""]  # fmt: skip
+        lines += _area_lines(mine, facts["steps"], every)
         residual = max((e.get("success_residual", 0) for f in mine["bk"] for e in f["evals"]),
                        default=0)  # fmt: skip
         if residual > 0.2:
