@@ -85,3 +85,14 @@ def test_a_single_shared_seed_gives_no_interval():
 def test_a_nan_value_leaves_its_seed_out():
     d = paired_difference({0: 0.5, 1: math.nan, 2: 0.7}, {0: 0.4, 1: 0.4, 2: 0.4})
     assert d.seeds == [0, 2]
+
+
+def test_unpaired_difference_compares_means_of_groups_that_share_no_seeds():
+    from bench.learning_measures import unpaired_difference
+
+    d = unpaired_difference([0.3, 0.2, float("nan"), 0.1], [0.1, 0.1])
+    assert d.mean == pytest.approx(0.2 - 0.1)  # the NaN run is left out
+    low, high = d.ci
+    assert 0.0 <= low <= d.mean <= high <= 0.2 + 1e-12  # resampled within the observed range
+    assert unpaired_difference([0.5], [0.1, 0.2]).ci is None  # one run: no interval
+    assert math.isnan(unpaired_difference([], [0.1]).mean)
