@@ -79,42 +79,17 @@ json.dump(episodes, open(out, "w"))
 
 def play_rl_bk(checkpoint: Path, episodes: int) -> dict[str, list[dict]]:
     import numpy as np
-    import torch
-    from ray.rllib.core.columns import Columns
     from ray.rllib.core.rl_module.rl_module import RLModule
 
     import env_registry
+    from bench.greedy_loops import play
 
     module = RLModule.from_checkpoint(
         checkpoint / "learner_group" / "learner" / "rl_module" / "default_policy")
     env = env_registry.make_env(ENV, {})
     rng = np.random.default_rng(0)
-    out: dict[str, list[dict]] = {}
-    for mode in ("greedy", "sampled"):
-        out[mode] = []
-        for i in range(episodes):
-            obs, _ = env.reset(seed=FIRST_SEED + i)
-            level, seen, looped, actions = env.unwrapped.level, set(), False, []
-            while True:
-                state = (tuple(level.agent_pos), int(level.agent_dir), repr(level.carrying),
-                         level.grid.encode().tobytes())  # fmt: skip
-                looped |= state in seen
-                seen.add(state)
-                with torch.no_grad():
-                    logits = module.forward_inference({Columns.OBS: torch.as_tensor(obs[None])})[
-                        Columns.ACTION_DIST_INPUTS][0].numpy()  # fmt: skip
-                if mode == "greedy":
-                    action = int(np.argmax(logits))
-                else:
-                    p = np.exp(logits - logits.max())
-                    action = int(rng.choice(len(p), p=p / p.sum()))
-                actions.append(action)
-                obs, _, terminated, truncated, info = env.step(action)
-                if terminated or truncated:
-                    out[mode].append({"success": bool(info.get("success")), "looped": looped,
-                                      "actions": dict(Counter(actions))})  # fmt: skip
-                    break
-    return out
+    return {mode: [play(env, module, FIRST_SEED + i, mode == "greedy", rng)
+                   for i in range(episodes)] for mode in ("greedy", "sampled")}  # fmt: skip
 
 
 def play_bk(agent: Path, episodes: int, scratch: Path) -> dict[str, list[dict]]:

@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -32,7 +33,7 @@ def play(env, module, seed: int, greedy: bool, rng) -> dict:
     from ray.rllib.core.columns import Columns
 
     obs, _ = env.reset(seed=seed)
-    level, seen, looped = env.unwrapped.level, set(), False
+    level, seen, looped, actions = env.unwrapped.level, set(), False, Counter()
     while True:
         # The whole state: the agent, what it carries and the grid (a pick-up changes it).
         state = (tuple(level.agent_pos), int(level.agent_dir), repr(level.carrying),
@@ -47,9 +48,11 @@ def play(env, module, seed: int, greedy: bool, rng) -> dict:
         else:
             p = np.exp(logits - logits.max())
             action = int(rng.choice(len(p), p=p / p.sum()))
+        actions[action] += 1
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
-            return {"success": bool(info.get("success")), "looped": looped}
+            return {"success": bool(info.get("success")), "looped": looped,
+                    "actions": dict(actions)}
 
 
 def check_run(run: Path, episodes: int) -> dict:
