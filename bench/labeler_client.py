@@ -20,6 +20,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+
 from pydantic import BaseModel
 
 from rl_bk.labeling.labeler import Labeler
