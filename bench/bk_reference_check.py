@@ -6,6 +6,7 @@ through rl-bk's pipeline (``tune_run.py``), greedy evaluation side by side.
     python -m bench.bk_reference_check --bk-repo PATH --check-port 10000  # the port agrees?
     nohup python -m bench.bk_reference_check --bk-repo PATH > bk-reference-check.log 2>&1 &
     python -m bench.bk_reference_check --bk-repo PATH --parts bk/oracle  # these parts only
+    python -m bench.bk_reference_check --parts rl-bk/oracle --rerun      # after a fix in rl-bk
     python -m bench.bk_reference_check --report-only                      # tables from the JSON
     python -m bench.bk_reference_check --bk-repo PATH --steps 4096 --seeds 0   # a smoke run
 
@@ -40,6 +41,9 @@ checkpoints when its folder is still here). The plan is written to
 ``bench/results/bk-reference-check.md`` before the first run; the tables and
 ``bench/results/bk-reference-check.png`` are rewritten after every part. ``--steps`` or
 ``--seeds`` other than the plan's write under ``bench/runs/bk-reference-check-smoke/``.
+``--rerun`` runs finished rl-bk parts again (after a fix): their earlier records stay in the
+JSON under ``superseded``, with the commit they ran at, and the report gives their measure
+beside the new one; their run folders are renamed ``<seed>-<commit>``.
 
 Greedy success of BK's runs: its log keeps only the evaluation's mean return R and mean
 length L over its N = 50 episodes. On these levels an episode either succeeds with reward
@@ -1019,6 +1023,30 @@ def _area_lines(mine: dict[str, list[dict]], steps: int, every: int) -> list[str
             f"bootstrap interval {interval_text(d)}.", ""]
 
 
+def _superseded(facts: dict, potential: str) -> dict[str, list[dict]]:
+    """Earlier rl-bk records of this potential's parts (``--rerun``), by the commit they ran at."""
+    by_commit: dict[str, list[dict]] = {}
+    for part, records in facts.get("superseded", {}).items():
+        if part.split("/")[1] == potential:
+            for f in records:
+                by_commit.setdefault(str(f.get("commit")), []).append(f)
+    return by_commit
+
+
+def supersede(out: Output, facts: dict, finished: dict[str, dict], chosen: list[str]) -> None:
+    """Moves the finished rl-bk parts among ``chosen`` out of ``finished`` (into
+    ``facts["superseded"]``) and their run folders aside, so that they run again."""
+    for part in [c for c in chosen if c.startswith("rl-bk/") and c in finished]:
+        record = finished.pop(part)
+        facts.setdefault("superseded", {}).setdefault(part, []).append(record)
+        _, pot, seed = part.split("/")
+        home = out.runs / "rl-bk" / pot / seed
+        if home.is_dir():
+            home.rename(home.with_name(f"{seed}-{record.get('commit', 'earlier')}"))
+        print(f"[{NAME}] {part}: earlier record (rl-bk `{record.get('commit')}`) superseded",
+              flush=True)  # fmt: skip
+
+
 def write_report(out: Output, facts: dict, finished: dict[str, dict]) -> None:
     from bench.study import write_keeping_reading
 
@@ -1055,6 +1083,11 @@ def write_report(out: Output, facts: dict, finished: dict[str, dict]) -> None:
                   + "; ".join(f"{IMPLEMENTATIONS[i]} {_cell(v)}" for i, v in sps.items()) + ".",
                   ""]  # fmt: skip
         lines += _area_lines(mine, facts["steps"], every)
+        for commit, earlier in _superseded(facts, pot).items():
+            area = _area_lines({"bk": mine["bk"], "rl-bk": earlier}, facts["steps"], every)
+            if area:
+                lines += [f"Superseded: rl-bk at `{commit}`, before a fix (seeds "
+                          f"{sorted(f['seed'] for f in earlier)}). " + area[0], ""]
         residual = max((e.get("success_residual", 0) for f in mine["bk"] for e in f["evals"]),
                        default=0)  # fmt: skip
         if residual > 0.2:
@@ -1156,6 +1189,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parts", help="comma-separated part prefixes to run: bk, rl-bk/zero, "
                    "bk/oracle/1 (default: all)")  # fmt: skip
     p.add_argument("--report-only", action="store_true", help="rewrite the report and stop")
+    p.add_argument("--rerun", action="store_true",
+                   help="run the chosen rl-bk parts again even if finished (after a fix); "
+                        "their earlier records are kept as superseded")
     p.add_argument("--steps", type=int, default=STEPS, help=f"env steps per run ({STEPS:,})")
     p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated")
     p.add_argument("--out", help=f"output name for runs other than the plan's ({NAME}-smoke)")
@@ -1231,6 +1267,8 @@ def _main(args: argparse.Namespace) -> int:
         write_report(out, facts, finished)
         return 0
 
+    if args.rerun:
+        supersede(out, facts, finished, chosen)
     write_report(out, facts, finished)  # the plan, before the first run
     todo = [c for c in chosen if c not in finished]
     if any(c.startswith("bk/") for c in todo):

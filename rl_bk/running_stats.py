@@ -8,6 +8,7 @@ which BK's ``utils/normalizer.py`` copies), so the pieces live here, once.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 
 import numpy as np
@@ -47,32 +48,36 @@ class RunningStd:
 class RewardForwardFilter:
     """Discounted running sums of reward streams: ``f_t = gamma * f_{t-1} + r_t``.
 
-    A stream is one episode; RLlib cuts episodes into chunks across train batches, so each
-    stream's last sum is kept and the next chunk of the same episode continues from it.
-    Streams absent from a call have ended and are forgotten, which bounds the memory.
-
-    CleanRL (and BK after it) runs one filter per env slot across episodes; RLlib's chunks do
-    not say which env slot they came from, so here a stream restarts at 0 with each episode.
+    A stream is whatever the caller keys it by: BK's shaping runs one per env slot across
+    episodes, as CleanRL's RND and BK's ``train_rs.py`` do; RND here runs one per episode.
+    Each stream's last sum is kept and its next values continue from it. The
+    :data:`MAX_STREAMS` streams updated last are kept (an episode cut by a time limit is never
+    seen again), the least recently updated dropped first.
     """
+
+    MAX_STREAMS = 4096
 
     def __init__(self, gamma: float):
         self.gamma = gamma
-        self._last: dict[Hashable, float] = {}
+        self._last: OrderedDict[Hashable, float] = OrderedDict()
 
     def update(self, streams: Sequence[tuple[Hashable, np.ndarray]]) -> list[np.ndarray]:
-        """The filtered values of each ``(stream_id, rewards)`` chunk, in the given order
-        (a later chunk of the same stream in the same call continues the earlier one)."""
-        last = dict(self._last)
-        carried: dict[Hashable, float] = {}
+        """The filtered values of each ``(stream_id, rewards)`` piece, in the given order
+        (a later piece of the same stream, in this call or a later one, continues it)."""
         out = []
         for stream_id, rewards in streams:
-            f = carried.get(stream_id, last.get(stream_id, 0.0))
+            f = self._last.pop(stream_id, 0.0)
             rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
             filtered = np.empty_like(rewards)
             for t, r in enumerate(rewards):
                 f = self.gamma * f + r
                 filtered[t] = f
-            carried[stream_id] = f
+            self._last[stream_id] = f
             out.append(filtered)
-        self._last = carried
+        while len(self._last) > self.MAX_STREAMS:
+            self._last.popitem(last=False)
         return out
+
+    def forget(self, stream_id: Hashable) -> None:
+        """Drops a stream that has ended (its next value would start from 0)."""
+        self._last.pop(stream_id, None)

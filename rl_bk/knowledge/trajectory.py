@@ -7,10 +7,10 @@ list of chunks to one potential per state: ``n + 1`` values per chunk.
 
 Windows: BK's potentials read a short history, not just the current state. ``windows(chunk,
 horizon)`` gives, for each state ``t``, the states ``t-horizon+1 .. t`` and the actions taken
-between them, cut at the chunk's start. In training a chunk can start in the middle of an
-episode (RLlib splits episodes across train batches), so the first states of such a chunk see
-a shorter history than BK's rollout buffer would give them; with 64-step chunks and a 5-step
-window this touches about 6% of states, and only their history length.
+between them, cut at the chunk's start. In training, the shaping term puts the states before
+a chunk's first in front of it (RLlib splits episodes across train batches), and BK's padding
+before an episode's first state
+(:mod:`rl_bk.algorithms.bk_ppo.window_history`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from rl_bk.algorithms.bk_ppo import ShapedPPOConfig, sources
-from rl_bk.algorithms.bk_ppo.potential_shaping import SHAPING_REWARD_MEAN
+from rl_bk.algorithms.bk_ppo.potential_shaping import ENV_SLOTS, SHAPING_REWARD_MEAN
 from rl_bk.experiments.ppo_config import base_ppo_config
 from rl_bk.experiments.task_config import load_task
 
@@ -32,7 +32,8 @@ def test_shaped_ppo_trains_and_logs_the_shaping_beside_the_env_return(ray_sessio
     # The learner is local (num_learners=0), so a loader registered here is found.
     monkeypatch.setitem(sources.LOADERS, "caption-length", f"{__name__}:CaptionLength")
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
-    config = base_ppo_config(task, 0, {}, config=ShapedPPOConfig()).env_runners(num_env_runners=0)
+    # One remote env runner: its episodes travel to the learner as they do in a sweep.
+    config = base_ppo_config(task, 0, {}, config=ShapedPPOConfig()).env_runners(num_env_runners=1)
     config.training(potential=sources.SourceSpec("caption-length", "unused"), shaping_coeff=1.0)
     algo = config.build_algo()
     try:
@@ -49,6 +50,8 @@ def test_shaped_ppo_trains_and_logs_the_shaping_beside_the_env_return(ray_sessio
     shaping = learners[SHAPING_REWARD_MEAN]
     assert np.isfinite(shaping) and shaping != 0.0  # captions change, so potentials do
     assert learners["potential/calls"] == 1  # one source call per train batch
+    # Every env slot's episodes reached the learner tagged (BK's per-slot normaliser).
+    assert learners[ENV_SLOTS] == config.num_envs_per_env_runner
 
 
 def test_shaped_ppo_with_a_potential_that_is_no_source_is_a_clear_config_error():

@@ -3,6 +3,8 @@
 Every piece runs after RLlib's own AddOneTsToEpisodesAndTruncate, as in PPO's learner
 pipeline, so chunk renaming and the artificial last step are RLlib's, not a stand-in's."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
@@ -14,6 +16,8 @@ from rl_bk.algorithms.bk_ppo.potential_shaping import (
     PotentialShaping,
     shaping_terms,
 )
+from rl_bk.callbacks.env_slot import tag_env_slot
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, by_env_slot
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.running_stats import RunningStd
 
@@ -101,13 +105,13 @@ def test_each_chunk_gets_its_own_potentials_and_the_metrics_say_how_much():
 
 # ------------------------------------------------------------------------ BK's convention
 def test_bk_pays_each_difference_one_step_late_and_never_charges_the_last_step():
-    # BK's train_rs.py: F_t = gamma Phi(s_t) - Phi(s_{t-1}); at an episode's start Phi(s_0)
-    # stands in for Phi(s_{-1}).
+    # BK's train_rs.py: F_t = gamma Phi(s_t) - Phi(s_{t-1}); a slot's first step ever
+    # subtracts 0 (BK's buffer starts as zeros).
     ep = episode([1, 2, 3, 4], [0.0, 0.0, 1.0], terminated=True)
     run([ep], gamma=0.5, convention="bk")
-    # step 0: 0.5*1 - 1 = -0.5; step 1: 0.5*2 - 1 = 0; step 2: 1 + 0.5*3 - 2 = 0.5
+    # step 0: 0.5*1 - 0 = 0.5; step 1: 0.5*2 - 1 = 0; step 2: 1 + 0.5*3 - 2 = 0.5
     # (Ng would pay 1 + 0 - 3 = -2 on the success step: reaching the goal from Phi 3.)
-    np.testing.assert_allclose(ep.get_rewards(), [-0.5, 0.0, 0.5, 0.0])
+    np.testing.assert_allclose(ep.get_rewards(), [0.5, 0.0, 0.5, 0.0])
 
 
 def test_shaping_terms_bk_uses_the_previous_chunks_potential():
@@ -122,57 +126,164 @@ def test_unknown_convention_is_refused():
 
 
 # ------------------------------------------------- an episode that spans two train batches
+class WindowSum:
+    """A history-dependent potential, as BK's windows are: the sum of the window's
+    observations (the last ``horizon`` states the source is given)."""
+
+    def __init__(self, horizon):
+        self.horizon, self.seen = horizon, []
+
+    def __call__(self, chunks):
+        self.seen.extend(chunks)
+        out = []
+        for c in chunks:
+            obs = c.observations[:, 0].astype(np.float64)
+            out.append(np.array([obs[max(0, t - self.horizon + 1): t + 1].sum()
+                                 for t in range(len(obs))]))  # fmt: skip
+        return out
+
+
 @pytest.mark.parametrize("convention", ["ng", "bk"])
-def test_an_episode_cut_across_batches_telescopes_with_a_history_dependent_potential(convention):
+def test_an_episode_cut_across_batches_is_shaped_as_in_one_piece(convention):
     # One piece (one learner) sees batch 1, then batch 2; RLlib renames the chunk
-    # "<id>_0" in both, so only the episode's own id joins them. With gamma 1 the shaping
-    # of a whole episode telescopes: Ng's to -Phi(s_0) (Phi(terminal) = 0); BK's to
-    # Phi(s_{T-1}) - Phi(s_0) (its last difference is never charged).
+    # "<id>_0" in both, so only the episode's own id joins them: the second chunk's first
+    # windows read the first chunk's states, and the shaping is the whole episode's.
     first = steps([1, 2, 3], [0.0, 0.0])
     second = continue_episode(first, [4, 5], [0.0, 1.0], terminated=True)
     first, second = first.to_numpy(), second.to_numpy()
-    piece = shaping_piece(potential_fn=phi_sums_the_history_in_the_chunk, gamma=1.0,
-                          normalization="none", convention=convention)  # fmt: skip
+    whole = episode([1, 2, 3, 4, 5], [0.0, 0.0, 0.0, 1.0], terminated=True)
+    kwargs = dict(gamma=0.9, normalization="none", convention=convention,
+                  episode_start="short")  # fmt: skip
+    piece = shaping_piece(potential_fn=WindowSum(3), **kwargs)
     run([first], piece)
     run([second], piece)
-    shaping = np.concatenate([first.get_rewards()[:-1], second.get_rewards()[:-1]])
-    shaping -= [0.0, 0.0, 0.0, 1.0]
-    # Phi: chunk 1 gives 1, 3, 6; chunk 2 would give its first state 3 (less history) but
-    # starts from the 6 chunk 1 gave the same state, then 3+4 = 7 and 12 from its own sums.
-    if convention == "ng":
-        np.testing.assert_allclose(shaping, [3 - 1, 6 - 3, 7 - 6, 0 - 7])
-        assert shaping.sum() == pytest.approx(-1.0)  # -Phi(s_0)
-    else:
-        np.testing.assert_allclose(shaping, [1 - 1, 3 - 1, 6 - 3, 7 - 6])
-        assert shaping.sum() == pytest.approx(7 - 1)
+    run([whole], potential_fn=WindowSum(3), **kwargs)
+    cut = np.concatenate([first.get_rewards()[:-1], second.get_rewards()[:-1]])
+    np.testing.assert_allclose(cut, whole.get_rewards()[:-1])
+    # Phi (windows of 3): 1, 3, 6, 9, 12; by hand for Ng: 0.9*3-1, 0.9*6-3, 0.9*9-6,
+    # 1 + 0 - 9 (terminal); for BK: 0.9*1-0, 0.9*3-1, 0.9*6-3, 1 + 0.9*9-6.
+    by_hand = [1.7, 2.4, 2.1, -8.0] if convention == "ng" else [0.9, 1.7, 2.4, 3.1]
+    np.testing.assert_allclose(cut, by_hand)
 
 
-def test_without_the_episode_id_the_next_chunk_would_restart():
+def test_without_the_episode_id_the_next_chunk_would_lose_its_history():
     # The same chunks, seen by two pieces (no memory shared): the second chunk's first state
-    # then gets the shorter history's value, 3 instead of 6, and the cut costs 3 of shaping.
+    # then gets a shorter window, Phi 3 instead of 6, and its first steps' shaping changes.
     first = steps([1, 2, 3], [0.0, 0.0])
     second = continue_episode(first, [4, 5], [0.0, 1.0], terminated=True).to_numpy()
     first = first.to_numpy()
     for chunk in (first, second):
-        run([chunk], potential_fn=phi_sums_the_history_in_the_chunk, gamma=1.0,
-            convention="ng")  # fmt: skip
-    total = first.get_rewards()[:-1].sum() + second.get_rewards()[:-1].sum() - 1.0
-    assert total == pytest.approx(-1.0 + 3.0)
+        run([chunk], potential_fn=WindowSum(3), gamma=1.0, convention="ng",
+            episode_start="short")  # fmt: skip
+    # second alone: Phi 3, 7, 12 -> (7-3), 1 + (0-7)
+    np.testing.assert_allclose(second.get_rewards()[:-1], [4.0, -6.0])
+
+
+def test_an_episode_starts_with_its_first_state_and_action_repeated_as_bk_fills_its_buffer():
+    source = WindowSum(3)
+    ep = SingleAgentEpisode(observations=[np.float32(2)], infos=[{"caption": "s2"}],
+                            len_lookback_buffer=0)  # fmt: skip
+    ep.add_env_step(np.float32(5), 1, 0.0, infos={"caption": "s5"})
+    ep.add_env_step(np.float32(7), 2, 1.0, infos={"caption": "s7"}, terminated=True)
+    ep = ep.to_numpy()
+    run([ep], potential_fn=source, gamma=1.0, convention="ng")
+    (seen,) = source.seen
+    assert seen.captions == ["s2", "s2", "s2", "s5", "s7"]
+    assert list(seen.actions) == [1, 1, 1, 2]  # a_0 stands in for the actions before s_0
+    # Phi = 2+2+2, 2+2+5, 2+5+7 (no history before s_0: "short" would give 2, 7, 14)
+    np.testing.assert_allclose(ep.get_rewards()[:-1], [9 - 6, 1 + 0 - 9])
 
 
 def test_finished_episodes_are_forgotten():
-    piece = shaping_piece(potential_fn=phi_is_the_observation, gamma=0.9)
+    piece = shaping_piece(potential_fn=WindowSum(2), gamma=0.9)
     (shaping,) = piece.terms
     open_chunk, other = steps([1, 2], [0.0]), episode([7, 8], [0.0], terminated=False)
     done = episode([0, 1], [1.0], terminated=True)
-    nxt = continue_episode(open_chunk, [3], [0.0]).to_numpy()
     open_id, other_id = open_chunk.id_, other.id_
     run([open_chunk.to_numpy(), done, other], piece)
-    assert set(shaping._carry) == {open_id, other_id}  # `done` terminated: never kept
-    run([nxt], piece)
-    assert set(shaping._carry) == {open_id}  # `other` is absent: it ended (a time limit)
+    assert set(shaping.history._kept) == {open_id, other_id}  # `done` terminated: not kept
+    assert shaping.history._kept[open_id].captions == ["s1"]
 
 
+# ---------------------------------------------------- BK's env slots, checked against its loop
+class BKRunningMeanStd:
+    """gymnasium's RunningMeanStd, which BK's utils/normalizer.py imports: mean 0, var 1 over
+    a pseudo-count of 1e-4 to start, then Chan et al.'s update per batch."""
+
+    def __init__(self):
+        self.mean, self.var, self.count = 0.0, 1.0, 1e-4
+
+    def update(self, x):
+        batch_mean, batch_var, n = x.mean(), x.var(), x.size
+        delta, total = batch_mean - self.mean, self.count + n
+        m2 = self.var * self.count + batch_var * n + delta**2 * self.count * n / total
+        self.mean, self.var, self.count = self.mean + delta * n / total, m2 / total, total
+
+
+def bk_shaped_rewards(updates, gamma):
+    """BK's train_rs.py (lines 168-175), transcribed: each update's (num_steps, num_envs)
+    potentials in, its (num_steps, num_envs) shaping terms out."""
+    num_steps, num_envs = updates[0].shape
+    intrinsic = np.zeros((num_steps, num_envs))
+    rewems, rms, out = None, BKRunningMeanStd(), []
+    for computed in updates:
+        intrinsic = np.concatenate([intrinsic[-1:], computed], axis=0)
+        per_step = []
+        for row in intrinsic:
+            rewems = row.copy() if rewems is None else rewems * gamma + row
+            per_step.append(rewems)
+        rms.update(np.array(per_step).reshape(-1))
+        intrinsic = intrinsic / np.sqrt(rms.var)
+        out.append(gamma * intrinsic[1:] - intrinsic[:-1])
+    return out
+
+
+def tagged(ep, runner, env_index):
+    """What the env runner's ``on_episode_start`` callback writes into a new episode."""
+    tag_env_slot(episode=ep, env_runner=SimpleNamespace(worker_index=runner),
+                 env_index=env_index)  # fmt: skip
+    return ep
+
+
+def test_bk_shaping_matches_bk_loop_over_two_slots_and_two_batches():
+    # Two env slots, 4 steps each per batch (BK: num_envs 2, num_steps 4), Phi(s) = s.
+    # Slot 0: episode A (3 steps, terminated), then B (1 step in batch 1, 4 in batch 2).
+    # Slot 1: episode C runs through both batches. Rows of BK's buffer: the state each step
+    # was taken in.
+    gamma = 0.9
+    a = tagged(steps([1, 2, 3, 4], [0.0, 0.0, 0.0], terminated=True), 1, 0)
+    b = tagged(steps([6, 5], [0.0]), 1, 0)
+    c = tagged(steps([2, 4, 6, 8, 9], [0.0] * 4), 2, 0)
+    b2 = continue_episode(b, [7, 3, 2, 8], [0.0] * 4)
+    c2 = continue_episode(c, [1, 1, 5, 4], [0.0] * 4)
+    # The batch order is the runners' (finished episodes first), not time order.
+    batch1 = [c.to_numpy(), b.to_numpy(), a.to_numpy()]
+    batch2 = [b2.to_numpy(), c2.to_numpy()]
+    piece = shaping_piece(potential_fn=phi_is_the_observation, gamma=gamma,
+                          normalization="discounted-sum-std", convention="bk")  # fmt: skip
+    run(batch1, piece)
+    run(batch2, piece)
+    bk = bk_shaped_rewards([np.array([[1, 2], [2, 4], [3, 6], [6, 8]], float),
+                            np.array([[5, 9], [7, 1], [3, 1], [2, 5]], float)], gamma)  # fmt: skip
+    slot0_batch1 = np.concatenate([batch1[2].get_rewards()[:-1], batch1[1].get_rewards()[:-1]])
+    np.testing.assert_allclose(slot0_batch1, bk[0][:, 0], rtol=1e-4)
+    np.testing.assert_allclose(batch1[0].get_rewards()[:-1], bk[0][:, 1], rtol=1e-4)
+    np.testing.assert_allclose(batch2[0].get_rewards()[:-1], bk[1][:, 0], rtol=1e-4)
+    np.testing.assert_allclose(batch2[1].get_rewards()[:-1], bk[1][:, 1], rtol=1e-4)
+
+
+def test_chunks_are_put_in_time_order_per_env_slot():
+    first = tagged(steps([1, 2], [0.0], terminated=True), 1, 3)
+    second = tagged(steps([5, 6], [0.0]), 1, 3)
+    other = tagged(steps([0, 0], [0.0]), 2, 3)
+    untagged = steps([9, 9], [0.0])
+    chunks = [EpisodeChunk(e, 1, e.id_) for e in (second, other, untagged, first)]
+    slots = by_env_slot(chunks)
+    assert slots["slot:1/3"] == [3, 0] and slots["slot:2/3"] == [1]
+    assert slots[f"episode:{untagged.id_}"] == [2]
+
+
+# ------------------------------------------------------------------------------ the scale
 # ------------------------------------------------------------------------------ the scale
 def test_bk_normaliser_divides_by_the_std_of_the_discounted_running_sum():
     # Phi = 1 on 3 states, gamma 0.5: running sums 1, 1.5, 1.75 (the last state, after the

@@ -78,9 +78,20 @@ def test_forward_filter_carries_each_episode_across_chunks_and_batches():
     np.testing.assert_allclose(out[0], [1.0, 2.5])  # 1, 0.5 * 1 + 2
     np.testing.assert_allclose(out[1], [4.0])
     np.testing.assert_allclose(out[2], [3.25])  # 0.5 * 2.5 + 2
-    # Next batch: "b" continues; "a" did not appear, so it ended and is forgotten after.
+    # Next batch: "b" continues; a stream absent from a batch is kept, until forgotten.
     np.testing.assert_allclose(f.update([("b", [0.0])])[0], [2.0])
+    np.testing.assert_allclose(f.update([("a", [1.0])])[0], [2.625])  # 0.5 * 3.25 + 1
+    f.forget("a")
     np.testing.assert_allclose(f.update([("a", [1.0])])[0], [1.0])
+
+
+def test_forward_filter_keeps_only_the_streams_updated_last():
+    f = RewardForwardFilter(gamma=1.0)
+    f.MAX_STREAMS = 2
+    f.update([("a", [1.0]), ("b", [1.0])])
+    f.update([("a", [1.0]), ("c", [1.0])])  # "b" is now the least recently updated: dropped
+    np.testing.assert_allclose([v[0] for v in f.update([("a", [0.0]), ("b", [0.0])])],
+                               [2.0, 0.0])  # fmt: skip
 
 
 def test_merge_moments_equals_the_moments_of_everything_seen():

@@ -35,6 +35,8 @@ from rl_bk.algorithms.bk_ppo.potential_shaping import (
 )
 from rl_bk.algorithms.bk_ppo.settings import ShapingSettings
 from rl_bk.algorithms.bk_ppo.sources import LazySource, SourceSpec
+from rl_bk.algorithms.bk_ppo.window_history import EPISODE_STARTS
+from rl_bk.callbacks.env_slot import tag_env_slot
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
 
 
@@ -52,6 +54,9 @@ class PotentialShapingMixin:
         self.extrinsic_coeff: float = defaults.extrinsic_coeff
         self.potential_normalization: str = defaults.potential_normalization
         self.shaping_convention: str = defaults.shaping_convention
+        self.episode_start_window: str = defaults.episode_start_window
+        # Each episode learns its env slot when it starts: BK's shaping runs per slot.
+        self.callbacks(on_episode_start=tag_env_slot)
 
     @override(AlgorithmConfig)
     def training(
@@ -62,6 +67,7 @@ class PotentialShapingMixin:
         extrinsic_coeff: float = NotProvided,
         potential_normalization: str = NotProvided,
         shaping_convention: str = NotProvided,
+        episode_start_window: str = NotProvided,
         **kwargs: Any,
     ) -> ShapedPPOConfig:
         """
@@ -78,6 +84,8 @@ class PotentialShapingMixin:
             shaping_convention: ``"bk"`` (BK's: ``F_t = gamma Phi(s_t) - Phi(s_{t-1})``, the
                 step that ends an episode is not charged) or ``"ng"`` (Ng et al.:
                 ``F_t = gamma Phi(s_{t+1}) - Phi(s_t)``, ``Phi(terminal) = 0``).
+            episode_start_window: the windows of an episode's first states: ``"repeat-first"``
+                (BK's: filled with the first state and the first action) or ``"short"``.
         """
         super().training(**kwargs)
         if potential is not NotProvided:
@@ -90,6 +98,8 @@ class PotentialShapingMixin:
             self.potential_normalization = potential_normalization
         if shaping_convention is not NotProvided:
             self.shaping_convention = shaping_convention
+        if episode_start_window is not NotProvided:
+            self.episode_start_window = episode_start_window
         return self
 
     @override(AlgorithmConfig)
@@ -111,6 +121,9 @@ class PotentialShapingMixin:
         if self.shaping_convention not in CONVENTIONS:
             self._value_error(f"shaping_convention must be one of {', '.join(CONVENTIONS)}, "
                               f"got {self.shaping_convention!r}")  # fmt: skip
+        if self.episode_start_window not in EPISODE_STARTS:
+            self._value_error(f"episode_start_window must be one of {', '.join(EPISODE_STARTS)}"
+                              f", got {self.episode_start_window!r}")  # fmt: skip
 
     @override(AlgorithmConfig)
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
@@ -124,7 +137,7 @@ class PotentialShapingMixin:
             terms.append(PotentialShaping(
                 potential_fn=LazySource(self.potential), gamma=self.gamma,
                 coeff=self.shaping_coeff, normalization=self.potential_normalization,
-                convention=self.shaping_convention,
+                convention=self.shaping_convention, episode_start=self.episode_start_window,
             ))  # fmt: skip
         add_reward_rewrite(pipeline, RewriteRewards(terms=terms,
                                                     extrinsic_coeff=self.extrinsic_coeff))

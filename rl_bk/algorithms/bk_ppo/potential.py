@@ -21,6 +21,9 @@ from rl_bk.knowledge.trajectory import Chunk
 class PotentialSource(Protocol):
     #: Shown in logs and results ("bk-code", "bk-pref", ...).
     name: str
+    #: How many states a window holds: the potential of state t reads states t-horizon+1..t
+    #: (and the actions between them); 1 for a potential of the current state alone.
+    horizon: int
 
     def __call__(self, chunks: Sequence[Chunk]) -> list[np.ndarray]:
         """One float array of ``len(chunk) + 1`` potentials per chunk, in order."""

@@ -12,41 +12,53 @@ deployment makes one request per batch, never one per env step) and rewrites the
 
 Two conventions for ``F_t`` (``convention``):
 
-- ``"bk"`` (BK's ``train_rs.py``, the default): ``F_t = gamma * Phi(s_t) - Phi(s_{t-1})``.
-  Each potential difference is paid one step after the step that caused it, and the step that
-  ends an episode is never charged the potential of the state it leaves: reaching the goal
-  from a state of high potential costs nothing. BK pays the remaining ``-Phi(s_T)`` on the
-  first step of the env's next episode; here an episode's first step earns
-  ``(gamma - 1) * Phi(s_0)`` instead (neither depends on the agent's action there).
+- ``"bk"`` (BK's ``train_rs.py``, the default): ``F_t = gamma * Phi(s_t) - Phi(s_{t-1})``,
+  along each env slot's stream of states, episode after episode, as BK's rollout buffer
+  holds them. Each potential difference is paid one step after the step that caused it, and
+  the step that ends an episode is never charged the potential of the state it leaves:
+  reaching the goal from a state of high potential costs nothing; the next episode in the
+  same slot pays it on its first step, ``gamma * Phi(s_0) - Phi(last state acted in)``
+  (neither depends on the agent's action there). A slot's first step ever has
+  ``Phi(s_{-1}) = 0`` (BK's buffer starts as zeros).
 - ``"ng"`` (Ng et al. 1999): ``F_t = gamma * Phi(s_{t+1}) - Phi(s_t)`` with
   ``Phi(terminal) = 0``. The discounted return changes by ``-Phi(s_0)`` only, so the optimal
   policy is unchanged; but a positive potential makes the step that reaches the goal pay
   ``-Phi``, which a short-sighted learner reads as "success costs".
 
 When a chunk ends without termination (a time limit, or a chunk boundary) ``Phi(s_{t+1})``
-is kept in both, because PPO bootstraps the value there. The artificial last timestep PPO
-appends (reward 0, masked out of the loss) is left untouched.
+is kept under ``"ng"``, because PPO bootstraps the value there. The artificial last timestep
+PPO appends (reward 0, masked out of the loss) is left untouched.
 
-Episodes that span train batches: RLlib cuts an episode into chunks, one per train batch, and
-a potential that reads a window of history gives the first state of the next chunk a value
-computed from less history than the same state got at the end of the previous chunk; the
-shaping would then not telescope across the cut. So the last potentials of each unfinished
-episode are kept, keyed by the episode's own id (not the chunk's, which RLlib renames per
-batch: :mod:`rl_bk.connectors.learner.episode_chunks`), and the next chunk starts from them.
+Env slots: RLlib's learner sees episode chunks, not env slots, so the env runners tag each
+episode with its slot and its order in it (:mod:`rl_bk.callbacks.env_slot`, installed by
+the config); chunks of one slot are put back in time order here
+(:func:`~rl_bk.connectors.learner.episode_chunks.by_env_slot`). An untagged episode (a
+config whose ``on_episode_start`` callback was replaced) is a slot of its own; the
+``env_slots`` metric counts the tagged slots of each batch.
+
+Windows: a potential of state t reads the states before it (the source's ``horizon``).
+RLlib cuts an episode into one chunk per train batch; the states before a chunk's first are
+kept and put in front of it (:mod:`.window_history`), and an episode's first windows are
+filled with its first state and action, as BK's buffer is (``episode_start``).
 
 Scale (``normalization``):
 
 - ``"discounted-sum-std"`` (BK's, from RND): Phi is divided by the running standard
-  deviation of its discounted running sum ``f_t = gamma * f_{t-1} + Phi(s_t)``, over all
-  states seen so far. No mean is removed. BK runs one such sum per env slot across episodes;
-  RLlib's chunks do not say which slot they came from, so here the sum restarts with each
-  episode (:class:`~rl_bk.running_stats.RewardForwardFilter`).
+  deviation of its discounted running sum ``f_t = gamma * f_{t-1} + Phi(s_t)``, one sum per
+  env slot running on across episodes, over all states seen so far. No mean is removed.
 - ``"std"``: the running std of Phi itself. For a dense potential in [0, 1] this is ~40x
   smaller than BK's divisor (with gamma 0.99), so shaping is ~40x stronger.
 - ``"none"``: Phi as the source gives it.
 
-The running statistics and the kept potentials are not part of RLlib's checkpoints: after a
-restore they start afresh (one batch re-estimates the scale).
+The carried potential, BK's way (``"bk"``): BK keeps each slot's last potential of a batch,
+already divided by that batch's divisor, as the first row of the next batch
+(``intrinsic_rewards[-1:]``); it enters that batch's running sum a second time and is divided
+by the new divisor again before ``F`` of the slot's first step subtracts it. Both are kept
+here, as BK's code does them: with a divisor well above 1 the subtracted value nearly
+vanishes, and the first step of each batch in each slot earns nearly ``gamma * Phi(s_t)``.
+
+The running statistics, the carried potentials and the windows' history are not part of
+RLlib's checkpoints: after a restore they start afresh (one batch re-estimates the scale).
 
 Why ``extrinsic_coeff`` (BK: 10): BK scales the environment's reward by 10 for every bk-*
 method, which keeps the success reward the larger signal next to the shaping term.
@@ -57,12 +69,14 @@ shaping term per step and per chunk, the potential's mean, and the divisor it us
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
-from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, in_episode_order
+from rl_bk.algorithms.bk_ppo.window_history import EpisodeStart, WindowHistory, extended
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, by_env_slot, in_episode_order
 from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.running_stats import RewardForwardFilter, RunningStd
 
@@ -79,6 +93,7 @@ SHAPING_REWARD_MEAN = "shaping_reward_mean"  # per real step, logged by the lear
 SHAPING_RETURN_MEAN = "shaping_return_mean"  # sum over a chunk's real steps
 POTENTIAL_MEAN = "potential_mean"  # after normalisation
 POTENTIAL_DIVISOR = "potential_divisor"  # what Phi was divided by (1 without normalisation)
+ENV_SLOTS = "env_slots"  # env slots in the batch (0: the env runners did not tag them)
 
 
 def shaping_terms(
@@ -116,7 +131,7 @@ def shaping_terms(
 
 class PotentialScale:
     """The divisor of Phi under each normalisation (see the module); updated once per batch
-    with every real state's raw potential, per episode stream, in time order."""
+    with every stream's values (one stream per env slot), each in time order."""
 
     def __init__(self, normalization: Normalization, gamma: float):
         if normalization not in NORMALIZATIONS:
@@ -127,7 +142,7 @@ class PotentialScale:
         self.filter = RewardForwardFilter(gamma) if normalization == "discounted-sum-std" else None
 
     def update(self, streams: Sequence[tuple[str, np.ndarray]]) -> float:
-        """Adds each ``(episode id, potentials)`` stream; returns the divisor to use now."""
+        """Adds each ``(stream, potentials)`` piece; returns the divisor to use now."""
         if self.normalization == "none":
             return 1.0
         values = [v for _, v in streams]
@@ -137,11 +152,18 @@ class PotentialScale:
             self.stats.update(np.concatenate(values))
         return self.stats.std + self.stats.epsilon
 
+    def forget(self, stream: str) -> None:
+        if self.filter is not None:
+            self.filter.forget(stream)
+
 
 class PotentialShaping:
     """The shaping term ``coeff * F_t`` (see the module), a
     :class:`~rl_bk.connectors.learner.reward_rewrite.RewardTerm` of
     :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`."""
+
+    #: env slots (or untagged episodes) whose carried potential is kept at most
+    MAX_STREAMS = 4096
 
     def __init__(
         self,
@@ -151,6 +173,7 @@ class PotentialShaping:
         coeff: float = 1.0,
         normalization: Normalization = "discounted-sum-std",
         convention: Convention = "bk",
+        episode_start: EpisodeStart = "repeat-first",
     ):
         if convention not in CONVENTIONS:
             raise ValueError(f"unknown shaping convention {convention!r}; valid: "
@@ -158,65 +181,81 @@ class PotentialShaping:
         self.potential_fn, self.gamma, self.coeff = potential_fn, gamma, coeff
         self.convention = convention
         self.scale = PotentialScale(normalization, gamma)
-        #: episode id -> raw (Phi of the second-to-last, Phi of the last state) of its latest
-        #: chunk, for the episode's next chunk; only unfinished episodes are kept.
-        self._carry: dict[str, tuple[float, float]] = {}
+        self.history = WindowHistory(episode_start)
+        #: "bk": stream -> its last potential of the previous batch, divided by that batch's
+        #: divisor (BK divides it once more: see the module).
+        self._carried: OrderedDict[str, float] = OrderedDict()
         self._metrics: dict[str, float] = {}
 
     def _potentials(self, found: Sequence[EpisodeChunk]) -> list[np.ndarray | None]:
-        """Raw potentials per chunk (None for chunks without real steps), in batch order."""
-        live = [i for i, c in enumerate(found) if c.steps > 0]
-        raw = self.potential_fn([found[i].as_chunk() for i in live])
+        """Raw potentials per chunk (None for chunks without real steps), in batch order,
+        each state's from its whole window (:mod:`.window_history`)."""
+        horizon = int(getattr(self.potential_fn, "horizon", 1))
+        extended_chunks: dict[int, tuple[Chunk, int]] = {}
+        for i in in_episode_order(list(found)):  # an episode's earlier chunk first
+            if found[i].steps == 0:
+                continue
+            chunk = found[i].as_chunk()
+            before = self.history.history(found[i], chunk, horizon)
+            whole = extended(chunk, before)
+            self.history.remember(found[i], whole, horizon)
+            extended_chunks[i] = (whole, 0 if before is None else len(before))
+        live = sorted(extended_chunks)
+        raw = self.potential_fn([extended_chunks[i][0] for i in live])
         out: list[np.ndarray | None] = [None] * len(found)
         for i, phi in zip(live, raw):
-            out[i] = np.array(phi, dtype=np.float64, copy=True)
+            out[i] = np.array(phi, dtype=np.float64, copy=True)[extended_chunks[i][1]:]
         return out
 
     def __call__(self, found: Sequence[EpisodeChunk], rl_module: Any = None) -> list[np.ndarray]:
         found = list(found)
         potentials = self._potentials(found)
-
-        # Continue each episode from its previous chunk (time order within the batch too).
-        carry, previous = self._carry, {}
-        next_carry: dict[str, tuple[float, float]] = {}
-        for i in in_episode_order(found):
-            piece, phi = found[i], potentials[i]
-            if phi is None:
-                continue
-            kept = next_carry.get(piece.episode_id) or carry.get(piece.episode_id)
-            if kept is not None and not piece.starts_episode:
-                previous[i] = kept[0]
-                phi[0] = kept[1]  # the same state, valued with the longer history it had
-            if not piece.terminated:
-                before_last = phi[-2] if len(phi) > 1 else phi[-1]
-                next_carry[piece.episode_id] = (float(before_last), float(phi[-1]))
-        self._carry = next_carry  # an episode absent from this batch has ended
-
+        streams = {stream: [i for i in members if potentials[i] is not None]
+                   for stream, members in by_env_slot(found).items()}  # fmt: skip
+        streams = {stream: members for stream, members in streams.items() if members}
+        # BK's Phi of a state is the one of its window before the step: the n states before
+        # the chunk's n steps are the ones each stream's running sum and shaping read.
+        rows = {stream: [potentials[i][: found[i].steps] for i in members]  # type: ignore[index]
+                for stream, members in streams.items()}  # fmt: skip
+        bk = self.convention == "bk"
+        carried = {stream: self._carried.pop(stream, 0.0) for stream in streams} if bk else {}
         divisor = self.scale.update([
-            (found[i].episode_id, potentials[i][: found[i].steps])  # type: ignore[index]
-            for i in in_episode_order(found) if potentials[i] is not None
+            (stream, np.concatenate(([np.array([carried[stream]])] if bk else []) + rows[stream]))
+            for stream in streams
         ])  # fmt: skip
 
-        added: list[np.ndarray] = []
-        bonus_total, steps, chunks = 0.0, 0, 0
-        for i, piece in enumerate(found):
-            phi = potentials[i]
-            if phi is None:
-                added.append(np.zeros(0))
-                continue
-            prev = previous.get(i)
-            bonus = shaping_terms(
-                phi / divisor, gamma=self.gamma, coeff=self.coeff, terminated=piece.terminated,
-                convention=self.convention, previous=None if prev is None else prev / divisor,
-            )  # fmt: skip
-            added.append(bonus)
-            bonus_total += float(bonus.sum())
-            steps += piece.steps
-            chunks += 1
-        used = np.concatenate([p for p in potentials if p is not None])
+        added: list[np.ndarray] = [np.zeros(0)] * len(found)
+        for stream, members in streams.items():
+            if bk:
+                sequence = np.concatenate(rows[stream]) / divisor
+                bonus = shaping_terms(np.append(sequence, 0.0), gamma=self.gamma,
+                                      coeff=self.coeff, terminated=False, convention="bk",
+                                      previous=carried[stream] / divisor)  # fmt: skip
+                sizes = np.cumsum([found[i].steps for i in members])[:-1]
+                for i, piece in zip(members, np.split(bonus, sizes)):
+                    added[i] = piece
+                last = found[members[-1]]
+                if stream.startswith("slot:") or not last.terminated:
+                    self._carried[stream] = float(sequence[-1])
+            else:
+                for i in members:
+                    added[i] = shaping_terms(potentials[i] / divisor, gamma=self.gamma,  # type: ignore[operator]
+                                             coeff=self.coeff, terminated=found[i].terminated,
+                                             convention="ng")  # fmt: skip
+            last = found[members[-1]]
+            if not stream.startswith("slot:") and last.terminated:
+                self.scale.forget(stream)  # an untagged episode's stream ends with it
+        while len(self._carried) > self.MAX_STREAMS:
+            self._carried.popitem(last=False)
+
+        live = [i for i in range(len(found)) if potentials[i] is not None]
+        steps = sum(found[i].steps for i in live)
+        bonus_total = float(sum(added[i].sum() for i in live))
+        used = np.concatenate([potentials[i] for i in live]) if live else np.zeros(0)
         self._metrics = {
-            SHAPING_REWARD_MEAN: bonus_total / steps, SHAPING_RETURN_MEAN: bonus_total / chunks,
+            SHAPING_REWARD_MEAN: bonus_total / steps, SHAPING_RETURN_MEAN: bonus_total / len(live),
             POTENTIAL_MEAN: float(used.mean()) / divisor, POTENTIAL_DIVISOR: divisor,
+            ENV_SLOTS: float(sum(s.startswith("slot:") for s in streams)),
         } if steps else {}  # fmt: skip
         source_metrics = getattr(self.potential_fn, "metrics", None)
         if steps and callable(source_metrics):

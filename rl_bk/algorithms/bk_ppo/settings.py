@@ -65,6 +65,9 @@ class ShapingSettings(SettingsSection):
     #: BK's "bk" (F_t = gamma Phi(s_t) - Phi(s_{t-1}); the last step is not charged) or
     #: Ng et al.'s "ng" (F_t = gamma Phi(s_{t+1}) - Phi(s_t), Phi(terminal) = 0)
     shaping_convention: Literal["bk", "ng"] = "bk"
+    #: an episode's first windows: BK's "repeat-first" (filled with the first state and
+    #: action) or "short" (only the states there are)
+    episode_start_window: Literal["repeat-first", "short"] = "repeat-first"
 
 
 class BKSettings(ShapingSettings):

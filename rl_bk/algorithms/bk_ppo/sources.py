@@ -61,10 +61,18 @@ class LazySource:
         self.name = spec.kind
         self._source: PotentialSource | None = None
 
-    def __call__(self, chunks: Sequence[Chunk]) -> list[np.ndarray]:
+    @property
+    def source(self) -> PotentialSource:
         if self._source is None:
             self._source = self.spec.build()
-        return self._source(chunks)
+        return self._source
+
+    @property
+    def horizon(self) -> int:
+        return int(getattr(self.source, "horizon", 1))
+
+    def __call__(self, chunks: Sequence[Chunk]) -> list[np.ndarray]:
+        return self.source(chunks)
 
     def metrics(self) -> dict[str, float]:
         return self._source.metrics() if self._source is not None else {}

@@ -25,6 +25,7 @@ import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 
+from rl_bk.callbacks.env_slot import ENV_SLOT, SLOT_EPISODE
 from rl_bk.connectors.learner.rllib_internals import appended_one_step, episode_id_of
 from rl_bk.knowledge.trajectory import Chunk
 
@@ -41,6 +42,23 @@ class EpisodeChunk:
 
     def __repr__(self) -> str:
         return f"EpisodeChunk({self.episode_id!r}, steps={self.steps})"
+
+    @property
+    def env_slot(self) -> str | None:
+        """The env slot the episode ran in (:mod:`rl_bk.callbacks.env_slot`), None when its
+        env runner did not tag it."""
+        slot = self.episode.custom_data.get(ENV_SLOT)
+        return None if slot is None else str(slot)
+
+    @property
+    def stream(self) -> tuple[str, int, int]:
+        """Sorts the chunks of one env slot in time order: (slot, the runner's count of
+        episodes started, the chunk's first step); an untagged episode is a slot of its own."""
+        slot = self.env_slot
+        if slot is None:
+            return f"episode:{self.episode_id}", 0, int(self.episode.t_started)
+        order = int(self.episode.custom_data.get(SLOT_EPISODE, 0))
+        return f"slot:{slot}", order, int(self.episode.t_started)
 
     @property
     def starts_episode(self) -> bool:
@@ -132,6 +150,15 @@ def chunks_with_real_steps(piece: ConnectorV2, episodes: Any,
     renamed = appended_one_step(shared_data)
     artificial = 1 if renamed else 0
     return [EpisodeChunk(ep, len(ep) - artificial, episode_id_of(ep, renamed)) for ep in chunks]
+
+
+def by_env_slot(chunks: list[EpisodeChunk]) -> dict[str, list[int]]:
+    """Indices of ``chunks`` per env slot (:attr:`EpisodeChunk.stream`), each slot's in time
+    order: the order BK's per-slot rollout buffer holds them in."""
+    slots: dict[str, list[int]] = {}
+    for i in sorted(range(len(chunks)), key=lambda i: chunks[i].stream):
+        slots.setdefault(chunks[i].stream[0], []).append(i)
+    return slots
 
 
 def in_episode_order(chunks: list[EpisodeChunk]) -> list[int]:

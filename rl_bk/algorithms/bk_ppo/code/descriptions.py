@@ -36,8 +36,9 @@ potential from one state to the next, so it should grow as the agent makes real 
 {toward} and should not pay for wandering or for repeating the same action.
 
 {signature}
-`window` is the recent history, oldest first: at least 1 and at most {horizon} states (fewer \
-at the start of an episode). Each item is a dict {{"caption": str, "action": str | None}}: a \
+`window` is the recent history, oldest first: at least 1 and at most {horizon} states (near \
+the start of an episode it may be shorter, or begin with repeats of the episode's first \
+state). Each item is a dict {{"caption": str, "action": str | None}}: a \
 state's caption and the action the agent took in that state. The last item is the current \
 state; its "action" is None. Return the potential of the current state, one finite float, \
 ideally between 0 and 1.

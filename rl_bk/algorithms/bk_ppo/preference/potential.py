@@ -52,7 +52,7 @@ class PreferencePotential:
         ``reward_models_root``), an ``http://`` base URL of the app, ``"handle:<app name>"``
         (the app's deployment handle, looked up on first use), or a deployment handle."""
         self.model_dir = Path(model_dir)
-        self.horizon = horizon
+        self._horizon = horizon
         self.served = tuple(served) if served else None
         self.endpoint = endpoint
         self.reward_models_root = reward_models_root
@@ -83,11 +83,17 @@ class PreferencePotential:
         else:
             self._model, self._config = load_model(self.model_dir)
         trained = self._config.horizon
-        if self.horizon is None:
-            self.horizon = trained
-        if not 1 <= self.horizon <= trained:
+        if self._horizon is None:
+            self._horizon = trained
+        if not 1 <= self._horizon <= trained:
             raise ValueError(f"bk-pref was trained on windows of {trained} states; "
-                             f"horizon {self.horizon} is out of 1..{trained}")  # fmt: skip
+                             f"horizon {self._horizon} is out of 1..{trained}")  # fmt: skip
+
+    @property
+    def horizon(self) -> int:
+        """States per window (the trained one unless given; loads the model's config)."""
+        self._load()
+        return int(self._horizon)  # type: ignore[arg-type]
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -214,4 +220,4 @@ class PreferencePotential:
 
     def __repr__(self) -> str:
         how = f", served={self.served}" if self.served else ""
-        return f"PreferencePotential({str(self.model_dir)!r}, horizon={self.horizon}{how})"
+        return f"PreferencePotential({str(self.model_dir)!r}, horizon={self._horizon}{how})"

@@ -1,0 +1,31 @@
+"""Which env slot an episode ran in, written into the episode when it starts.
+
+BK's ``train_rs.py`` (after CleanRL's RND) normalises its potential with one discounted
+running sum per env slot, running on across episodes, and charges an episode's first step
+against the last potential of the episode that ran before it in the same slot. RLlib's learner
+sees episode chunks, not slots, so each env runner tags every new episode with its slot
+(``"<runner index>/<env index>"``) and a number that grows with each episode the runner
+starts, which orders one slot's episodes in time. RLlib copies ``custom_data`` into every
+later chunk of the episode (``SingleAgentEpisode.cut``), so every chunk carries both.
+
+One dictionary write per episode start; nothing runs per env step.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+#: ``episode.custom_data`` keys.
+ENV_SLOT = "env_slot"
+SLOT_EPISODE = "slot_episode"
+
+_started = itertools.count()  # per process, so per env runner: only order matters
+
+
+def tag_env_slot(*, episode: Any, env_runner: Any = None, env_index: int = 0,
+                 **kwargs: Any) -> None:  # fmt: skip
+    """RLlib ``on_episode_start`` callback (``config.callbacks(on_episode_start=...)``)."""
+    runner = int(getattr(env_runner, "worker_index", 0) or 0)
+    episode.custom_data[ENV_SLOT] = f"{runner}/{int(env_index)}"
+    episode.custom_data[SLOT_EPISODE] = next(_started)
