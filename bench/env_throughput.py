@@ -359,6 +359,115 @@ def ppo_vs_appo(families: list[str], iterations: int, rounds: int, scale: float,
     return out
 
 
+#: APPO layouts tried on BabyAI-Text (``--appo-layouts``): name -> (task overrides, APPO
+#: ``training(...)`` overrides). Each changes one thing from the task's file, or two together.
+APPO_LAYOUTS: dict[str, tuple[dict, dict]] = {
+    "task": ({}, {}),
+    # one env runner with 8 envs (the task: 2 x 4), so sampling and learning get a core each
+    "1x8": ({"env_runners": {"num_env_runners": 1, "num_envs_per_env_runner": 8}}, {}),
+    # each batch trained on once (RLlib's default: twice), less learner work per env step
+    "1-pass": ({"appo": {"circular_buffer_iterations_per_batch": 1}}, {}),
+    # the main loop syncs weights (and waits for the learner) every 4 updates, not every one
+    "broadcast-4": ({}, {"broadcast_interval": 4}),
+    "1x8+1-pass": (
+        {"env_runners": {"num_env_runners": 1, "num_envs_per_env_runner": 8},
+         "appo": {"circular_buffer_iterations_per_batch": 1}}, {}),
+}  # fmt: skip
+
+
+def with_overrides(task, overrides: dict):
+    """``task`` with nested section fields replaced (``{"appo": {"num_epochs": 2}}``)."""
+    update = {section: getattr(task, section).model_copy(update=fields)
+              for section, fields in overrides.items()}  # fmt: skip
+    return task.model_copy(update=update)
+
+
+def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
+                 pairs: int) -> dict:  # fmt: skip
+    """BabyAI-Text's task on PPO (its file's layout) and on APPO in each of ``layouts``, each
+    a fresh build timed by :func:`timed_run`, rounds in alternating order, against the raw
+    captioned rate measured just before."""
+    import ray
+
+    from rl_bk.experiments.methods import get_method
+    from rl_bk.experiments.task_config import load_task
+
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+             logging_level="ERROR")
+    env_registry.register_all()
+    task = load_task(TASKS["babyai"])
+    try:
+        raw = raw_throughput(task.env, int(ROUND_STEPS["babyai"] * scale), pairs)
+        raw_rate = raw["steps_per_s_captioned"]
+        names = ["PPO (task)"] + [f"APPO: {name}" for name in layouts]
+        runs: dict[str, list[dict]] = {n: [] for n in names}
+        described: dict[str, str] = {}
+        for i in range(rounds):
+            for name in names if i % 2 == 0 else names[::-1]:
+                if name == "PPO (task)":
+                    variant, algorithm, training = task, "ppo", {}
+                else:
+                    overrides, training = APPO_LAYOUTS[name.removeprefix("APPO: ")]
+                    variant, algorithm = with_overrides(task, overrides), "appo"
+                config = get_method("ppo").build(
+                    variant.model_copy(update={"algorithm": algorithm}), 0, {})
+                config.evaluation(evaluation_interval=None)
+                if training:
+                    config.training(**training)
+                appo = algorithm == "appo"
+                run = timed_run(config, iterations, APPO_TIMERS if appo else TIMERS,
+                                LEARNER_THREAD_TIMERS if appo else None)  # fmt: skip
+                runs[name].append(run)
+                described[name] = (
+                    f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} "
+                    f"envs, batch {config.train_batch_size_per_learner}"
+                    + (f", fragment {config.rollout_fragment_length}, buffer "
+                       f"{config.circular_buffer_num_batches} x "
+                       f"{config.circular_buffer_iterations_per_batch} passes, broadcast "
+                       f"every {config.broadcast_interval}" if appo else ""))  # fmt: skip
+                print(f"{name} round {i}: {run['env_steps_per_s']:.0f} env steps/s = "
+                      f"{run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "
+                      f"({raw_rate:.0f} steps/s, same run)")  # fmt: skip
+    finally:
+        ray.shutdown()
+    pooled = {n: {**pool(r), "layout": described[n]} for n, r in runs.items()}
+    for r in pooled.values():
+        r["over_raw"] = r["env_steps_per_s"] / raw_rate
+    return {"task": task.name, "raw_captioned_steps_per_s_same_run": raw_rate, "raw": raw,
+            "pooled": pooled, "runs": runs}  # fmt: skip
+
+
+LAYOUTS_HEADING = "## APPO layouts on BabyAI-Text"
+
+
+def layouts_section(result: dict, meta: dict) -> list[str]:
+    """The markdown section of :func:`appo_layouts`'s results."""
+    raw = result["raw_captioned_steps_per_s_same_run"]
+    ppo = result["pooled"]["PPO (task)"]["env_steps_per_s"]
+    lines = [
+        LAYOUTS_HEADING, "",
+        f"Command: `{meta['command']}` — {meta['date']}, {meta['machine']}, load average at "
+        f"end {meta['load_average_at_end'][0]:.1f}.", "",
+        f"{result['task']} as its file sets it on PPO, and on APPO with one change at a time: "
+        f"{meta['rounds']} rounds, the order reversed in every other one, each a fresh build, "
+        f"one warm-up iteration then {meta['iterations']} timed, evaluation off; raw captioned "
+        f"rate ({raw:.0f} steps/s) measured just before, in the same run. Timers as in the "
+        f"section below.", "",
+        "| run | layout | env steps/s | / raw captioned | / PPO | samples trained per env step "
+        "| learner thread: update | learner thread: waiting | env runners: share in sample() |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for name, r in result["pooled"].items():
+        t = r["timers_s"]
+        lines.append(
+            f"| {name} | {r['layout']} | {r['env_steps_per_s']:.0f} | {r['over_raw']:.2f} | "
+            f"{r['env_steps_per_s'] / ppo:.2f} | {_s(r['samples_trained_per_env_step'], 2)} | "
+            f"{_s(t.get('learner thread: update', math.nan))} | "
+            f"{_s(t.get('learner thread: waiting for a batch', math.nan))} | "
+            f"{_s(t.get('env runners sampling share', math.nan), 2)} |")  # fmt: skip
+    return lines + [""]
+
+
 def pool(runs: list[dict]) -> dict:
     """Rounds of one algorithm together: env steps over wall time, timers per iteration."""
     iterations = sum(r["iterations"] for r in runs)
@@ -467,6 +576,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--appo-only", action="store_true",
                    help="only PPO against APPO: rewrites that section of the results "
                    "and leaves the rest")  # fmt: skip
+    p.add_argument("--appo-layouts", metavar="NAMES",
+                   help="only APPO's layouts on BabyAI-Text (comma-separated, of: "
+                        f"{', '.join(APPO_LAYOUTS)}; or all): rewrites that section")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
     families = [f for f in args.families.split(",") if f]
@@ -496,6 +608,24 @@ def main(argv: list[str] | None = None) -> int:
                 "load_average_at_end": os.getloadavg(), "iterations": iters, "rounds": rounds,
                 "raw_pairs": pairs}  # fmt: skip
         return {"meta": meta, **appo}, appo_section(appo, meta, iters, rounds, pairs)
+
+    if args.appo_layouts:
+        layouts = (list(APPO_LAYOUTS) if args.appo_layouts == "all"
+                   else [n.strip() for n in args.appo_layouts.split(",") if n.strip()])
+        unknown = [n for n in layouts if n not in APPO_LAYOUTS]
+        if unknown:
+            p.error(f"unknown APPO layouts {unknown}; known: {', '.join(APPO_LAYOUTS)}")
+        command = f"python -m bench.env_throughput --appo-layouts {args.appo_layouts}" + (
+            " --quick" if args.quick else "")
+        result = appo_layouts(layouts, iters, rounds, scale, pairs)
+        meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine,
+                "load_average_at_end": os.getloadavg(), "iterations": iters, "rounds": rounds}
+        old = json.loads(json_path.read_text()) if json_path.is_file() else {}
+        json_path.write_text(json.dumps({**old, "appo_layouts": {"meta": meta, **result}},
+                                        indent=2))  # fmt: skip
+        replace_section(md_path, LAYOUTS_HEADING, layouts_section(result, meta))
+        print(f"wrote {md_path}")
+        return 0
 
     if args.appo_only:
         appo, section = appo_part()
