@@ -1023,14 +1023,10 @@ def _area_lines(mine: dict[str, list[dict]], steps: int, every: int) -> list[str
             f"bootstrap interval {interval_text(d)}.", ""]
 
 
-def _superseded(facts: dict, potential: str) -> dict[str, list[dict]]:
-    """Earlier rl-bk records of this potential's parts (``--rerun``), by the commit they ran at."""
-    by_commit: dict[str, list[dict]] = {}
-    for part, records in facts.get("superseded", {}).items():
-        if part.split("/")[1] == potential:
-            for f in records:
-                by_commit.setdefault(str(f.get("commit")), []).append(f)
-    return by_commit
+def _superseded(facts: dict, potential: str) -> list[dict]:
+    """The latest earlier rl-bk record of each of this potential's parts (``--rerun``)."""
+    return [records[-1] for part, records in sorted(facts.get("superseded", {}).items())
+            if part.split("/")[1] == potential and records]  # fmt: skip
 
 
 def supersede(out: Output, facts: dict, finished: dict[str, dict], chosen: list[str]) -> None:
@@ -1083,11 +1079,11 @@ def write_report(out: Output, facts: dict, finished: dict[str, dict]) -> None:
                   + "; ".join(f"{IMPLEMENTATIONS[i]} {_cell(v)}" for i, v in sps.items()) + ".",
                   ""]  # fmt: skip
         lines += _area_lines(mine, facts["steps"], every)
-        for commit, earlier in _superseded(facts, pot).items():
-            area = _area_lines({"bk": mine["bk"], "rl-bk": earlier}, facts["steps"], every)
-            if area:
-                lines += [f"Superseded: rl-bk at `{commit}`, before a fix (seeds "
-                          f"{sorted(f['seed'] for f in earlier)}). " + area[0], ""]
+        earlier = _superseded(facts, pot)
+        area = _area_lines({"bk": mine["bk"], "rl-bk": earlier}, facts["steps"], every)
+        if area:
+            commits = ", ".join(sorted({f"`{f.get('commit')}`" for f in earlier}))
+            lines += [f"Superseded (rl-bk before the last fix, at {commits}): " + area[0], ""]
         residual = max((e.get("success_residual", 0) for f in mine["bk"] for e in f["evals"]),
                        default=0)  # fmt: skip
         if residual > 0.2:
@@ -1122,24 +1118,29 @@ def plot(out: Output, finished: dict[str, dict], facts: dict) -> bool:
 
     if not finished:
         return False
+    grid, every = _grid(facts["steps"])
     fig, axes = plt.subplots(2, len(POTENTIALS), figsize=(11, 7), squeeze=False)
     for col, (pot, title) in enumerate(POTENTIALS.items()):
         for row, key in enumerate(("success", "return")):
             ax = axes[row][col]
-            for impl, label in IMPLEMENTATIONS.items():
-                runs = [f["evals"] for p, f in finished.items()
-                        if p.startswith(f"{impl}/{pot}/") and f["evals"]]  # fmt: skip
+            curves = [(label, [f["evals"] for p, f in finished.items()
+                               if p.startswith(f"{impl}/{pot}/") and f["evals"]], "-")
+                      for impl, label in IMPLEMENTATIONS.items()]  # fmt: skip
+            earlier = [f["evals"] for f in _superseded(facts, pot) if f["evals"]]
+            curves.append(("rl-bk before the last fix", earlier, "--"))
+            for label, runs, style in curves:
                 if not runs:
                     continue
-                steps = sorted(set.intersection(*[{e["env_steps"] for e in r} for r in runs]))
-                if not steps:
+                # Each run on the evaluation grid (the two implementations evaluate at
+                # slightly different env steps): its evaluation nearest each grid point.
+                values = np.array([[_at(r, b, every, key) for b in grid] for r in runs])
+                keep = ~np.isnan(values).any(0)
+                if not keep.any():
                     continue
-                values = np.array([[next(e[key] for e in r if e["env_steps"] == s)
-                                    for s in steps] for r in runs], dtype=float)  # fmt: skip
-                x = np.array(steps) / 1000
-                (line,) = ax.plot(x, values.mean(0), marker=".",
+                x, values = np.array(grid)[keep] / 1000, values[:, keep]
+                (line,) = ax.plot(x, values.mean(0), marker=".", linestyle=style,
                                   label=f"{label} ({len(runs)} seed{'s' * (len(runs) > 1)})")
-                ax.fill_between(x, values.min(0), values.max(0), alpha=0.2,
+                ax.fill_between(x, values.min(0), values.max(0), alpha=0.15,
                                 color=line.get_color())  # fmt: skip
             ax.set_title(f"{title}" if row == 0 else "")
             ax.set_xlabel("env steps (thousands)")
