@@ -540,6 +540,48 @@ def agreement(port: list[float], reference: dict[str, list], tol: float = 1e-9) 
     }  # fmt: skip
 
 
+def rl_path_values(episodes: list[Episode], potential: str, horizon: int,
+                   chunk_steps: int = 128) -> list[float]:  # fmt: skip
+    """The potential of each state as rl-bk's shaping term computes it in training: each
+    episode cut into RLlib chunks of ``chunk_steps`` (one per train batch), the chunks of a
+    batch through :class:`PotentialShaping`'s potentials (BK's padding at an episode's start,
+    the history carried across cuts), with the BK-Code source rl-bk trains with."""
+    import numpy as np
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+    from rl_bk.algorithms.bk_ppo.code.potential import CodePotential
+    from rl_bk.algorithms.bk_ppo.potential_shaping import PotentialShaping
+    from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
+
+    shaping = PotentialShaping(potential_fn=CodePotential(potential, family="babyai",
+                                                          horizon=horizon),
+                               gamma=0.99, normalization="none")  # fmt: skip
+    pieces: list[list] = []  # per episode, its chunks in order
+    for ep in episodes:
+        caps = list(ep.captions or captions_of(ep))  # a copy: one state is appended
+        obs = [np.asarray(img, np.float32).reshape(-1) / 10 for img in ep.images]
+        # One state more than the actions: the state after the last action (not valued).
+        obs.append(obs[-1]), caps.append(caps[-1])
+        sa = SingleAgentEpisode(observations=[obs[0]], infos=[{"caption": caps[0]}],
+                                len_lookback_buffer=0)  # fmt: skip
+        chunks = []
+        for t, a in enumerate(ep.actions):
+            sa.add_env_step(obs[t + 1], a, 0.0, infos={"caption": caps[t + 1]},
+                            terminated=t == len(ep.actions) - 1)  # fmt: skip
+            if len(sa) == chunk_steps and t < len(ep.actions) - 1:
+                chunks.append(sa)
+                sa = sa.cut()
+        chunks.append(sa)
+        pieces.append([c.to_numpy() for c in chunks])
+    values: list[list[float]] = [[] for _ in episodes]
+    for batch in range(max(len(p) for p in pieces)):
+        here = [(i, p[batch]) for i, p in enumerate(pieces) if batch < len(p)]
+        found = [EpisodeChunk(c, len(c), c.id_) for _, c in here]
+        for (i, _), piece, phi in zip(here, found, shaping._potentials(found)):
+            values[i].extend(float(v) for v in phi[: piece.steps])
+    return [v for per_episode in values for v in per_episode]
+
+
 def random_episodes_rl_bk(n: int, seed: int = 0) -> list[Episode]:
     """``n`` states of random play in rl-bk's RedBall-S20, cut into episodes of random length
     (more episode starts than full episodes give), with the raw views (unit tests)."""
@@ -654,6 +696,11 @@ def check_port(out: Output, potential: str, n: int, seed: int = 0) -> dict:
     horizon = load_task(TASK).knowledge.code.horizon
     reference = reference_values(episodes, rl_file.read_text(), horizon)
     result = agreement(list(d["values"]), reference)
+    # rl-bk's training path on the same states: chunks cut every 16 steps (more cuts than
+    # training makes), BK's padding, the history carried across cuts.
+    in_training = rl_path_values(episodes, rl_file.read_text(), horizon, chunk_steps=16)
+    result["rl_path_agree"] = int(sum(abs(a - b) <= 1e-9 for a, b in zip(in_training,
+                                                                         d["values"])))
     decoded = load_function((bk_dir / "code-final.py").read_text(), "port_image")
     result["views_decoded"] = int(sum(np.array_equal(decoded(o), i)
                                       for o, i in zip(d["observations"], d["images"])))  # fmt: skip
@@ -665,7 +712,8 @@ def check_port(out: Output, potential: str, n: int, seed: int = 0) -> dict:
           f"{result['transitions']:,}; {result['carried_states']:,} states carrying; "
           f"{result['window_differs']} windows where BK's and rl-bk's own give different "
           f"potentials ({result['window_differs_at_episode_start']} at episode starts, "
-          f"{result['episode_starts']} starts); time limits seen: {result['max_steps']}",
+          f"{result['episode_starts']} starts); rl-bk's training path agrees with BK's loader on "
+          f"{result['rl_path_agree']:,}; time limits seen: {result['max_steps']}",
           flush=True)  # fmt: skip
     if result["agree"] != result["transitions"]:
         i = result["disagree"][0]
@@ -673,6 +721,11 @@ def check_port(out: Output, potential: str, n: int, seed: int = 0) -> dict:
                          f"{result['transitions'] - result['agree']} of {result['transitions']} "
                          f"transitions (first: state {i}, port {d['values'][i]!r}, rl-bk "
                          f"{reference['bk'][i]!r}); the port is wrong: do not run the check")
+    if result["rl_path_agree"] != result["transitions"]:
+        raise CheckError(f"rl-bk's training path gives other potentials than BK's loader on "
+                         f"{result['transitions'] - result['rl_path_agree']} of "
+                         f"{result['transitions']} states (bench.bk_reference_check."
+                         "rl_path_values): rl-bk does not shape as BK does")  # fmt: skip
     if result["views_decoded"] != result["transitions"]:
         raise CheckError("BK's observations do not decode to minigrid's views on "
                          f"{result['transitions'] - result['views_decoded']} states")
@@ -942,7 +995,11 @@ def _plan(facts: dict) -> list[str]:
             f"{check['agree']:,} of {check['transitions']:,} transitions agree; "
             f"{check['window_differs']} of them differ between BK's window and rl-bk's own "
             f"({check['window_differs_at_episode_start']} at episode starts, of "
-            f"{check['episode_starts']}).")  # fmt: skip
+            f"{check['episode_starts']})"
+            + (f"; rl-bk's training path (its shaping term's potentials on the same states, "
+               f"cut into chunks of 16 steps) agrees with BK's loader on "
+               f"{check['rl_path_agree']:,}" if "rl_path_agree" in check else "")
+            + ".")  # fmt: skip
     lines += ["", *_settings_table(facts), ""]
     return lines
 

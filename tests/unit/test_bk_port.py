@@ -35,6 +35,16 @@ def test_port_agrees_with_rl_bk_on_random_transitions(oracle, episodes):
     assert result["episode_starts"] == len(episodes)
 
 
+def test_rl_bks_training_path_values_every_state_with_bks_window(oracle, episodes):
+    # The shaping term's potentials, the episodes cut into chunks of 16 steps (a cut every
+    # train batch, more often than training cuts), equal rl-bk's function on BK's window:
+    # BK's padding at episode starts, the history carried across every cut.
+    reference = check.reference_values(episodes, oracle, horizon=5)
+    in_training = check.rl_path_values(episodes, oracle, horizon=5, chunk_steps=16)
+    np.testing.assert_allclose(in_training, reference["bk"])
+    assert not np.allclose(reference["bk"], reference["rl_bk"])  # the padding matters here
+
+
 def test_port_rebuilds_rl_bk_captions_from_bk_observations(oracle, episodes):
     bk_code = check.bk_format_code(oracle, horizon=5)
     port_image = check.load_function(bk_code, "port_image")
