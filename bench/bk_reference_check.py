@@ -1100,6 +1100,27 @@ def supersede(out: Output, facts: dict, finished: dict[str, dict], chosen: list[
               flush=True)  # fmt: skip
 
 
+def _pooled_lines(facts: dict, finished: dict[str, dict]) -> list[str]:
+    """The primary measure over the plan's seeds and those of other runs of this check
+    (``--pool NAME,...``: each ``--out NAME`` run with other ``--seeds``), per potential."""
+    names, pooled = facts.get("pool") or [], facts.get("pooled_parts") or {}
+    if not names or not pooled:
+        return []
+    every = _grid(facts["steps"])[1]
+    parts_seen = {**pooled, **finished}  # the plan's own parts where both have one
+    lines = ["### Every seed run so far", "",
+             f"The plan's seeds pooled with the runs of this check on other seeds "
+             f"({', '.join(f'`--out {n}`' for n in names)}; same steps, same potentials, "
+             f"same evaluation). Seeds were added, none dropped.", ""]  # fmt: skip
+    for pot, title in POTENTIALS.items():
+        mine = {impl: [f for p, f in parts_seen.items() if p.startswith(f"{impl}/{pot}/")]
+                for impl in IMPLEMENTATIONS}  # fmt: skip
+        area = _area_lines(mine, facts["steps"], every)
+        if area:
+            lines += [f"- {title}: " + area[0]]
+    return lines + [""]
+
+
 def write_report(out: Output, facts: dict, finished: dict[str, dict]) -> None:
     from bench.study import write_keeping_reading
 
@@ -1158,6 +1179,7 @@ def write_report(out: Output, facts: dict, finished: dict[str, dict]) -> None:
     if len(ran) > 1:
         lines += ["Warning: rl-bk's parts ran with different settings (the task file changed "
                   "during the check); each part's are in the JSON.", ""]
+    lines += _pooled_lines(facts, finished)
     todo = [p for p in parts(facts["seeds"]) if p not in finished]
     if todo:
         lines += [f"Still to run: {', '.join(todo)}.", ""]
@@ -1247,6 +1269,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parts", help="comma-separated part prefixes to run: bk, rl-bk/zero, "
                    "bk/oracle/1 (default: all)")  # fmt: skip
     p.add_argument("--report-only", action="store_true", help="rewrite the report and stop")
+    p.add_argument("--pool", metavar="NAMES",
+                   help="with the plan's report: pool its seeds with those of other runs of "
+                        "this check (their --out names, comma-separated; '' for none)")
     p.add_argument("--rerun", action="store_true",
                    help="run the chosen rl-bk parts again even if finished (after a fix); "
                         "their earlier records are kept as superseded")
@@ -1273,6 +1298,20 @@ def _main(args: argparse.Namespace) -> int:
     if args.report_only and not out.json.is_file():
         print(f"[{NAME}] nothing to report: {_rel(out.json)} does not exist (no check ran yet)")
         return 0
+    if args.pool is not None:
+        # The other runs' finished parts are copied into this report's JSON (their folders
+        # under bench/runs/ are not committed).
+        facts["pool"] = [n.strip() for n in args.pool.split(",") if n.strip()]
+        facts["pooled_parts"] = {}
+        for name in facts["pool"]:
+            other = output_for(args.steps, [], name)
+            if not other.json.is_file():
+                raise CheckError(f"--pool {name}: no {_rel(other.json)}")
+            other_facts = json.loads(other.json.read_text())
+            if other_facts.get("steps") != facts["steps"]:
+                raise CheckError(f"--pool {name} ran {other_facts.get('steps')} env steps, "
+                                 f"not {facts['steps']}")  # fmt: skip
+            facts["pooled_parts"].update(other_facts.get("finished", {}))
     if args.report_only:
         write_report(out, facts, finished)
         print(f"[{NAME}] report: {_rel(out.md)}")

@@ -462,8 +462,8 @@ def layouts_section(result: dict, meta: dict) -> list[str]:
         lines.append(
             f"| {name} | {r['layout']} | {r['env_steps_per_s']:.0f} | {r['over_raw']:.2f} | "
             f"{r['env_steps_per_s'] / ppo:.2f} | {_s(r['samples_trained_per_env_step'], 2)} | "
-            f"{_s(t.get('learner thread: update', math.nan))} | "
-            f"{_s(t.get('learner thread: waiting for a batch', math.nan))} | "
+            f"{_s(t.get('learner thread update', math.nan))} | "
+            f"{_s(t.get('learner thread waiting', math.nan))} | "
             f"{_s(t.get('env runners sampling share', math.nan), 2)} |")  # fmt: skip
     return lines + [""]
 

@@ -1,0 +1,186 @@
+"""Checks behind the BK reference check's open gap (``bench/results/bk-reference-check.md``):
+with the same oracle potential rl-bk learns less than BK's ``train_rs.py``, while with a zero
+potential the two match. Each check rules one place out, and says so or fails:
+
+- ``levels``: BK's registered ``BabyAI-Text-GoToLocal-RedBall-S20`` (its own minigrid fork,
+  in its own environment) and rl-bk's task env make the same level from each seed: every
+  object's type, colour and position, the agent's position and direction, the time limit.
+- ``gae``: in a live PPO learner (the task's config, one local env runner) the rewards GAE
+  reads are the shaped ones: with Phi(s_t) = 100 t (t within the window-extended chunk)
+  BK's convention pays gamma Phi(s_t) - Phi(s_{t-1}) = 100 - t inside an episode.
+- ``captions``: in the same learner the shaping term reads, for every state of every chunk,
+  the caption of the observation it came with (rl-bk's captioner on the view).
+
+    python -m bench.bk_gap_checks                 # all three, ~2 min
+    python -m bench.bk_gap_checks --checks levels --seeds 400
+
+BK's environment is the reference check's (``--setup-bk-env`` there). Results print and go
+to ``bench/results/bk-gap-checks.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from bench.bk_reference_check import BK_ENV_ID, BK_SRC, TASK, bk_python, bk_run_env
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "bk-gap-checks.json"
+
+#: One line per seed: the level as minigrid holds it after reset (both envs are minigrid
+#: RoomGridLevels; ``level`` is the unwrapped one).
+_LEVEL_LINES = r"""
+def level_lines(level, seeds):
+    out = []
+    for s in range(seeds):
+        level.reset(seed=s)
+        objs = sorted((o.type, o.color, int(o.cur_pos[0]), int(o.cur_pos[1]))
+                      for o in level.grid.grid if o is not None and o.type != "wall")
+        out.append(repr((objs, tuple(int(v) for v in level.agent_pos), int(level.agent_dir),
+                         int(level.max_steps))))
+    return out
+"""
+
+_BK_LEVELS = _LEVEL_LINES + r"""
+import sys, json
+import gymnasium as gym
+import babyai_envs  # noqa: F401  (BK's registrations)
+level = gym.make(sys.argv[1]).unwrapped
+print(json.dumps(level_lines(level, int(sys.argv[2]))))
+"""
+
+
+def check_levels(seeds: int) -> dict:
+    run = subprocess.run([str(bk_python()), "-c", _BK_LEVELS, BK_ENV_ID, str(seeds)],
+                         cwd=BK_SRC, capture_output=True, text=True, env=bk_run_env())  # fmt: skip
+    if run.returncode != 0:
+        raise SystemExit("BK's env did not run (set it up with `python -m "
+                         "bench.bk_reference_check --bk-repo PATH --setup-bk-env`):\n"
+                         + "\n".join(run.stderr.strip().splitlines()[-8:]))
+    bk = json.loads(run.stdout.strip().splitlines()[-1])
+    import env_registry
+    from rl_bk.experiments.task_config import load_task
+
+    task = load_task(TASK)
+    env = env_registry.make_env(task.env, task.env_config)
+    namespace: dict = {}
+    exec(_LEVEL_LINES, namespace)
+    ours = namespace["level_lines"](env.unwrapped.level, seeds)
+    same = sum(a == b for a, b in zip(bk, ours))
+    return {"seeds": seeds, "same_levels": same, "ok": same == seeds,
+            "first_differing_seed": next((i for i, (a, b) in enumerate(zip(bk, ours))
+                                          if a != b), None)}  # fmt: skip
+
+
+class TimeIndex:
+    """Phi(s_t) = 100 t, t the state's index in the (window-extended) chunk."""
+
+    name, horizon = "time-index", 1
+
+    def __init__(self, path: str = ""):
+        pass
+
+    def __call__(self, chunks):
+        return [100.0 * np.arange(len(c.captions), dtype=np.float64) for c in chunks]
+
+    def metrics(self) -> dict:
+        return {}
+
+
+def check_learner(iterations: int) -> dict:
+    """``gae`` and ``captions`` in one live learner."""
+    import ray
+    from ray.rllib.connectors.learner import general_advantage_estimation as gae
+    from ray.rllib.core.columns import Columns
+
+    import env_registry
+    from env_registry.babyai.captioner import caption_babyai
+    from rl_bk.algorithms.bk_ppo import ShapedPPOConfig, potential_shaping, sources
+    from rl_bk.experiments.ppo_config import base_ppo_config
+    from rl_bk.experiments.task_config import load_task
+
+    rewards_seen: list[np.ndarray] = []
+    captions = {"states": 0, "mismatch": 0}
+    original_gae = gae.GeneralAdvantageEstimation.__call__
+    original_shaping = potential_shaping.PotentialShaping.__call__
+
+    def gae_spy(self, *, rl_module, batch, episodes, **kw):
+        for module_batch in batch.values():
+            rewards_seen.append(np.asarray(module_batch[Columns.REWARDS], np.float64).copy())
+        return original_gae(self, rl_module=rl_module, batch=batch, episodes=episodes, **kw)
+
+    def shaping_spy(self, found, rl_module=None):
+        for piece in found:
+            if piece.steps == 0:
+                continue
+            chunk = piece.as_chunk()
+            for obs, caption in zip(chunk.observations, chunk.captions):
+                view = np.rint(obs[:147].reshape(7, 7, 3) * 10).astype(np.int64)
+                captions["states"] += 1
+                # Without the carried object (the view alone): a state carrying one differs.
+                captions["mismatch"] += caption_babyai(view, None) != caption
+        return original_shaping(self, found, rl_module)
+
+    gae.GeneralAdvantageEstimation.__call__ = gae_spy
+    potential_shaping.PotentialShaping.__call__ = shaping_spy
+    sources.LOADERS["time-index"] = f"{__name__}:TimeIndex"
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    try:
+        env_registry.register_all()
+        task = load_task(TASK)
+        config = base_ppo_config(task, 0, {}, config=ShapedPPOConfig())
+        config.env_runners(num_env_runners=0).evaluation(evaluation_interval=None)
+        config.training(potential=sources.SourceSpec("time-index", "unused"),
+                        potential_normalization="none", extrinsic_coeff=10.0)  # fmt: skip
+        algo = config.build_algo()
+        for _ in range(iterations):
+            algo.train()
+        algo.stop()
+    finally:
+        ray.shutdown()
+        gae.GeneralAdvantageEstimation.__call__ = original_gae
+        potential_shaping.PotentialShaping.__call__ = original_shaping
+    rewards = np.concatenate(rewards_seen)
+    # Inside an episode 100 - t (0 <= t < 132 in a 128-step chunk after 4 states of BK's
+    # padding), plus 10 x the env reward; at an episode's start in a slot, -Phi of the slot's
+    # previous state; PPO's artificial steps 0.
+    inside = rewards[(rewards > -40) & (rewards <= 110)]
+    return {
+        "gae": {"rewards": int(rewards.size), "max": float(rewards.max()),
+                "min": float(rewards.min()),
+                "share_shaped": float(np.mean(np.abs(rewards) > 1e-9)),
+                "ok": bool(rewards.max() >= 90 and rewards.min() < -100 and inside.size)},
+        "captions": {**captions, "ok": captions["mismatch"] <= 0.01 * captions["states"]},
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checks", default="levels,gae,captions")
+    p.add_argument("--seeds", type=int, default=400, help="levels compared (seeds 0..N-1)")
+    p.add_argument("--iterations", type=int, default=4, help="PPO iterations of the learner")
+    args = p.parse_args(argv)
+    checks = {c.strip() for c in args.checks.split(",") if c.strip()}
+    unknown = checks - {"levels", "gae", "captions"}
+    if unknown:
+        p.error(f"unknown checks {sorted(unknown)}; known: levels, gae, captions")
+    out: dict = {"command": "python -m bench.bk_gap_checks " + " ".join(argv or sys.argv[1:])}
+    if "levels" in checks:
+        out["levels"] = check_levels(args.seeds)
+    if checks & {"gae", "captions"}:
+        out.update({k: v for k, v in check_learner(args.iterations).items() if k in checks})
+    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    for name, result in out.items():
+        if name != "command":
+            print(f"{name}: {'ok' if result['ok'] else 'FAILED'} {result}")
+    return 0 if all(r["ok"] for k, r in out.items() if k != "command") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
