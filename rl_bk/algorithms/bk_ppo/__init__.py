@@ -2,7 +2,10 @@
 knowledge, in three forms (BK-Code, BK-Pref, BK-Goal; mansicer/background-knowledge-rl).
 
 - :mod:`.config`: :class:`ShapedPPOConfig`, RLlib's PPO with the shaping reward term;
-- :mod:`.potential_shaping`: that term (``PotentialShaping``), the formula and its conventions;
+- :mod:`.potential_shaping`: that term (``PotentialShaping``), the formula and its conventions,
+  run per env slot as BK's code runs it;
+- :mod:`.window_history`: the states before a chunk's first (and BK's padding at an episode's
+  start), so that every window reads its whole history;
 - :mod:`.potential`, :mod:`.sources`, :mod:`.window_memo`: what a potential source is, the
   loaders that build one from an artifact folder (``SourceSpec``, ``LazySource``), and the
   memo of windows already scored;
