@@ -8,11 +8,15 @@ potential the two match. Each check rules one place out, and says so or fails:
 - ``gae``: in a live PPO learner (the task's config, one local env runner) the rewards GAE
   reads are the shaped ones: with Phi(s_t) = 100 t (t within the window-extended chunk)
   BK's convention pays gamma Phi(s_t) - Phi(s_{t-1}) = 100 - t inside an episode.
+- ``gae-math``: RLlib's value targets (``compute_value_targets``, on the flags
+  ``AddOneTsToEpisodesAndTruncate`` writes: terminated or truncated on the last real step, an
+  unflagged artificial step after it) equal CleanRL's GAE, which BK's ``train_rs.py`` runs,
+  on a terminated episode and on a chunk cut mid-episode (random rewards and values).
 - ``captions``: in the same learner the shaping term reads, for every state of every chunk,
   the caption of the observation it came with (rl-bk's captioner on the view, the carried
   object read from the agent's cell as minigrid draws it).
 
-    python -m bench.bk_gap_checks                 # all three, ~2 min
+    python -m bench.bk_gap_checks                 # all four, ~2 min
     python -m bench.bk_gap_checks --checks levels --seeds 400
 
 BK's environment is the reference check's (``--setup-bk-env`` there). Results print and go
@@ -165,19 +169,50 @@ def check_learner(iterations: int) -> dict:
     }  # fmt: skip
 
 
+def check_gae_math(gamma: float = 0.99, lambda_: float = 0.95, seed: int = 0) -> dict:
+    from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets
+
+    rng = np.random.default_rng(seed)
+    # A: 5 steps, terminated; B: 4 steps, cut (bootstraps from V(s_4)). Each + 1 artificial
+    # step (reward 0, unflagged), whose value is V of the state after the last step.
+    r_a, v_a, r_b, v_b = rng.normal(size=5), rng.normal(size=6), rng.normal(size=4), rng.normal(size=5)
+    values = np.concatenate([v_a, v_b])
+    rewards = np.concatenate([r_a, [0.0], r_b, [0.0]])
+    terminateds, truncateds = np.zeros(11), np.zeros(11)
+    terminateds[4], truncateds[9] = 1.0, 1.0
+    targets = compute_value_targets(values=values, rewards=rewards, terminateds=terminateds,
+                                    truncateds=truncateds, gamma=gamma, lambda_=lambda_)  # fmt: skip
+
+    def cleanrl(r, v, next_value, done):  # train_rs.py's loop for one env, one rollout
+        adv, last = np.zeros(len(r)), 0.0
+        for t in reversed(range(len(r))):
+            nonterminal = 0.0 if (t == len(r) - 1 and done) else 1.0
+            nxt = next_value if t == len(r) - 1 else v[t + 1]
+            last = r[t] + gamma * nxt * nonterminal - v[t] + gamma * lambda_ * nonterminal * last
+            adv[t] = last
+        return adv + v[: len(r)]
+
+    reference = np.concatenate([cleanrl(r_a, v_a, 0.0, True), cleanrl(r_b, v_b, v_b[4], False)])
+    ours = np.concatenate([targets[:5], targets[6:10]])
+    gap = float(np.abs(ours - reference).max())
+    return {"max_difference": gap, "ok": gap < 1e-5}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--checks", default="levels,gae,captions")
+    p.add_argument("--checks", default="levels,gae-math,gae,captions")
     p.add_argument("--seeds", type=int, default=400, help="levels compared (seeds 0..N-1)")
     p.add_argument("--iterations", type=int, default=4, help="PPO iterations of the learner")
     args = p.parse_args(argv)
     checks = {c.strip() for c in args.checks.split(",") if c.strip()}
-    unknown = checks - {"levels", "gae", "captions"}
+    unknown = checks - {"levels", "gae-math", "gae", "captions"}
     if unknown:
-        p.error(f"unknown checks {sorted(unknown)}; known: levels, gae, captions")
+        p.error(f"unknown checks {sorted(unknown)}; known: levels, gae-math, gae, captions")
     out: dict = {"command": "python -m bench.bk_gap_checks " + " ".join(argv or sys.argv[1:])}
     if "levels" in checks:
         out["levels"] = check_levels(args.seeds)
+    if "gae-math" in checks:
+        out["gae-math"] = check_gae_math()
     if checks & {"gae", "captions"}:
         out.update({k: v for k, v in check_learner(args.iterations).items() if k in checks})
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
