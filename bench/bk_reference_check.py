@@ -577,7 +577,7 @@ def rl_path_values(episodes: list[Episode], potential: str, horizon: int,
     for batch in range(max(len(p) for p in pieces)):
         here = [(i, p[batch]) for i, p in enumerate(pieces) if batch < len(p)]
         found = [EpisodeChunk(c, len(c), c.id_) for _, c in here]
-        for (i, _), piece, phi in zip(here, found, shaping._potentials(found)):
+        for (i, _), piece, phi in zip(here, found, shaping.raw_potentials(found)):
             values[i].extend(float(v) for v in phi[: piece.steps])
     return [v for per_episode in values for v in per_episode]
 

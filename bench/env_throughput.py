@@ -294,6 +294,32 @@ TASKS = {"babyai": "babyai-gotolocal-redball-s20", "crafter": "crafter-text",
 ALGORITHMS = ("ppo", "appo")
 
 
+def timed_variant(task, algorithm: str, iterations: int,
+                  training: dict | None = None) -> tuple[dict, str]:  # fmt: skip
+    """``task`` built by the ``ppo`` method on ``algorithm`` (evaluation off, ``training``
+    overrides applied), timed by :func:`timed_run`; the run and its layout in words."""
+    from rl_bk.experiments.methods import get_method
+    from rl_bk.experiments.ppo_config import learner_threads
+
+    config = get_method("ppo").build(task.model_copy(update={"algorithm": algorithm}), 0, {})
+    config.evaluation(evaluation_interval=None)
+    if training:
+        config.training(**training)
+    appo = algorithm == "appo"
+    run = timed_run(config, iterations, APPO_TIMERS if appo else TIMERS,
+                    LEARNER_THREAD_TIMERS if appo else None)  # fmt: skip
+    layout = (f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} envs, "
+              f"batch {config.train_batch_size_per_learner}, {config.num_epochs} epoch(s), "
+              f"{network(task)}, learner on "
+              f"{learner_threads(config, task.learner.threads)} thread(s)")
+    if appo:
+        layout += (f", fragment {config.rollout_fragment_length}, buffer "
+                   f"{config.circular_buffer_num_batches} x "
+                   f"{config.circular_buffer_iterations_per_batch} passes, broadcast every "
+                   f"{config.broadcast_interval}")  # fmt: skip
+    return run, layout
+
+
 def ppo_vs_appo(families: list[str], iterations: int, rounds: int, scale: float,
                 pairs: int) -> dict[str, dict]:  # fmt: skip
     """For each family: its raw captioned rate, then ``rounds`` rounds of its task on PPO and
@@ -301,8 +327,6 @@ def ppo_vs_appo(families: list[str], iterations: int, rounds: int, scale: float,
     first in odd ones); rates pooled over the rounds."""
     import ray
 
-    from rl_bk.experiments.methods import get_method
-    from rl_bk.experiments.ppo_config import learner_threads
     from rl_bk.experiments.task_config import load_task
 
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
@@ -322,21 +346,9 @@ def ppo_vs_appo(families: list[str], iterations: int, rounds: int, scale: float,
             layout = {}
             for i in range(rounds):
                 for algorithm in ALGORITHMS if i % 2 == 0 else ALGORITHMS[::-1]:
-                    config = get_method("ppo").build(
-                        task.model_copy(update={"algorithm": algorithm}), 0, {})
-                    config.evaluation(evaluation_interval=None)
-                    appo = algorithm == "appo"
-                    run = timed_run(config, iterations, APPO_TIMERS if appo else TIMERS,
-                                    LEARNER_THREAD_TIMERS if appo else None)  # fmt: skip
+                    run, layout[algorithm] = timed_variant(task, algorithm, iterations)
                     run["round"] = i
                     runs[algorithm].append(run)
-                    layout[algorithm] = (
-                        f"{config.num_env_runners} runner(s) x "
-                        f"{config.num_envs_per_env_runner} envs, batch "
-                        f"{config.train_batch_size_per_learner}, {config.num_epochs} epoch(s), "
-                        f"{network(task)}, learner on "
-                        f"{learner_threads(config, task.learner.threads)} thread(s)"
-                        + (f", fragment {config.rollout_fragment_length}" if appo else ""))
                     print(f"{task.name} {algorithm.upper()} round {i}: "
                           f"{run['env_steps_per_s']:.0f} env steps/s "
                           f"= {run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "
@@ -389,7 +401,6 @@ def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
     captioned rate measured just before."""
     import ray
 
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
 
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
@@ -409,22 +420,8 @@ def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
                 else:
                     overrides, training = APPO_LAYOUTS[name.removeprefix("APPO: ")]
                     variant, algorithm = with_overrides(task, overrides), "appo"
-                config = get_method("ppo").build(
-                    variant.model_copy(update={"algorithm": algorithm}), 0, {})
-                config.evaluation(evaluation_interval=None)
-                if training:
-                    config.training(**training)
-                appo = algorithm == "appo"
-                run = timed_run(config, iterations, APPO_TIMERS if appo else TIMERS,
-                                LEARNER_THREAD_TIMERS if appo else None)  # fmt: skip
+                run, described[name] = timed_variant(variant, algorithm, iterations, training)
                 runs[name].append(run)
-                described[name] = (
-                    f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} "
-                    f"envs, batch {config.train_batch_size_per_learner}"
-                    + (f", fragment {config.rollout_fragment_length}, buffer "
-                       f"{config.circular_buffer_num_batches} x "
-                       f"{config.circular_buffer_iterations_per_batch} passes, broadcast "
-                       f"every {config.broadcast_interval}" if appo else ""))  # fmt: skip
                 print(f"{name} round {i}: {run['env_steps_per_s']:.0f} env steps/s = "
                       f"{run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "
                       f"({raw_rate:.0f} steps/s, same run)")  # fmt: skip

@@ -76,7 +76,12 @@ from typing import Any, Literal
 import numpy as np
 
 from rl_bk.algorithms.bk_ppo.window_history import EpisodeStart, WindowHistory, extended
-from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, by_env_slot, in_episode_order
+from rl_bk.connectors.learner.episode_chunks import (
+    SLOT_STREAM,
+    EpisodeChunk,
+    by_env_slot,
+    in_episode_order,
+)
 from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.running_stats import RewardForwardFilter, RunningStd
 
@@ -187,9 +192,10 @@ class PotentialShaping:
         self._carried: OrderedDict[str, float] = OrderedDict()
         self._metrics: dict[str, float] = {}
 
-    def _potentials(self, found: Sequence[EpisodeChunk]) -> list[np.ndarray | None]:
+    def raw_potentials(self, found: Sequence[EpisodeChunk]) -> list[np.ndarray | None]:
         """Raw potentials per chunk (None for chunks without real steps), in batch order,
-        each state's from its whole window (:mod:`.window_history`)."""
+        each state's from its whole window (:mod:`.window_history`). Updates the kept
+        history: call it once per batch, in batch order (``__call__`` does)."""
         horizon = int(getattr(self.potential_fn, "horizon", 1))
         extended_chunks: dict[int, tuple[Chunk, int]] = {}
         for i in in_episode_order(list(found)):  # an episode's earlier chunk first
@@ -209,7 +215,7 @@ class PotentialShaping:
 
     def __call__(self, found: Sequence[EpisodeChunk], rl_module: Any = None) -> list[np.ndarray]:
         found = list(found)
-        potentials = self._potentials(found)
+        potentials = self.raw_potentials(found)
         streams = {stream: [i for i in members if potentials[i] is not None]
                    for stream, members in by_env_slot(found).items()}  # fmt: skip
         streams = {stream: members for stream, members in streams.items() if members}
@@ -226,7 +232,11 @@ class PotentialShaping:
 
         added: list[np.ndarray] = [np.zeros(0)] * len(found)
         for stream, members in streams.items():
+            # An env slot's stream runs on; an untagged episode's ends with the episode.
+            ended = not stream.startswith(SLOT_STREAM) and found[members[-1]].terminated
             if bk:
+                # F along the slot's whole stream, the carried potential before its first
+                # state (shaping_terms wants one potential past the last: never read in "bk").
                 sequence = np.concatenate(rows[stream]) / divisor
                 bonus = shaping_terms(np.append(sequence, 0.0), gamma=self.gamma,
                                       coeff=self.coeff, terminated=False, convention="bk",
@@ -234,17 +244,15 @@ class PotentialShaping:
                 sizes = np.cumsum([found[i].steps for i in members])[:-1]
                 for i, piece in zip(members, np.split(bonus, sizes)):
                     added[i] = piece
-                last = found[members[-1]]
-                if stream.startswith("slot:") or not last.terminated:
+                if not ended:
                     self._carried[stream] = float(sequence[-1])
             else:
                 for i in members:
                     added[i] = shaping_terms(potentials[i] / divisor, gamma=self.gamma,  # type: ignore[operator]
                                              coeff=self.coeff, terminated=found[i].terminated,
                                              convention="ng")  # fmt: skip
-            last = found[members[-1]]
-            if not stream.startswith("slot:") and last.terminated:
-                self.scale.forget(stream)  # an untagged episode's stream ends with it
+            if ended:
+                self.scale.forget(stream)
         while len(self._carried) > self.MAX_STREAMS:
             self._carried.popitem(last=False)
 
@@ -255,7 +263,7 @@ class PotentialShaping:
         self._metrics = {
             SHAPING_REWARD_MEAN: bonus_total / steps, SHAPING_RETURN_MEAN: bonus_total / len(live),
             POTENTIAL_MEAN: float(used.mean()) / divisor, POTENTIAL_DIVISOR: divisor,
-            ENV_SLOTS: float(sum(s.startswith("slot:") for s in streams)),
+            ENV_SLOTS: float(sum(s.startswith(SLOT_STREAM) for s in streams)),
         } if steps else {}  # fmt: skip
         source_metrics = getattr(self.potential_fn, "metrics", None)
         if steps and callable(source_metrics):

@@ -29,6 +29,10 @@ from rl_bk.callbacks.env_slot import ENV_SLOT, SLOT_EPISODE
 from rl_bk.connectors.learner.rllib_internals import appended_one_step, episode_id_of
 from rl_bk.knowledge.trajectory import Chunk
 
+#: How :attr:`EpisodeChunk.stream` names a tagged env slot's stream (an untagged episode's is
+#: ``"episode:<id>"``).
+SLOT_STREAM = "slot:"
+
 
 class EpisodeChunk:
     """The ``steps`` real steps of one RLlib single-agent episode chunk (``episode``), under
@@ -58,7 +62,7 @@ class EpisodeChunk:
         if slot is None:
             return f"episode:{self.episode_id}", 0, int(self.episode.t_started)
         order = int(self.episode.custom_data.get(SLOT_EPISODE, 0))
-        return f"slot:{slot}", order, int(self.episode.t_started)
+        return f"{SLOT_STREAM}{slot}", order, int(self.episode.t_started)
 
     @property
     def starts_episode(self) -> bool:
