@@ -198,9 +198,14 @@ def _table(rows: list[dict]) -> list[str]:
     method's own columns, PTGM's KL or BC-PPO's cloning accuracy, are "–" for the others)."""
     from bench.study import mean_sd
 
+    from rl_bk.experiments.results import DONE
+
+    # as the results table: only finished trials enter the means (a row without a status
+    # predates the column)
+    rows = [r for r in rows if r.get("status", DONE) == DONE]
     if not rows:
         return []
-    skip = {"variant", "seed", "env_steps_per_s"}
+    skip = {"variant", "seed", "env_steps_per_s", "status"}
     cols = [c for c in dict.fromkeys(c for r in rows for c in r) if c not in skip]
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     lines = ["| variant | seeds | " + " | ".join(c.replace("_", " ") for c in cols) + " |",
