@@ -73,6 +73,8 @@ class PPOParams(_Strict):
     advantage_normalization: Literal["batch", "minibatch"] = "batch"
     adam_epsilon: float = Field(1e-8, gt=0)
     bootstrap_time_limits: bool = True
+    #: RLlib's first epoch takes the batch in episode order; True shuffles it as CleanRL does
+    shuffle_first_epoch: bool = False
 
 
 #: What trials train with: RLlib's PPO (synchronous: the env runners wait while the learner

@@ -37,6 +37,7 @@ class BasePPOConfig(PPOConfig):
         self.advantage_normalization: Literal["batch", "minibatch"] = "batch"
         self.adam_epsilon: float = TORCH_ADAM_EPSILON
         self.bootstrap_time_limits: bool = True
+        self.shuffle_first_epoch: bool = False
 
     @override(PPOConfig)
     def training(
@@ -46,6 +47,7 @@ class BasePPOConfig(PPOConfig):
         advantage_normalization: Literal["batch", "minibatch"] = NotProvided,
         adam_epsilon: float = NotProvided,
         bootstrap_time_limits: bool = NotProvided,
+        shuffle_first_epoch: bool = NotProvided,
         **kwargs: Any,
     ) -> BasePPOConfig:
         """
@@ -60,6 +62,10 @@ class BasePPOConfig(PPOConfig):
             bootstrap_time_limits: True (RLlib's): GAE bootstraps from the value of the state
                 where the env's time limit cut an episode; False (BK's and CleanRL's): that
                 step ends the episode like a terminal one.
+            shuffle_first_epoch: False (RLlib's): the first epoch takes the train batch's
+                rows in episode order, as RLlib's minibatch iterator shuffles only from the
+                second; True (CleanRL's and BK's): every epoch, the first included, draws
+                its minibatches in a random order (:mod:`~rl_bk.connectors.learner.shuffled_rows`).
         """
         super().training(**kwargs)
         if value_loss is not NotProvided:
@@ -70,6 +76,8 @@ class BasePPOConfig(PPOConfig):
             self.adam_epsilon = adam_epsilon
         if bootstrap_time_limits is not NotProvided:
             self.bootstrap_time_limits = bootstrap_time_limits
+        if shuffle_first_epoch is not NotProvided:
+            self.shuffle_first_epoch = shuffle_first_epoch
         return self
 
     @override(PPOConfig)

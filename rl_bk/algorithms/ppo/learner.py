@@ -38,6 +38,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.framework import try_import_torch
 from ray.rllib.utils.torch_utils import explained_variance
 
+from rl_bk.connectors.learner.shuffled_rows import ShuffleTrainBatch
 from rl_bk.connectors.learner.time_limits import TimeLimitAsTermination
 
 torch, nn = try_import_torch()
@@ -90,6 +91,8 @@ class BasePPOTorchLearner(PPOTorchLearner):
             pipeline.insert_before(GeneralAdvantageEstimation, KeepValuePredictions())
         if not self.config.bootstrap_time_limits:
             pipeline.insert_before(AddOneTsToEpisodesAndTruncate, TimeLimitAsTermination())
+        if self.config.shuffle_first_epoch:
+            pipeline.append(ShuffleTrainBatch(seed=self.config.seed))
 
     @override(PPOTorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
