@@ -45,7 +45,9 @@ def test_shaped_ppo_trains_and_logs_the_shaping_beside_the_env_return(ray_sessio
     # Shaping right after PPO's artificial step and before GAE reads the rewards.
     first = names.index("AddOneTsToEpisodesAndTruncate")  # after TimeLimitAsTermination
     assert first <= 1 and names[first + 1] == "RewriteRewards"
-    assert names[-1] == "GeneralAdvantageEstimation"
+    # GAE reads them in time order; only then are the rows shuffled (BK's tasks shuffle
+    # every epoch's minibatches, the first included)
+    assert names[-2:] == ["GeneralAdvantageEstimation", "ShuffleTrainBatch"]
     learners = result["learners"]
     shaping = learners[SHAPING_REWARD_MEAN]
     assert np.isfinite(shaping) and shaping != 0.0  # captions change, so potentials do
