@@ -15,8 +15,11 @@ potential the two match. Each check rules one place out, and says so or fails:
 - ``captions``: in the same learner the shaping term reads, for every state of every chunk,
   the caption of the observation it came with (rl-bk's captioner on the view, the carried
   object read from the agent's cell as minigrid draws it).
+- ``update``: one PPO update on the same batch (BK's 4th rollout, with its weights and Adam
+  state) in BK's code and in rl-bk's learner, in BK's minibatch order: values, value
+  targets, advantages, every minibatch's losses, the weights after (:mod:`bench.bk_same_update`).
 
-    python -m bench.bk_gap_checks                 # all four, ~2 min
+    python -m bench.bk_gap_checks                 # all five, ~3 min
     python -m bench.bk_gap_checks --checks levels --seeds 400
 
 BK's environment is the reference check's (``--setup-bk-env`` there). Results print and go
@@ -37,6 +40,7 @@ from bench.bk_reference_check import BK_ENV_ID, BK_SRC, TASK, bk_python, bk_run_
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "bk-gap-checks.json"
+CHECKS = ("levels", "gae-math", "gae", "captions", "update")
 
 #: One line per seed: the level as minigrid holds it after reset (both envs are minigrid
 #: RoomGridLevels; ``level`` is the unwrapped one).
@@ -200,26 +204,36 @@ def check_gae_math(gamma: float = 0.99, lambda_: float = 0.95, seed: int = 0) ->
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--checks", default="levels,gae-math,gae,captions")
+    p.add_argument("--checks", default=",".join(CHECKS))
     p.add_argument("--seeds", type=int, default=400, help="levels compared (seeds 0..N-1)")
     p.add_argument("--iterations", type=int, default=4, help="PPO iterations of the learner")
     args = p.parse_args(argv)
     checks = {c.strip() for c in args.checks.split(",") if c.strip()}
-    unknown = checks - {"levels", "gae-math", "gae", "captions"}
+    unknown = checks - set(CHECKS)
     if unknown:
-        p.error(f"unknown checks {sorted(unknown)}; known: levels, gae-math, gae, captions")
-    out: dict = {"command": "python -m bench.bk_gap_checks " + " ".join(argv or sys.argv[1:])}
+        p.error(f"unknown checks {sorted(unknown)}; known: {', '.join(CHECKS)}")
+    command = "python -m bench.bk_gap_checks " + " ".join(argv or sys.argv[1:])
+    out: dict = {}
     if "levels" in checks:
         out["levels"] = check_levels(args.seeds)
     if "gae-math" in checks:
         out["gae-math"] = check_gae_math()
     if checks & {"gae", "captions"}:
         out.update({k: v for k, v in check_learner(args.iterations).items() if k in checks})
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    if "update" in checks:
+        from bench.bk_same_update import check_update
+
+        out["update"] = check_update()
+    # Each check keeps its own command: a run of some checks leaves the others' results.
+    kept = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    old_command = kept.pop("command", None)  # one command for all, before checks kept theirs
+    kept = {k: v if "command" in v or old_command is None else {**v, "command": old_command}
+            for k, v in kept.items()}  # fmt: skip
+    kept.update({name: {**result, "command": command} for name, result in out.items()})
+    RESULTS.write_text(json.dumps(kept, indent=2) + "\n")
     for name, result in out.items():
-        if name != "command":
-            print(f"{name}: {'ok' if result['ok'] else 'FAILED'} {result}")
-    return 0 if all(r["ok"] for k, r in out.items() if k != "command") else 1
+        print(f"{name}: {'ok' if result['ok'] else 'FAILED'} {result}")
+    return 0 if all(r["ok"] for r in out.values()) else 1
 
 
 if __name__ == "__main__":
