@@ -6,6 +6,8 @@ reported as ratios measured side by side in one run.
     python -m bench.env_throughput --quick   # shorter, for a look
     python -m bench.env_throughput --appo-only [--families babyai,nethack]
                                              # PPO against APPO alone: rewrites that section
+    python -m bench.env_throughput --appo-layouts all [--families nethack]
+                                             # APPO's layouts on one family (BabyAI's default)
 
 Raw: one process, uniformly random actions, resets included. Captioned and uncaptioned envs
 run in 30 pairs of adjacent short rounds; steps/s are the median rounds (wall clock), and the
@@ -371,9 +373,10 @@ def ppo_vs_appo(families: list[str], iterations: int, rounds: int, scale: float,
     return out
 
 
-#: APPO layouts tried on BabyAI-Text (``--appo-layouts``): name -> (task overrides, APPO
-#: ``training(...)`` overrides). Each changes one thing from the task's file, or two together.
-APPO_LAYOUTS: dict[str, tuple[dict, dict]] = {
+#: APPO layouts tried per family (``--appo-layouts``, ``--families``): name -> (task
+#: overrides, APPO ``training(...)`` overrides). Each changes one thing from the task's file,
+#: or two together.
+BABYAI_APPO_LAYOUTS: dict[str, tuple[dict, dict]] = {
     "task": ({}, {}),
     # one env runner with 8 envs (the task: 2 x 4), so sampling and learning get a core each
     "1x8": ({"env_runners": {"num_env_runners": 1, "num_envs_per_env_runner": 8}}, {}),
@@ -385,6 +388,20 @@ APPO_LAYOUTS: dict[str, tuple[dict, dict]] = {
         {"env_runners": {"num_env_runners": 1, "num_envs_per_env_runner": 8},
          "appo": {"circular_buffer_iterations_per_batch": 1}}, {}),
 }  # fmt: skip
+#: NetHack's task already samples with one runner of 8 envs (its MLP's update is cheap): the
+#: question is whether sampling in two processes, or less learner work, lets APPO overlap more.
+NETHACK_APPO_LAYOUTS: dict[str, tuple[dict, dict]] = {
+    "task": ({}, {}),
+    "2x4": ({"env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 4}}, {}),
+    "1-pass": ({"appo": {"circular_buffer_iterations_per_batch": 1}}, {}),
+    "2x4+1-pass": (
+        {"env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 4},
+         "appo": {"circular_buffer_iterations_per_batch": 1}}, {}),
+    "broadcast-4": ({}, {"broadcast_interval": 4}),
+}  # fmt: skip
+APPO_LAYOUTS: dict[str, dict[str, tuple[dict, dict]]] = {
+    "babyai": BABYAI_APPO_LAYOUTS, "nethack": NETHACK_APPO_LAYOUTS}
+FAMILY_NAMES = {"babyai": "BabyAI-Text", "crafter": "Crafter-Text", "nethack": "NetHack-Text"}
 
 
 def with_overrides(task, overrides: dict):
@@ -395,8 +412,8 @@ def with_overrides(task, overrides: dict):
 
 
 def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
-                 pairs: int) -> dict:  # fmt: skip
-    """BabyAI-Text's task on PPO (its file's layout) and on APPO in each of ``layouts``, each
+                 pairs: int, family: str = "babyai") -> dict:  # fmt: skip
+    """The family's task on PPO (its file's layout) and on APPO in each of ``layouts``, each
     a fresh build timed by :func:`timed_run`, rounds in alternating order, against the raw
     captioned rate measured just before."""
     import ray
@@ -406,9 +423,9 @@ def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
              logging_level="ERROR")
     env_registry.register_all()
-    task = load_task(TASKS["babyai"])
+    task = load_task(TASKS[family])
     try:
-        raw = raw_throughput(task.env, int(ROUND_STEPS["babyai"] * scale), pairs)
+        raw = raw_throughput(task.env, int(ROUND_STEPS[family] * scale), pairs)
         raw_rate = raw["steps_per_s_captioned"]
         names = ["PPO (task)"] + [f"APPO: {name}" for name in layouts]
         runs: dict[str, list[dict]] = {n: [] for n in names}
@@ -418,7 +435,7 @@ def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
                 if name == "PPO (task)":
                     variant, algorithm, training = task, "ppo", {}
                 else:
-                    overrides, training = APPO_LAYOUTS[name.removeprefix("APPO: ")]
+                    overrides, training = APPO_LAYOUTS[family][name.removeprefix("APPO: ")]
                     variant, algorithm = with_overrides(task, overrides), "appo"
                 run, described[name] = timed_variant(variant, algorithm, iterations, training)
                 runs[name].append(run)
@@ -430,11 +447,16 @@ def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
     pooled = {n: {**pool(r), "layout": described[n]} for n, r in runs.items()}
     for r in pooled.values():
         r["over_raw"] = r["env_steps_per_s"] / raw_rate
-    return {"task": task.name, "raw_captioned_steps_per_s_same_run": raw_rate, "raw": raw,
-            "pooled": pooled, "runs": runs}  # fmt: skip
+    return {"task": task.name, "family": family, "raw_captioned_steps_per_s_same_run": raw_rate,
+            "raw": raw, "pooled": pooled, "runs": runs}  # fmt: skip
 
 
-LAYOUTS_HEADING = "## APPO layouts on BabyAI-Text"
+def layouts_heading(family: str) -> str:
+    return f"## APPO layouts on {FAMILY_NAMES[family]}"
+
+
+def layouts_json_key(family: str) -> str:
+    return "appo_layouts" if family == "babyai" else f"appo_layouts_{family}"
 
 
 def layouts_section(result: dict, meta: dict) -> list[str]:
@@ -442,7 +464,7 @@ def layouts_section(result: dict, meta: dict) -> list[str]:
     raw = result["raw_captioned_steps_per_s_same_run"]
     ppo = result["pooled"]["PPO (task)"]["env_steps_per_s"]
     lines = [
-        LAYOUTS_HEADING, "",
+        layouts_heading(result.get("family", "babyai")), "",
         f"Command: `{meta['command']}` — {meta['date']}, {meta['machine']}, load average at "
         f"end {meta['load_average_at_end'][0]:.1f}.", "",
         f"{result['task']} as its file sets it on PPO, and on APPO with one change at a time: "
@@ -574,8 +596,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="only PPO against APPO: rewrites that section of the results "
                    "and leaves the rest")  # fmt: skip
     p.add_argument("--appo-layouts", metavar="NAMES",
-                   help="only APPO's layouts on BabyAI-Text (comma-separated, of: "
-                        f"{', '.join(APPO_LAYOUTS)}; or all): rewrites that section")
+                   help="only APPO's layouts, on BabyAI-Text or the one family --families "
+                        "names (comma-separated, of: " + "; ".join(
+                            f"{f}: {', '.join(ls)}" for f, ls in APPO_LAYOUTS.items())
+                        + "; or all): rewrites that section")  # fmt: skip
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
     families = [f for f in args.families.split(",") if f]
@@ -607,20 +631,26 @@ def main(argv: list[str] | None = None) -> int:
         return {"meta": meta, **appo}, appo_section(appo, meta, iters, rounds, pairs)
 
     if args.appo_layouts:
-        layouts = (list(APPO_LAYOUTS) if args.appo_layouts == "all"
+        family = families[0] if families != list(ENVS) else "babyai"
+        if len(families) != 1 and families != list(ENVS) or family not in APPO_LAYOUTS:
+            p.error(f"--appo-layouts takes one family of {', '.join(APPO_LAYOUTS)} "
+                    f"(--families), got {','.join(families)}")  # fmt: skip
+        known = APPO_LAYOUTS[family]
+        layouts = (list(known) if args.appo_layouts == "all"
                    else [n.strip() for n in args.appo_layouts.split(",") if n.strip()])
-        unknown = [n for n in layouts if n not in APPO_LAYOUTS]
+        unknown = [n for n in layouts if n not in known]
         if unknown:
-            p.error(f"unknown APPO layouts {unknown}; known: {', '.join(APPO_LAYOUTS)}")
-        command = f"python -m bench.env_throughput --appo-layouts {args.appo_layouts}" + (
-            " --quick" if args.quick else "")
-        result = appo_layouts(layouts, iters, rounds, scale, pairs)
+            p.error(f"unknown APPO layouts {unknown} for {family}; known: {', '.join(known)}")
+        command = (f"python -m bench.env_throughput --appo-layouts {args.appo_layouts}"
+                   + (f" --families {family}" if family != "babyai" else "")
+                   + (" --quick" if args.quick else ""))  # fmt: skip
+        result = appo_layouts(layouts, iters, rounds, scale, pairs, family)
         meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine,
                 "load_average_at_end": os.getloadavg(), "iterations": iters, "rounds": rounds}
         old = json.loads(json_path.read_text()) if json_path.is_file() else {}
-        json_path.write_text(json.dumps({**old, "appo_layouts": {"meta": meta, **result}},
+        json_path.write_text(json.dumps({**old, layouts_json_key(family): {"meta": meta, **result}},
                                         indent=2))  # fmt: skip
-        replace_section(md_path, LAYOUTS_HEADING, layouts_section(result, meta))
+        replace_section(md_path, layouts_heading(family), layouts_section(result, meta))
         print(f"wrote {md_path}")
         return 0
 
