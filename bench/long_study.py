@@ -103,6 +103,8 @@ STUDIES: dict[str, dict] = {
                   ("nethack-score", "nethack-score",
                    {"methods": ["oni-none"], "sweep": {"oni-none": {"algorithm": ["ppo", "appo"]}},
                     "steps": 1_000_000, "budgets": [250_000, 500_000, 1_000_000]})],
+        # Each APPO variant against the PPO one with the same other settings, seed by seed.
+        "paired": ("algorithm=appo", "algorithm=ppo"),
     },
     "nethack-oni-appo": {
         "question": "What the speed buys: NetHack Score reward-free on APPO at 3M env steps "
@@ -271,6 +273,56 @@ def _rows_leaving_out(entries: list[dict], names: list[str]) -> list[dict]:
     return out
 
 
+def _paired_table(spec: tuple[str, str], curves: list[dict], columns: list[str],
+                  budget: int) -> list[str]:  # fmt: skip
+    """Each variant with ``spec[0]`` in its label against the variant with ``spec[1]`` in its
+    place: per column, the normalised area under each seed's curve up to ``budget`` (the mean
+    of its reports; :mod:`bench.learning_measures`), and the paired difference with its 95%
+    bootstrap interval. Curves that stop short of the budget are left out and counted."""
+    from bench.learning_measures import (curve_points, interval_text, normalised_area,
+                                         paired_difference, signed)  # fmt: skip
+    from rl_bk import metrics as M
+    from rl_bk.experiments.results import CURVE_NAMES
+
+    method_tag, baseline_tag = spec
+    labels = list(dict.fromkeys(c["label"] for c in curves))
+    lines = []
+    for label in (lab for lab in labels if method_tag in lab):
+        base = label.replace(method_tag, baseline_tag)
+        for column in columns:
+            areas: dict[str, dict[int, float]] = {label: {}, base: {}}
+            short = 0
+            for c in curves:
+                if c["label"] not in areas or column not in c["progress"]:
+                    continue
+                points = curve_points(c["progress"][M.ENV_STEPS], c["progress"][column])
+                area = normalised_area(points, budget, tolerance=max(21_000, budget // 30))
+                if area.complete:
+                    areas[c["label"]][c["seed"]] = area.value
+                else:
+                    short += 1
+            if not areas[label] or not areas[base]:
+                continue
+            d = paired_difference(areas[label], areas[base])
+
+            def mean(values: dict[int, float]) -> str:
+                return f"{sum(values.values()) / len(values):.3g}"
+
+            name = ("greedy success (evaluation)" if column == M.EVAL_SUCCESS_RATE
+                    else CURVE_NAMES.get(column, column))  # fmt: skip
+            lines.append(f"| {label} − {base} | {name} | "
+                         f"{len(d.seeds)} | {mean(areas[label])} | {mean(areas[base])} | "
+                         f"{signed(d.mean)} | {interval_text(d)} | {short or ''} |")  # fmt: skip
+    if not lines:
+        return []
+    return [f"Paired by seed, the normalised area under each curve up to {budget:,} env steps "
+            "(the mean of its reports: training curves over the last 100 episodes at every "
+            "iteration, greedy evaluations every 20k), and the mean paired difference with its "
+            "95% bootstrap interval (a spread at 3 seeds, not a test):", "",
+            "| pair | curve | seeds | area | baseline's area | difference | 95% interval | "
+            "curves short of the budget |", "|---|---|---|---|---|---|---|---|", *lines]
+
+
 def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
     from bench.study import is_done, plot_study, write_keeping_reading
     from rl_bk import metrics as M
@@ -294,6 +346,13 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
         variants = list(dict.fromkeys(r["variant"] for r in rows))
         if table := _achievement_table(list(mine.values()), variants):
             lines += [*table, ""]
+        if spec := STUDIES[study].get("paired"):
+            main_metric = M.MAIN_METRICS[task.metric]
+            columns = [main_metric, *([M.EVAL_SUCCESS_RATE]
+                                      if main_metric == M.SUCCESS_RATE else [])]  # fmt: skip
+            curves = [c for f in mine.values() for c in f.get("curves", [])]
+            if table := _paired_table(spec, curves, columns, task.stop.num_env_steps):
+                lines += [*table, ""]
         commits = ", ".join(f"`{c}`" for c in sorted({f.get("commit", "not recorded")
                                                       for f in mine.values()}))  # fmt: skip
         lines.append(f"Runs (not committed): `bench/runs/{study}/{name}/<method>/<seed>/`; "
