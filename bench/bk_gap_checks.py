@@ -179,13 +179,15 @@ def check_gae_math(gamma: float = 0.99, lambda_: float = 0.95, seed: int = 0) ->
     rng = np.random.default_rng(seed)
     # A: 5 steps, terminated; B: 4 steps, cut (bootstraps from V(s_4)). Each + 1 artificial
     # step (reward 0, unflagged), whose value is V of the state after the last step.
-    r_a, v_a, r_b, v_b = rng.normal(size=5), rng.normal(size=6), rng.normal(size=4), rng.normal(size=5)
+    r_a, v_a = rng.normal(size=5), rng.normal(size=6)
+    r_b, v_b = rng.normal(size=4), rng.normal(size=5)
     values = np.concatenate([v_a, v_b])
     rewards = np.concatenate([r_a, [0.0], r_b, [0.0]])
     terminateds, truncateds = np.zeros(11), np.zeros(11)
     terminateds[4], truncateds[9] = 1.0, 1.0
     targets = compute_value_targets(values=values, rewards=rewards, terminateds=terminateds,
-                                    truncateds=truncateds, gamma=gamma, lambda_=lambda_)  # fmt: skip
+                                    truncateds=truncateds, gamma=gamma,
+                                    lambda_=lambda_)  # fmt: skip
 
     def cleanrl(r, v, next_value, done):  # train_rs.py's loop for one env, one rollout
         adv, last = np.zeros(len(r)), 0.0

@@ -38,7 +38,8 @@ from bench.bk_reference_check import (BK_ENV_ID, BK_SRC, TASK, bk_python, bk_run
 _HOOKS = [
     ("        # Optimizing the policy and value network\n", "before",
      "        __rlbk_hook__('batch', locals())\n"),
-    ("                optimizer.step()\n", "after", "                __rlbk_hook__('step', locals())\n"),
+    ("                optimizer.step()\n", "after",
+     "                __rlbk_hook__('step', locals())\n"),
     ("        if last_eval_step == 0 or (global_step - last_eval_step) >= args.eval_freq "
      "or global_step >= args.total_timesteps:\n", "before",
      "        __rlbk_hook__('updated', locals())\n"),
@@ -221,7 +222,8 @@ def check_update(seed: int = 0, update: int = 4, rtol: float = 1e-4) -> dict:
     load_adam_state(learner, module, bk["adam"])
     pieces, indices = episode_pieces(bk, obs_size)
     batch = learner._learner_connector(rl_module=learner.module, batch={}, episodes=pieces,
-                                       shared_data={}, metrics=learner.metrics)[DEFAULT_MODULE_ID]  # fmt: skip
+                                       shared_data={}, metrics=learner.metrics)  # fmt: skip
+    batch = batch[DEFAULT_MODULE_ID]
 
     # BK's flat index -> the batch's row (each chunk's steps, then RLlib's artificial step)
     row_of, row = {}, 0
@@ -241,7 +243,8 @@ def check_update(seed: int = 0, update: int = 4, rtol: float = 1e-4) -> dict:
     obs_ok = np.allclose(batch[Columns.OBS][rows].numpy(),
                          np.stack([rl_bk_view(o, obs_size) for o in flat["obs"]]))  # fmt: skip
     actions_ok = np.array_equal(batch[Columns.ACTIONS][rows].numpy(), flat["actions"].astype(int))
-    real_ok = bool(batch[Columns.LOSS_MASK][rows].all()) and int(batch[Columns.LOSS_MASK].sum()) == n
+    mask = batch[Columns.LOSS_MASK]
+    real_ok = bool(mask[rows].all()) and int(mask.sum()) == n
 
     def gap(ours, theirs) -> float:
         ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
