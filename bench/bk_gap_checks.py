@@ -5,6 +5,8 @@ potential the two match. Each check rules one place out, and says so or fails:
 - ``levels``: BK's registered ``BabyAI-Text-GoToLocal-RedBall-S20`` (its own minigrid fork,
   in its own environment) and rl-bk's task env make the same level from each seed: every
   object's type, colour and position, the agent's position and direction, the time limit.
+- ``dynamics``: from the same seeds, the same random actions give the same reward, flags,
+  view, position, direction and carried object at every step in both envs.
 - ``gae``: in a live PPO learner (the task's config, one local env runner) the rewards GAE
   reads are the shaped ones: with Phi(s_t) = 100 t (t within the window-extended chunk)
   BK's convention pays gamma Phi(s_t) - Phi(s_{t-1}) = 100 - t inside an episode.
@@ -18,8 +20,11 @@ potential the two match. Each check rules one place out, and says so or fails:
 - ``update``: one PPO update on the same batch (BK's 4th rollout, with its weights and Adam
   state) in BK's code and in rl-bk's learner, in BK's minibatch order: values, value
   targets, advantages, every minibatch's losses, the weights after (:mod:`bench.bk_same_update`).
+- ``live-shaping``: the shaped rewards of a live rl-bk run (the task's two env runners, the
+  oracle potential) against BK's arithmetic replayed on the same states, with BK's own
+  windows and per-slot running sums (:mod:`bench.bk_live_shaping`).
 
-    python -m bench.bk_gap_checks                 # all five, ~3 min
+    python -m bench.bk_gap_checks                 # all six, ~5 min
     python -m bench.bk_gap_checks --checks levels --seeds 400
 
 BK's environment is the reference check's (``--setup-bk-env`` there). Results print and go
@@ -40,7 +45,7 @@ from bench.bk_reference_check import BK_ENV_ID, BK_SRC, TASK, bk_python, bk_run_
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "bk-gap-checks.json"
-CHECKS = ("levels", "gae-math", "gae", "captions", "update")
+CHECKS = ("levels", "dynamics", "gae-math", "gae", "captions", "update", "live-shaping")
 
 #: One line per seed: the level as minigrid holds it after reset (both envs are minigrid
 #: RoomGridLevels; ``level`` is the unwrapped one).
@@ -85,6 +90,63 @@ def check_levels(seeds: int) -> dict:
     return {"seeds": seeds, "same_levels": same, "ok": same == seeds,
             "first_differing_seed": next((i for i, (a, b) in enumerate(zip(bk, ours))
                                           if a != b), None)}  # fmt: skip
+
+
+#: One line per step of a fixed random action sequence from each seed's level: the step's
+#: reward and flags, then the level as the agent sees it and where it stands.
+_DYNAMICS_LINES = r"""
+import numpy as np
+
+def dynamics_lines(env, level, seeds, steps):
+    out = []
+    for s in range(seeds):
+        env.reset(seed=s)
+        actions = np.random.default_rng(1000 + s).integers(0, 7, size=steps)
+        for a in actions:
+            _, reward, terminated, truncated, _ = env.step(int(a))
+            c = level.carrying
+            out.append(repr((s, round(float(reward), 6), bool(terminated), bool(truncated),
+                             level.gen_obs()["image"].astype(int).tolist(),
+                             tuple(int(v) for v in level.agent_pos), int(level.agent_dir),
+                             None if c is None else (c.type, c.color))))
+            if terminated or truncated:
+                break
+    return out
+"""
+
+_BK_DYNAMICS = _DYNAMICS_LINES + r"""
+import sys, json
+import gymnasium as gym
+import babyai_envs  # noqa: F401  (BK's registrations)
+env = gym.make(sys.argv[1])
+print(json.dumps(dynamics_lines(env, env.unwrapped, int(sys.argv[2]), int(sys.argv[3]))))
+"""
+
+
+def check_dynamics(seeds: int, steps: int = 400) -> dict:
+    """Both envs, the same seeds and the same random actions: every step's reward, flags,
+    view, position, direction and carried object."""
+    run = subprocess.run([str(bk_python()), "-c", _BK_DYNAMICS, BK_ENV_ID, str(seeds),
+                          str(steps)], cwd=BK_SRC, capture_output=True, text=True,
+                         env=bk_run_env())  # fmt: skip
+    if run.returncode != 0:
+        raise SystemExit("BK's env did not run:\n"
+                         + "\n".join(run.stderr.strip().splitlines()[-8:]))
+    bk = json.loads(run.stdout.strip().splitlines()[-1])
+    import env_registry
+    from rl_bk.experiments.task_config import load_task
+
+    task = load_task(TASK)
+    env = env_registry.make_env(task.env, task.env_config)
+    namespace: dict = {}
+    exec(_DYNAMICS_LINES, namespace)
+    ours = namespace["dynamics_lines"](env, env.unwrapped.level, seeds, steps)
+    same = sum(a == b for a, b in zip(bk, ours))
+    first = next((i for i, (a, b) in enumerate(zip(bk, ours)) if a != b), None)
+    return {"seeds": seeds, "steps": len(bk), "steps_ours": len(ours), "same_steps": same,
+            "first_difference": None if first is None else {"bk": bk[first][:300],
+                                                           "rl-bk": ours[first][:300]},
+            "ok": same == len(bk) == len(ours)}  # fmt: skip
 
 
 class TimeIndex:
@@ -218,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {}
     if "levels" in checks:
         out["levels"] = check_levels(args.seeds)
+    if "dynamics" in checks:
+        out["dynamics"] = check_dynamics(min(args.seeds, 50))
     if "gae-math" in checks:
         out["gae-math"] = check_gae_math()
     if checks & {"gae", "captions"}:
@@ -226,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.bk_same_update import check_update
 
         out["update"] = check_update()
+    if "live-shaping" in checks:
+        from bench.bk_live_shaping import check_live_shaping
+
+        out["live-shaping"] = check_live_shaping(args.iterations * 3)
     # Each check keeps its own command: a run of some checks leaves the others' results.
     kept = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     old_command = kept.pop("command", None)  # one command for all, before checks kept theirs
