@@ -11,7 +11,10 @@ window as BK's rolling buffer does (reset to the episode's first state and actio
 start), computes the potential with the same ``compute_potential``, and applies BK's
 normalisation (one discounted running sum per slot across episodes and batches, gym's
 running variance over every value, the carried last potential) and BK's one-step-late
-potential difference. Every shaped reward must agree.
+potential difference. Every shaped reward must agree, and the rewards GAE then reads must be
+BK's ``rewards * ext_coef + shaped_rewards`` (line 175) on every real step, and the
+learner's policy must give the sampled actions the log-probabilities the env runners recorded
+(on-policy: their weights are the learner's).
 
     python -m bench.bk_gap_checks --checks live-shaping
 """
@@ -85,6 +88,9 @@ def bk_replay(batches: list[list[dict]], potential, gamma: float, horizon: int) 
 
 def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6) -> dict:
     import ray
+    import torch
+    from ray.rllib.connectors.learner import general_advantage_estimation as gae
+    from ray.rllib.core.columns import Columns
 
     import env_registry
     from rl_bk.algorithms.bk_ppo import potential_shaping
@@ -99,7 +105,11 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6) -
     task = load_task(str(rl_bk_task_file(out, "oracle", seed, 300_000)))
     horizon = load_task(TASK).knowledge.code.horizon
     recorded: list[list[dict]] = []
+    pending: list[tuple[Any, int, np.ndarray]] = []  # (episode, steps, expected rewards)
+    gae_gaps: list[float] = []
+    logp_gaps: list[float] = []
     original = potential_shaping.PotentialShaping.__call__
+    original_gae = gae.GeneralAdvantageEstimation.__call__
 
     def spy(self, found, rl_module=None):
         added = original(self, found, rl_module)
@@ -114,16 +124,37 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6) -
                           "captions": list(chunk.captions[: piece.steps]),
                           "actions": [int(a) for a in chunk.actions[: piece.steps]],
                           "shaped": np.asarray(bonus, np.float64).copy()})  # fmt: skip
+            expected = extrinsic_coeff * np.asarray(piece.rewards, np.float64) + batch[-1]["shaped"]
+            pending.append((piece.episode, piece.steps, expected))
         recorded.append(batch)
         return added
 
+    def gae_spy(self, *, rl_module, batch, episodes, **kw):
+        for episode, steps, expected in pending:
+            read = np.asarray(episode.get_rewards(), np.float64)[:steps]
+            gae_gaps.append(float(np.abs(read - expected).max()))
+        pending.clear()
+        # On-policy: the learner's policy gives the sampled actions the log-probabilities the
+        # env runners recorded (their weights are the learner's, synced after each update).
+        for module_id, module_batch in batch.items():
+            module = rl_module[module_id]
+            with torch.no_grad():
+                logits = module.forward_train(module_batch)[Columns.ACTION_DIST_INPUTS]
+            logp = torch.log_softmax(logits, -1).gather(
+                1, module_batch[Columns.ACTIONS].long()[:, None])[:, 0]
+            real = module_batch[Columns.LOSS_MASK].bool()
+            logp_gaps.append(float((logp - module_batch[Columns.ACTION_LOGP])[real].abs().max()))
+        return original_gae(self, rl_module=rl_module, batch=batch, episodes=episodes, **kw)
+
     potential_shaping.PotentialShaping.__call__ = spy
+    gae.GeneralAdvantageEstimation.__call__ = gae_spy
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
     try:
         env_registry.register_all()
         knowledge_pipeline.collect_dataset(task)
         knowledge_pipeline.build_knowledge(task, "bk-code", "oracle")
         config = get_method("bk-code").build(task, seed, {"include_mission": False})
+        extrinsic_coeff = float(config.extrinsic_coeff)
         config.evaluation(evaluation_interval=None)
         algo = config.build_algo()
         for _ in range(iterations):
@@ -133,6 +164,7 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6) -
     finally:
         ray.shutdown()
         potential_shaping.PotentialShaping.__call__ = original
+        gae.GeneralAdvantageEstimation.__call__ = original_gae
 
     replay = bk_replay(recorded, load_function(rl_file.read_text(), "compute_potential"),
                        gamma, horizon)  # fmt: skip
@@ -151,4 +183,8 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6) -
     return {"iterations": iterations, "batches": len(recorded), "steps": steps,
             "env_slots": len(slots), "episode_starts": int(starts),
             "largest_shaped_reward": scale, "max_difference": gap,
-            "ok": bool(gap <= tol * max(1.0, scale) and len(slots) == 8)}  # fmt: skip
+            "extrinsic_coeff": extrinsic_coeff, "gae_chunks_read": len(gae_gaps),
+            "gae_rewards_max_difference": max(gae_gaps, default=float("nan")),
+            "sampled_logp_max_difference": max(logp_gaps, default=float("nan")),
+            "ok": bool(gap <= tol * max(1.0, scale) and len(slots) == 8 and gae_gaps
+                       and max(gae_gaps) <= 1e-6 and logp_gaps and max(logp_gaps) < 1e-4)}  # fmt: skip
