@@ -186,5 +186,6 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6) -
             "extrinsic_coeff": extrinsic_coeff, "gae_chunks_read": len(gae_gaps),
             "gae_rewards_max_difference": max(gae_gaps, default=float("nan")),
             "sampled_logp_max_difference": max(logp_gaps, default=float("nan")),
-            "ok": bool(gap <= tol * max(1.0, scale) and len(slots) == 8 and gae_gaps
-                       and max(gae_gaps) <= 1e-6 and logp_gaps and max(logp_gaps) < 1e-4)}  # fmt: skip
+            "ok": bool(gap <= tol * max(1.0, scale) and len(slots) == 8
+                       and gae_gaps and max(gae_gaps) <= 1e-6
+                       and logp_gaps and max(logp_gaps) < 1e-4)}  # fmt: skip
