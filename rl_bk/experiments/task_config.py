@@ -75,6 +75,9 @@ class PPOParams(_Strict):
     bootstrap_time_limits: bool = True
     #: RLlib's first epoch takes the batch in episode order; True shuffles it as CleanRL does
     shuffle_first_epoch: bool = False
+    #: RLlib's minibatch count covers its artificial steps too (17 on BK's batch); True:
+    #: num_epochs x train batch // minibatch (16), as CleanRL's
+    minibatches_from_env_steps: bool = False
 
 
 #: What trials train with: RLlib's PPO (synchronous: the env runners wait while the learner

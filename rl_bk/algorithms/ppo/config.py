@@ -38,6 +38,7 @@ class BasePPOConfig(PPOConfig):
         self.adam_epsilon: float = TORCH_ADAM_EPSILON
         self.bootstrap_time_limits: bool = True
         self.shuffle_first_epoch: bool = False
+        self.minibatches_from_env_steps: bool = False
 
     @override(PPOConfig)
     def training(
@@ -48,6 +49,7 @@ class BasePPOConfig(PPOConfig):
         adam_epsilon: float = NotProvided,
         bootstrap_time_limits: bool = NotProvided,
         shuffle_first_epoch: bool = NotProvided,
+        minibatches_from_env_steps: bool = NotProvided,
         **kwargs: Any,
     ) -> BasePPOConfig:
         """
@@ -66,6 +68,11 @@ class BasePPOConfig(PPOConfig):
                 rows in episode order, as RLlib's minibatch iterator shuffles only from the
                 second; True (CleanRL's and BK's): every epoch, the first included, draws
                 its minibatches in a random order (:mod:`~rl_bk.connectors.learner.shuffled_rows`).
+            minibatches_from_env_steps: False (RLlib's): an update takes minibatches until
+                every row of the train batch, RLlib's artificial last step of each episode
+                chunk included, was seen ``num_epochs`` times (17 of 256 on BK's 1,024 env
+                steps); True (CleanRL's and BK's): ``num_epochs * train_batch_size_per_learner
+                // minibatch_size`` minibatches (16).
         """
         super().training(**kwargs)
         if value_loss is not NotProvided:
@@ -78,6 +85,8 @@ class BasePPOConfig(PPOConfig):
             self.bootstrap_time_limits = bootstrap_time_limits
         if shuffle_first_epoch is not NotProvided:
             self.shuffle_first_epoch = shuffle_first_epoch
+        if minibatches_from_env_steps is not NotProvided:
+            self.minibatches_from_env_steps = minibatches_from_env_steps
         return self
 
     @override(PPOConfig)

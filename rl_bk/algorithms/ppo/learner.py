@@ -95,6 +95,17 @@ class BasePPOTorchLearner(PPOTorchLearner):
             pipeline.append(ShuffleTrainBatch(seed=self.config.seed))
 
     @override(PPOTorchLearner)
+    def update(self, *args: Any, num_total_minibatches: int = 0, num_epochs: int = 1,
+               minibatch_size: int | None = None, **kwargs: Any):  # fmt: skip
+        # RLlib counts epochs over the batch's rows, its artificial steps included: one more
+        # minibatch than CleanRL's loop over the env steps on BK's batch (17, not 16).
+        if self.config.minibatches_from_env_steps and minibatch_size and not num_total_minibatches:
+            per_epoch = max(1, self.config.train_batch_size_per_learner // minibatch_size)
+            num_total_minibatches = num_epochs * per_epoch
+        return super().update(*args, num_total_minibatches=num_total_minibatches,
+                              num_epochs=num_epochs, minibatch_size=minibatch_size, **kwargs)
+
+    @override(PPOTorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
         params = self.get_parameters(self._module[module_id])
         self.register_optimizer(

@@ -1,5 +1,6 @@
-"""PPO's first epoch: RLlib's minibatches follow the episodes; ``shuffle_first_epoch`` draws
-them at random as CleanRL (and BK's ``train_rs.py``) do."""
+"""PPO's minibatches, RLlib's way and CleanRL's (BK's ``train_rs.py``): RLlib's first epoch
+follows the episodes (``shuffle_first_epoch`` draws it at random), and RLlib's count covers its
+artificial steps (``minibatches_from_env_steps`` counts env steps)."""
 
 from __future__ import annotations
 
@@ -18,16 +19,16 @@ OBS = gym.spaces.Box(-1e3, 1e3, (2,), np.float32)
 EPISODES, STEPS, MINIBATCH = 4, 63, 64
 
 
-def chunks() -> list[SingleAgentEpisode]:
+def chunks(steps: int = STEPS) -> list[SingleAgentEpisode]:
     """Four env slots' chunks; each observation is (slot, step), each action step % 2."""
     out = []
     for slot in range(EPISODES):
-        obs = [np.array([slot, t], np.float32) for t in range(STEPS + 1)]
+        obs = [np.array([slot, t], np.float32) for t in range(steps + 1)]
         out.append(SingleAgentEpisode(
-            observations=obs, actions=[t % 2 for t in range(STEPS)],
-            rewards=[float(t == STEPS - 1) for t in range(STEPS)], infos=[{}] * (STEPS + 1),
-            extra_model_outputs={Columns.ACTION_LOGP: [np.float32(-0.69)] * STEPS,
-                                 Columns.ACTION_DIST_INPUTS: [np.zeros(2, np.float32)] * STEPS},
+            observations=obs, actions=[t % 2 for t in range(steps)],
+            rewards=[float(t == steps - 1) for t in range(steps)], infos=[{}] * (steps + 1),
+            extra_model_outputs={Columns.ACTION_LOGP: [np.float32(-0.69)] * steps,
+                                 Columns.ACTION_DIST_INPUTS: [np.zeros(2, np.float32)] * steps},
             len_lookback_buffer=0))  # fmt: skip
     return out
 
@@ -89,3 +90,23 @@ def test_shuffle_refuses_columns_of_different_lengths():
     batch = {"m": {"a": np.arange(4), "b": np.arange(3)}}
     with pytest.raises(ValueError, match="different lengths"):
         ShuffleTrainBatch()(rl_module={}, batch=batch, episodes=[])
+
+
+def minibatches_taken(from_env_steps: bool) -> int:
+    """How many minibatches one update on 4 x 64 env steps (+ RLlib's 4 artificial steps)
+    takes, 2 epochs of 64."""
+    learner = (BasePPOConfig()
+               .environment(observation_space=OBS, action_space=gym.spaces.Discrete(2))
+               .training(train_batch_size_per_learner=EPISODES * 64,
+                         minibatches_from_env_steps=from_env_steps)).build_learner()  # fmt: skip
+    calls = []
+    update = learner._update
+    learner._update = lambda batch, **kw: (calls.append(1), update(batch, **kw))[1]
+    learner.update(episodes=chunks(64), minibatch_size=64, num_epochs=2,
+                   shuffle_batch_per_epoch=True)  # as PPO's training_step calls it
+    return len(calls)
+
+
+def test_minibatch_count_rllib_counts_artificial_steps_cleanrl_counts_env_steps():
+    assert minibatches_taken(from_env_steps=False) == 9  # ceil(2 x 260 / 64)
+    assert minibatches_taken(from_env_steps=True) == 8  # 2 x 256 / 64, as CleanRL's loop
