@@ -853,9 +853,23 @@ def run_rl_bk_part(out: Output, potential: str, seed: int, steps: int) -> dict:
     greedy evaluations and env steps/s from the run's results."""
     from bench.study import find_run, is_finished
 
+    from bench.study import code_commit
+
     task_file = rl_bk_task_file(out, potential, seed, steps)
     home = out.runs / "rl-bk" / potential / str(seed)
     run_dir = find_run(home)
+    started_at = home / "started-at-commit"
+    commit = code_commit()
+    if run_dir is not None and not is_finished(run_dir) and (
+            not started_at.is_file() or started_at.read_text().strip() != commit):
+        # An interrupted run of other code (a fix since): its checkpoints would mix the two.
+        was = started_at.read_text().strip() if started_at.is_file() else "unknown"
+        aside = home.with_name(f"{home.name}-interrupted-{was}")
+        shutil.rmtree(aside, ignore_errors=True)
+        home.rename(aside)
+        print(f"[{NAME}] rl-bk/{potential}/{seed}: an interrupted run of other code moved to "
+              f"{_rel(aside)}; starting afresh", flush=True)  # fmt: skip
+        run_dir = None
     if is_finished(run_dir):
         cmd = None
     elif run_dir is not None and (run_dir / "tune").is_dir():
@@ -866,6 +880,8 @@ def run_rl_bk_part(out: Output, potential: str, seed: int, steps: int) -> dict:
     started = time.time()
     if cmd is not None:
         home.mkdir(parents=True, exist_ok=True)
+        if run_dir is None:
+            started_at.write_text(commit + "\n")
         with (home / "tune_run.out").open("a") as log:
             log.write(f"$ {' '.join(cmd)}\n")
             log.flush()

@@ -342,6 +342,9 @@ def resume_experiment(run_dir: Path, options: RunOptions) -> Path:
     _preflight(task, variants, options.address)
     env_registry.register_all()
     _start_labeler_apps(task, variants)
+    # On another machine, or after the knowledge cache was cleared, the artifacts the trials
+    # read are missing: build them again, as a fresh run would.
+    _prepare_knowledge(task, variants, run_dir)
     tuner = tune.Tuner.restore(
         tune_location(task, run_dir), trainable=trainable_for(task),
         resume_unfinished=True, resume_errored=True,

@@ -102,3 +102,35 @@ def test_labeler_app_with_local_labels_is_refused(capsys):
     code, err = run(capsys, "--task", "babyai-gotolocal-redball-s20", "--labeler", "local",
                     "--labeler-app", "x")  # fmt: skip
     assert code == 2 and "--labeler-app attaches to a Serve app: drop --labeler local" in err
+
+
+def test_resume_builds_missing_knowledge_before_restoring(tmp_path, monkeypatch):
+    """A run resumed on another machine (or after the knowledge cache was cleared) builds the
+    artifacts its trials read, as a fresh run does, before Tune restores the trials."""
+    import yaml
+
+    from rl_bk.experiments import run as run_module
+    from rl_bk.experiments.task_config import load_task
+
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    (tmp_path / run_module.RESOLVED_TASK_FILE).write_text(
+        yaml.safe_dump(task.model_dump(mode="json"), sort_keys=False))
+    order = []
+    monkeypatch.setattr(run_module, "check_labelers", lambda *a: None)
+    monkeypatch.setattr(run_module, "_init_ray", lambda *a: None)
+    monkeypatch.setattr(run_module, "_preflight", lambda *a: None)
+    monkeypatch.setattr(run_module, "_prepare_knowledge",
+                        lambda t, variants, d: order.append(("knowledge", sorted(
+                            {v.method for v in variants}))))  # fmt: skip
+
+    class Restored:
+        def fit(self):
+            order.append(("fit", None))
+
+    from ray import tune
+
+    monkeypatch.setattr(tune.Tuner, "restore", lambda *a, **k: Restored())
+    monkeypatch.setattr(run_module, "_write", lambda *a: None)
+    run_module.resume_experiment(tmp_path, run_module.RunOptions())
+    assert order[0] == ("knowledge", sorted(set(task.methods)))
+    assert order[1] == ("fit", None)
