@@ -61,7 +61,7 @@ def level_lines(level, seeds):
     return out
 """
 
-_BK_LEVELS = _LEVEL_LINES + r"""
+_BK_LEVELS = r"""
 import sys, json
 import gymnasium as gym
 import babyai_envs  # noqa: F401  (BK's registrations)
@@ -70,9 +70,12 @@ print(json.dumps(level_lines(level, int(sys.argv[2]))))
 """
 
 
-def check_levels(seeds: int) -> dict:
-    run = subprocess.run([str(bk_python()), "-c", _BK_LEVELS, BK_ENV_ID, str(seeds)],
-                         cwd=BK_SRC, capture_output=True, text=True, env=bk_run_env())  # fmt: skip
+def _in_both_envs(shared: str, bk_main: str, args: list, ours) -> tuple[list, list]:
+    """The lines ``shared`` (code defining a function) makes in BK's env, run there by
+    ``bk_main`` with ``args``, and in rl-bk's task env here, by ``ours(namespace, env)``."""
+    run = subprocess.run([str(bk_python()), "-c", shared + bk_main, BK_ENV_ID,
+                          *map(str, args)], cwd=BK_SRC, capture_output=True, text=True,
+                         env=bk_run_env())  # fmt: skip
     if run.returncode != 0:
         raise SystemExit("BK's env did not run (set it up with `python -m "
                          "bench.bk_reference_check --bk-repo PATH --setup-bk-env`):\n"
@@ -84,8 +87,16 @@ def check_levels(seeds: int) -> dict:
     task = load_task(TASK)
     env = env_registry.make_env(task.env, task.env_config)
     namespace: dict = {}
-    exec(_LEVEL_LINES, namespace)
-    ours = namespace["level_lines"](env.unwrapped.level, seeds)
+    exec(shared, namespace)
+    try:
+        return bk, ours(namespace, env)
+    finally:
+        env.close()
+
+
+def check_levels(seeds: int) -> dict:
+    bk, ours = _in_both_envs(_LEVEL_LINES, _BK_LEVELS, [seeds],
+                             lambda ns, env: ns["level_lines"](env.unwrapped.level, seeds))
     same = sum(a == b for a, b in zip(bk, ours))
     return {"seeds": seeds, "same_levels": same, "ok": same == seeds,
             "first_differing_seed": next((i for i, (a, b) in enumerate(zip(bk, ours))
@@ -114,7 +125,7 @@ def dynamics_lines(env, level, seeds, steps):
     return out
 """
 
-_BK_DYNAMICS = _DYNAMICS_LINES + r"""
+_BK_DYNAMICS = r"""
 import sys, json
 import gymnasium as gym
 import babyai_envs  # noqa: F401  (BK's registrations)
@@ -126,21 +137,9 @@ print(json.dumps(dynamics_lines(env, env.unwrapped, int(sys.argv[2]), int(sys.ar
 def check_dynamics(seeds: int, steps: int = 400) -> dict:
     """Both envs, the same seeds and the same random actions: every step's reward, flags,
     view, position, direction and carried object."""
-    run = subprocess.run([str(bk_python()), "-c", _BK_DYNAMICS, BK_ENV_ID, str(seeds),
-                          str(steps)], cwd=BK_SRC, capture_output=True, text=True,
-                         env=bk_run_env())  # fmt: skip
-    if run.returncode != 0:
-        raise SystemExit("BK's env did not run:\n"
-                         + "\n".join(run.stderr.strip().splitlines()[-8:]))
-    bk = json.loads(run.stdout.strip().splitlines()[-1])
-    import env_registry
-    from rl_bk.experiments.task_config import load_task
-
-    task = load_task(TASK)
-    env = env_registry.make_env(task.env, task.env_config)
-    namespace: dict = {}
-    exec(_DYNAMICS_LINES, namespace)
-    ours = namespace["dynamics_lines"](env, env.unwrapped.level, seeds, steps)
+    bk, ours = _in_both_envs(
+        _DYNAMICS_LINES, _BK_DYNAMICS, [seeds, steps],
+        lambda ns, env: ns["dynamics_lines"](env, env.unwrapped.level, seeds, steps))
     same = sum(a == b for a, b in zip(bk, ours))
     first = next((i for i, (a, b) in enumerate(zip(bk, ours)) if a != b), None)
     return {"seeds": seeds, "steps": len(bk), "steps_ours": len(ours), "same_steps": same,
