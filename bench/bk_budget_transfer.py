@@ -43,17 +43,18 @@ SEEDS = [0, 1, 2]
 #: ppo on BK's 10 x env reward (BK's train_rs.py with no potential); task-agnostic knowledge.
 SWEEP = {"ppo": {"extrinsic_coeff": [10.0]}, "bk-code": {"include_mission": [False]},
          "bk-pref": {"include_mission": [False]}, "bk-goal": {"include_mission": [False]}}
-#: (study, task file, env steps, budgets, trials at once): run in this order. A 5M trial
-#: runs alone in the task file's layout (2 env runners, the learner on 2 threads: ~670 env
-#: steps/s, about 2 h), so it ends within one session: Tune's folders do not travel to another
-#: machine, so a trial cut by a session's end starts again. The 500k trials run two at a time,
-#: 1 CPU each (1.89 x the sweep's env steps/s: bench/results/bk_layout.md).
+#: (study, task file, env steps, budgets, trials at once): run in this order, the transfer
+#: suite first (each of its tasks is decided within a session or two; the 5M study takes
+#: about 19 hours). Every trial runs two at a time, 1 CPU each: 1.89 x the env steps/s of one
+#: trial alone on 2 CPUs, 1.37 x one alone with its learner on 2 threads
+#: (bench/results/bk_layout.md). A pair cut by a session's end resumes from its checkpoints
+#: (every 2 iterations) when the command runs again on the same machine.
 STUDIES = [
-    ("redball-s20-5m", "babyai-gotolocal-redball-s20", 5_000_000,
-     [500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000], 1),
     *[(name, f"babyai-gotolocal-{name}", 500_000, [100_000, 200_000, 300_000, 500_000], 2)
       for name in ("purpleball-s23", "redkey-s23", "purplekey-s25", "purpleball-s28",
                    "redkey-s28", "purplekey-s30")],
+    ("redball-s20-5m", "babyai-gotolocal-redball-s20", 5_000_000,
+     [500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000], 2),
 ]  # fmt: skip
 #: Two trials at once: each samples 8 envs in its own process, its learner on one thread.
 PAIR_LAYOUT = {"num_env_runners": 0, "num_envs_per_env_runner": 8}
@@ -121,10 +122,10 @@ def plan_lines(facts: dict) -> list[str]:
         "gradient-norm clip (BK's 0.5 never acts), 1,024 env steps per update in 4 "
         "minibatches × 4 epochs (16 minibatches, every epoch's at random: the first "
         "included, as CleanRL's), a time limit ending the episode in GAE, `ppo` on BK's 10 × "
-        "env reward. Layout (`bench/results/bk_layout.md`): a 5M trial alone, in the task "
-        "file's layout (2 env runners, learner on 2 threads), so that it ends within one "
-        "session; the 500k trials two at a time, each sampling 8 envs in its own process on "
-        "one CPU.",
+        "env reward. Layout (`bench/results/bk_layout.md`): every trial two at a time, each "
+        "sampling 8 envs in its own process, its learner on one thread (1.89 × one trial's "
+        "env steps/s); a pair cut by a session's end resumes from its checkpoints. Order: "
+        "the transfer suite's tasks, then the 5M study.",
         "- **Knowledge**: the task-agnostic rule-based oracle (ORACLE), never an LLM and never "
         "told the mission; one artifact, built once on GoToLocal-Pretraining-S20, reused "
         "unchanged on every task. The dataset and BK-Goal's settings are the task file's "

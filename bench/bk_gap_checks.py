@@ -20,11 +20,15 @@ potential the two match. Each check rules one place out, and says so or fails:
 - ``update``: one PPO update on the same batch (BK's 4th rollout, with its weights and Adam
   state) in BK's code and in rl-bk's learner, in BK's minibatch order: values, value
   targets, advantages, every minibatch's losses, the weights after (:mod:`bench.bk_same_update`).
+- ``same-shaping``: BK's ``train_rs.py`` itself shapes its first 12 rollouts (its windows,
+  reward provider, running sums, variance, carried potential); the same rollouts through
+  rl-bk's shaping term give the same shaped reward at every step (:mod:`bench.bk_same_shaping`).
 - ``live-shaping``: the shaped rewards of a live rl-bk run (the task's two env runners, the
-  oracle potential) against BK's arithmetic replayed on the same states, with BK's own
-  windows and per-slot running sums (:mod:`bench.bk_live_shaping`).
+  oracle potential, 45 iterations with the task's evaluation and a checkpoint every 2, as a
+  trial runs) against BK's arithmetic replayed on the same states, with BK's own windows and
+  per-slot running sums (:mod:`bench.bk_live_shaping`).
 
-    python -m bench.bk_gap_checks                 # all six, ~5 min
+    python -m bench.bk_gap_checks                 # all eight, ~8 min
     python -m bench.bk_gap_checks --checks levels --seeds 400
 
 BK's environment is the reference check's (``--setup-bk-env`` there). Results print and go
@@ -45,7 +49,8 @@ from bench.bk_reference_check import BK_ENV_ID, BK_SRC, TASK, bk_python, bk_run_
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "bk-gap-checks.json"
-CHECKS = ("levels", "dynamics", "gae-math", "gae", "captions", "update", "live-shaping")
+CHECKS = ("levels", "dynamics", "gae-math", "gae", "captions", "update", "live-shaping",
+          "same-shaping")
 
 #: One line per seed: the level as minigrid holds it after reset (both envs are minigrid
 #: RoomGridLevels; ``level`` is the unwrapped one).
@@ -270,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checks", default=",".join(CHECKS))
     p.add_argument("--seeds", type=int, default=400, help="levels compared (seeds 0..N-1)")
     p.add_argument("--iterations", type=int, default=4, help="PPO iterations of the learner")
+    p.add_argument("--live-iterations", type=int, default=45,
+                   help="iterations of the live-shaping check's run (1,024 env steps each)")
     args = p.parse_args(argv)
     checks = {c.strip() for c in args.checks.split(",") if c.strip()}
     unknown = checks - set(CHECKS)
@@ -292,7 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     if "live-shaping" in checks:
         from bench.bk_live_shaping import check_live_shaping
 
-        out["live-shaping"] = check_live_shaping(args.iterations * 3)
+        # As a trial runs: the task's greedy evaluation on (twice in 45 iterations) and a
+        # checkpoint every 2 iterations (the task file's), neither of which may touch it.
+        out["live-shaping"] = check_live_shaping(args.live_iterations, evaluation=True,
+                                                 checkpoint_every=2)  # fmt: skip
+    if "same-shaping" in checks:
+        from bench.bk_same_shaping import check_same_shaping
+
+        out["same-shaping"] = check_same_shaping()
     # Each check keeps its own command: a run of some checks leaves the others' results.
     kept = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     old_command = kept.pop("command", None)  # one command for all, before checks kept theirs

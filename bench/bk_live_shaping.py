@@ -2,8 +2,9 @@
 training, against BK's ``train_rs.py`` arithmetic (lines 130-175, mansicer/
 background-knowledge-rl) run on the same states.
 
-The task's ``bk-code`` learner, with the reference check's oracle potential, trains a few
-iterations in the task file's layout (two env runners of four envs). A spy on the shaping term
+The task's ``bk-code`` learner, with the reference check's oracle potential, trains some
+iterations in the task file's layout (two env runners of four envs; under ``bk_gap_checks``
+45, with the task's greedy evaluation on and a checkpoint every 2 iterations, as a trial). A spy on the shaping term
 records what it was given (each chunk's env slot, episode, captions and actions) and what it
 returned. The replay knows nothing of rl-bk's windows, streams or carried state: per env slot
 it lays the batch's steps end to end as BK's rollout buffer holds them, builds each state's
@@ -21,6 +22,7 @@ learner's policy must give the sampled actions the log-probabilities the env run
 
 from __future__ import annotations
 
+import tempfile
 from collections import defaultdict
 from typing import Any
 
@@ -86,7 +88,11 @@ def bk_replay(batches: list[list[dict]], potential, gamma: float, horizon: int) 
     return out
 
 
-def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6) -> dict:
+def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6,
+                       evaluation: bool = False, checkpoint_every: int | None = None) -> dict:
+    """The check (module docstring); ``evaluation`` keeps the task's greedy evaluation on and
+    ``checkpoint_every`` saves the algorithm every that many iterations, as a trial under
+    ``tune_run.py`` does, to show neither touches the shaping's state."""
     import ray
     import torch
     from ray.rllib.connectors.learner import general_advantage_estimation as gae
@@ -155,10 +161,17 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6) -
         knowledge_pipeline.build_knowledge(task, "bk-code", "oracle")
         config = get_method("bk-code").build(task, seed, {"include_mission": False})
         extrinsic_coeff = float(config.extrinsic_coeff)
-        config.evaluation(evaluation_interval=None)
+        if not evaluation:
+            config.evaluation(evaluation_interval=None)
         algo = config.build_algo()
-        for _ in range(iterations):
-            algo.train()
+        evaluated = 0
+        with tempfile.TemporaryDirectory() as saves:
+            for i in range(1, iterations + 1):
+                result = algo.train()
+                evaluated += int("evaluation" in result and bool(
+                    result["evaluation"].get("env_runners", {}).get("num_episodes")))
+                if checkpoint_every and i % checkpoint_every == 0:
+                    algo.save_to_path(saves)
         gamma = float(algo.config.gamma)
         algo.stop()
     finally:
@@ -180,7 +193,8 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6) -
     slots = {c["slot"] for batch in recorded for c in batch}
     scale = max(float(np.abs(c["shaped"]).max()) for batch in recorded for c in batch)
     gap = max(gaps)
-    return {"iterations": iterations, "batches": len(recorded), "steps": steps,
+    return {"iterations": iterations, "evaluations": evaluated,
+            "checkpoint_every": checkpoint_every, "batches": len(recorded), "steps": steps,
             "env_slots": len(slots), "episode_starts": int(starts),
             "largest_shaped_reward": scale, "max_difference": gap,
             "extrinsic_coeff": extrinsic_coeff, "gae_chunks_read": len(gae_gaps),

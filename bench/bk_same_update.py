@@ -27,6 +27,7 @@ from __future__ import annotations
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,8 @@ _HOOKS = [
      "        __rlbk_hook__('updated', locals())\n"),
 ]  # fmt: skip
 
-_DRIVER = r"""
+#: Every hook driver's start: its arguments, and train_rs.py's source with the hooks put in.
+DRIVER_HEAD = r"""
 import pickle, sys
 import numpy as np
 import torch
@@ -58,6 +60,9 @@ for line, where, hook in hooks:
     if source.count(line) != 1:
         raise SystemExit(f"train_rs.py changed: {line.strip()!r} found {source.count(line)} times")
     source = source.replace(line, hook + line if where == "before" else line + hook)
+"""
+
+_DRIVER = DRIVER_HEAD + r"""
 saved = {"steps": []}
 
 def numpy(x):
@@ -108,26 +113,35 @@ def rl_bk_name(bk_name: str) -> str:
     raise KeyError(f"no rl-bk parameter for BK's {bk_name}")
 
 
-def run_bk_update(seed: int, update: int, workdir: Path) -> dict:
-    """BK's ``update``-th update (from 1) on RedBall-S20 with the exported oracle potential
-    (see the module docstring); returns what the hooks saved."""
+def run_hooked_train_rs(driver: str, hooks: list[tuple[str, str, str]], update: int,
+                        seed: int, workdir: Path) -> Any:  # fmt: skip
+    """BK's ``train_rs.py`` on RedBall-S20 with the exported oracle potential, for ``update``
+    updates of 1,024 env steps, executed by ``driver`` (a script: output path, train_rs.py's
+    path, the hex-pickled ``hooks``, ``update``, then train_rs.py's arguments); returns what the
+    driver pickled."""
     import pickle
 
     out = output_for(300_000, [seed])
     write_potentials(out)
     _, potential_dir = potential_paths(out, "oracle")
     (workdir / "prompts").symlink_to(BK_SRC.resolve() / "prompts")
-    saved = workdir / "bk-update.pkl"
-    cmd = [str(bk_python()), "-c", _DRIVER, str(saved), str(BK_SRC.resolve() / "train_rs.py"),
-           pickle.dumps(_HOOKS).hex(), str(update), "--alg", "bk-code", "--pretrain_path",
+    saved = workdir / "bk-hooked.pkl"
+    cmd = [str(bk_python()), "-c", driver, str(saved), str(BK_SRC.resolve() / "train_rs.py"),
+           pickle.dumps(hooks).hex(), str(update), "--alg", "bk-code", "--pretrain_path",
            str(potential_dir.resolve()), "--env", BK_ENV_ID, "--seed", str(seed),
            "--total_timesteps", str(1024 * update)]  # fmt: skip
     env = {**bk_run_env(), "PYTHONPATH": str(BK_SRC.resolve())}
     done = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
     if done.returncode != 0 or not saved.is_file():
-        raise RuntimeError(f"BK's train_rs.py under the update driver failed (exit "
+        raise RuntimeError(f"BK's train_rs.py under a hook driver failed (exit "
                            f"{done.returncode}):\n{done.stderr[-3000:]}")  # fmt: skip
     return pickle.loads(saved.read_bytes())
+
+
+def run_bk_update(seed: int, update: int, workdir: Path) -> dict:
+    """BK's ``update``-th update (from 1) on RedBall-S20 with the exported oracle potential
+    (see the module docstring); returns what the hooks saved."""
+    return run_hooked_train_rs(_DRIVER, _HOOKS, update, seed, workdir)
 
 
 def rl_bk_view(bk_obs: np.ndarray, obs_size: int) -> np.ndarray:

@@ -5,18 +5,20 @@ env rate measured in the same run.
     python -m bench.scaling            # writes bench/results/scaling.{md,json}
     python -m bench.scaling --quick    # shorter, for a look
 
-Task ``babyai-gotolocal-redball-s20``, PPO as its file sets it (batch 2048, 4 epochs), with
+Task ``babyai-gotolocal-redball-s20``, PPO as its file sets it (the report says how), with
 its greedy evaluation off (it runs in the trial's process and would blur the sampling
 numbers; ``bench/evaluation_speed.py`` measures it).
 
 - Runners: one trial, 32 envs in all, spread over 1, 2 or 4 env runners (0.5 CPU each, the
   learner in the trial's process). Env steps over the wall time of the timed iterations,
   after one warm-up iteration.
-- Concurrent trials: k trials of 1 CPU each (sampling in the trial's process, 16 envs), run
-  by Tune at once; each trial's env steps/s from its own reports (after its first), summed.
-- Two nodes: the task's layout with both runners on the worker node of the two-node cluster
-  on this machine that ``tests/cluster`` uses (needs root), the learner on the head, against
-  the same layout on one node just before and after.
+- Concurrent trials: k trials of 1 CPU each (sampling in the trial's process, 16 envs, the
+  learner on one torch thread), run by Tune at once; each trial's env steps/s from its own reports (after its first), summed.
+- Two nodes: two runners x 16 envs on the worker node of the two-node cluster on this
+  machine that ``tests/cluster`` uses (needs root), the learner on the head, against the same
+  layout on one node just before and after; on PPO and on APPO (the task file's APPO
+  settings: the learner updates while the runners sample, so the other node's episodes
+  arrive while it trains).
 
 Run it on a quiet machine: every number here is a wall-clock rate.
 """
@@ -34,26 +36,38 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
-from bench.env_throughput import ENVS, ROUND_STEPS, raw_throughput
+from bench.env_throughput import ENVS, ROUND_STEPS, network, raw_throughput
 
 ROOT = Path(__file__).resolve().parents[1]
 
 TASK = "babyai-gotolocal-redball-s20"
 
 
-def _ppo_config(num_env_runners: int, envs_per_runner: int):
+ALGORITHMS = ("ppo", "appo")
+
+
+def _ppo_config(num_env_runners: int, envs_per_runner: int, algorithm: str = "ppo",
+                learner_threads: int | None = None):  # fmt: skip
+    """The ``ppo`` method on the task, on ``algorithm`` (RLlib's PPO or APPO); the learner on
+    the task's torch threads unless ``learner_threads`` says otherwise."""
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
 
-    config = get_method("ppo").build(load_task(TASK), 0, {})
+    task = load_task(TASK)
+    update: dict = {"algorithm": algorithm}
+    if learner_threads is not None:
+        update["learner"] = task.learner.model_copy(update={"threads": learner_threads})
+    task = task.model_copy(update=update)
+    config = get_method("ppo").build(task, 0, {})
     config.env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=envs_per_runner)
     return config.evaluation(evaluation_interval=None)
 
 
-def runner_scaling(iterations: int, runners: list[int], total_envs: int = 32) -> dict:
+def runner_scaling(iterations: int, runners: list[int], total_envs: int = 32,
+                   algorithm: str = "ppo") -> dict:  # fmt: skip
     out = {}
     for n in runners:
-        algo = _ppo_config(n, total_envs // n).build_algo()
+        algo = _ppo_config(n, total_envs // n, algorithm).build_algo()
         try:
             steps0 = algo.train()["num_env_steps_sampled_lifetime"]
             t0 = time.perf_counter()
@@ -73,7 +87,8 @@ def concurrent_trials(iterations: int, counts: list[int], storage: Path) -> dict
 
     out = {}
     for k in counts:
-        config = _ppo_config(0, 16)
+        # One CPU each: the learner on one torch thread, or k trials oversubscribe the cores.
+        config = _ppo_config(0, 16, learner_threads=1)
         config.resources(num_cpus_for_main_process=1)
         tuner = tune.Tuner(
             "PPO", param_space=config.to_dict(),
@@ -92,8 +107,8 @@ def concurrent_trials(iterations: int, counts: list[int], storage: Path) -> dict
     return out
 
 
-def cluster_driver(iterations: int, address: str) -> None:
-    """Run as a driver of the two-node cluster: PPO with the task's 2 runners (on the worker
+def cluster_driver(iterations: int, address: str, algorithm: str = "ppo") -> None:
+    """Run as a driver of the two-node cluster: ``algorithm`` with 2 runners (on the worker
     node: the head has no CPUs) and its learner in this process; prints env steps/s."""
     import ray
 
@@ -101,38 +116,84 @@ def cluster_driver(iterations: int, address: str) -> None:
 
     ray.init(address=address, logging_level="ERROR")
     env_registry.register_all()
-    print("CLUSTER_RATE", runner_scaling(iterations, [2])["2 runner(s) x 16 envs"]
-          ["env_steps_per_s"])  # fmt: skip
+    rate = runner_scaling(iterations, [2], algorithm=algorithm)["2 runner(s) x 16 envs"]
+    print("CLUSTER_RATE", rate["env_steps_per_s"])
 
 
-def two_node_rate(iterations: int, log_dir: Path) -> dict:
-    """The task's layout with its runners on another node (the two-node cluster on this
-    machine of ``tests/cluster``: token auth, the worker in its own mount namespace); or why
-    it cannot run here."""
+def two_node_rates(iterations: int, log_dir: Path, algorithms=ALGORITHMS) -> dict:
+    """Per algorithm, two runners on another node (the two-node cluster on this machine of
+    ``tests/cluster``: token auth, the worker in its own mount namespace): env steps/s, or why
+    it could not run."""
     import subprocess
 
     from tests.cluster.two_nodes import TwoNodeCluster, can_run
 
     why = can_run()
     if why:
-        return {"skipped": why}
+        return {a: {"skipped": why} for a in algorithms}
     os.environ.setdefault("PYTHONPATH", str(ROOT))  # the nodes import this checkout
     # The worker hides one empty folder (the class always hides some, as a worker node would).
     cluster = TwoNodeCluster([log_dir / "hidden"], head_cpus=0, worker_cpus=1,
                              log_dir=log_dir).start()  # fmt: skip
+    out = {}
     try:
-        # PYTHONPATH (and the working folder) is this checkout: bench imports as a package
-        code = ("from bench.scaling import cluster_driver; "
-                f"cluster_driver({iterations}, {cluster.address!r})")  # fmt: skip
-        env = {**cluster.env, "PYTHONPATH": str(ROOT)}
-        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
-                              capture_output=True, text=True, timeout=900)  # fmt: skip
+        for algorithm in algorithms:
+            # PYTHONPATH (and the working folder) is this checkout: bench imports as a package
+            code = ("from bench.scaling import cluster_driver; "
+                    f"cluster_driver({iterations}, {cluster.address!r}, {algorithm!r})")
+            env = {**cluster.env, "PYTHONPATH": str(ROOT)}
+            done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
+                                  capture_output=True, text=True, timeout=900)  # fmt: skip
+            rates = [line.split()[1] for line in done.stdout.splitlines()
+                     if line.startswith("CLUSTER")]  # fmt: skip
+            out[algorithm] = ({"env_steps_per_s": float(rates[0])} if rates else
+                              {"skipped": f"the driver failed: {done.stderr[-500:]}"})
     finally:
         cluster.stop()
-    rates = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("CLUSTER")]
-    if not rates:
-        return {"skipped": f"the driver failed: {done.stderr[-500:]}"}
-    return {"env_steps_per_s": float(rates[0])}
+    return out
+
+
+def one_node_rates(iterations: int, algorithms=ALGORITHMS) -> dict[str, float]:
+    """Per algorithm, the two-node rows' layout with everything on this one node."""
+    import ray
+
+    import env_registry
+
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+             logging_level="ERROR")  # fmt: skip
+    env_registry.register_all()
+    try:
+        return {a: runner_scaling(iterations, [2], algorithm=a)["2 runner(s) x 16 envs"]
+                ["env_steps_per_s"] for a in algorithms}  # fmt: skip
+    finally:
+        ray.shutdown()
+
+
+def cluster_rows(cluster: dict, raw: float) -> list[str]:
+    """The two-node section's markdown: per algorithm, the other node against this one."""
+    measured = {a: r for a, r in cluster.items() if "env_steps_per_s" in r}
+    if not measured:
+        return ["Not measured: " + "; ".join(f"{a}: {r['skipped']}"
+                                             for a, r in cluster.items())]  # fmt: skip
+    lines = ["Two Ray nodes on this machine (`tests/cluster/two_nodes.py`: token auth, the "
+             "worker in a mount namespace of its own); the head has no CPUs, so both runners "
+             "(0.5 CPU each, 16 envs each) run on the worker and send their episodes across; "
+             "the learner is in the driver, on the head, as in the one-node rows. APPO: the "
+             "task file's APPO settings (the learner trains on one batch while the runners "
+             "sample the next). The same layout on one node just before and after.", "",
+             "| algorithm | runners on the other node | over raw | on the learner's node "
+             "(before, after) | over raw | other node / same node |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for algorithm, r in cluster.items():
+        if "env_steps_per_s" not in r:
+            lines.append(f"| {algorithm.upper()} | not measured: {r['skipped']} | | | | |")
+            continue
+        before, after = r["one_node_before_after"]
+        same = (before + after) / 2
+        lines.append(f"| {algorithm.upper()} | {r['env_steps_per_s']:.0f} | "
+                     f"{r['env_steps_per_s'] / raw:.2f} | {before:.0f}, {after:.0f} | "
+                     f"{same / raw:.2f} | {r['env_steps_per_s'] / same:.2f} |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     import env_registry
+    from rl_bk.experiments.task_config import load_task
 
     raw = raw_throughput(ENVS["babyai"], ROUND_STEPS["babyai"], pairs)["steps_per_s_captioned"]
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
@@ -160,24 +222,22 @@ def main(argv: list[str] | None = None) -> int:
             trials = concurrent_trials(iterations, [1, 2], Path(storage))
     finally:
         ray.shutdown()
-    cluster: dict = {"skipped": "--no-cluster"}
+    cluster: dict = {a: {"skipped": "--no-cluster"} for a in ALGORITHMS}
     if not args.no_cluster:
+        before = one_node_rates(iterations)
         with tempfile.TemporaryDirectory() as logs:
-            cluster = two_node_rate(iterations, Path(logs))
-        # The same layout on one node again, after, against drift.
-        ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
-                 logging_level="ERROR")  # fmt: skip
-        env_registry.register_all()
-        try:
-            after = runner_scaling(iterations, [2])
-        finally:
-            ray.shutdown()
-        one_node = [runners["2 runner(s) x 16 envs"]["env_steps_per_s"],
-                    after["2 runner(s) x 16 envs"]["env_steps_per_s"]]  # fmt: skip
-        cluster["one_node_before_after"] = one_node
+            cluster = two_node_rates(iterations, Path(logs))
+        after = one_node_rates(iterations)  # the same layouts on one node again, against drift
+        for algorithm, r in cluster.items():
+            r["one_node_before_after"] = [before[algorithm], after[algorithm]]
     raw_after = raw_throughput(ENVS["babyai"], ROUND_STEPS["babyai"], pairs)
     raw = (raw + raw_after["steps_per_s_captioned"]) / 2  # before and after, against drift
 
+    ppo = _ppo_config(2, 16)
+    settings = (f"batch {ppo.train_batch_size_per_learner}, {ppo.num_epochs} epochs of "
+                f"{ppo.minibatch_size}, {network(load_task(TASK))}, the learner on "
+                f"{load_task(TASK).learner.threads or 1} torch thread(s); 1 in the "
+                "concurrent trials")  # fmt: skip
     command = "python -m bench.scaling" + (" --quick" if args.quick else "")
     meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
@@ -186,10 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "scaling.json").write_text(json.dumps(
         {"meta": meta, "raw_captioned_steps_per_s": raw, "runners": runners,
          "concurrent_trials": trials, "two_nodes": cluster}, indent=2))  # fmt: skip
-    lines = ["# PPO throughput: how it scales on one machine", "",
+    lines = ["# Throughput: how PPO scales on one machine, and PPO and APPO across two nodes", "",
              f"Command: `{command}` — {meta['date']}, {meta['machine']}, load average at end "
              f"{meta['load_average_at_end'][0]:.1f}. Task `{TASK}`, PPO as its file sets it "
-             "(batch 2048, 4 epochs of 256), evaluation off. Raw single-process captioned env "
+             f"({settings}), evaluation off. Raw single-process captioned env "
              f"rate, same run (mean of before and after): {raw:.0f} steps/s.", "",
              "## Env runners of one trial (32 envs in all, 0.5 CPU each)", "",
              "| layout | env steps/s | over raw |", "|---|---|---|"]  # fmt: skip
@@ -202,20 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         each = ", ".join(f"{x:.0f}" for x in r["env_steps_per_s_each"])
         lines.append(f"| {name} | {r['env_steps_per_s_total']:.0f} | {each} | "
                      f"{r['env_steps_per_s_total'] / raw:.2f} |")  # fmt: skip
-    lines += ["", "## The task's layout with its env runners on another node", ""]
-    if "env_steps_per_s" in cluster:
-        before, after = cluster["one_node_before_after"]
-        lines += ["Two Ray nodes on this machine (`tests/cluster/two_nodes.py`: token auth, the "
-                  "worker in a mount namespace of its own); the head has no CPUs, so both "
-                  "runners (0.5 CPU each) run on the worker and send their episodes across; "
-                  "the learner is in the driver, on the head, as in the one-node rows.", "",
-                  "| layout | env steps/s | over raw |", "|---|---|---|",
-                  f"| 2 runners on the other node | {cluster['env_steps_per_s']:.0f} | "
-                  f"{cluster['env_steps_per_s'] / raw:.2f} |",
-                  f"| 2 runners on the learner's node (before, after) | {before:.0f}, "
-                  f"{after:.0f} | {(before + after) / 2 / raw:.2f} |"]  # fmt: skip
-    else:
-        lines.append(f"Not measured: {cluster['skipped']}")
+    lines += ["", "## Env runners on another node", ""]
+    lines += cluster_rows(cluster, raw)
     from bench.study import write_keeping_reading
 
     write_keeping_reading(args.out / "scaling.md", "\n".join(lines) + "\n")
