@@ -7,7 +7,8 @@
     'You see a wall 2 steps left. You see a red ball ...'
 
 ``register_all()`` registers every env with gymnasium (``gymnasium.make(name)``) and with
-RLlib (``config.environment(name)``).
+RLlib (``config.environment(name)``; each env runner's envs seeded apart from the others',
+:mod:`env_registry.seeding`).
 
 One package per env family (``babyai``, ``crafter``, ``nethack``, ``minedojo``) holds all that
 rl-bk knows about it: ``env.py`` (the env and its registered names, ``SPECS``),
@@ -27,12 +28,13 @@ that needs the registered names, so a labeler that reads a vocabulary loads no s
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
 
 from env_registry.errors import MissingDependencyError, UnknownEnvError
+from env_registry.seeding import SeedPerRunner, runner_seed_offset
 from env_registry.spec import EnvSpec
 
 __all__ = [
@@ -43,7 +45,9 @@ __all__ = [
     "env_specs",
     "get_spec",
     "make_env",
+    "make_runner_env",
     "register_all",
+    "rllib_env_creator",
 ]
 
 
@@ -84,6 +88,22 @@ def _make_for_gymnasium(name: str, **env_config: Any) -> gym.Env:
     return make_env(name, env_config)
 
 
+def make_runner_env(name: str, env_config: Mapping[str, Any] | None = None,
+                    worker_index: int | None = None) -> gym.Env:  # fmt: skip
+    """:func:`make_env` for env runner ``worker_index`` (default: ``env_config``'s, an RLlib
+    ``EnvContext``): its reset seeds moved so that no two envs of a trial play the same levels
+    (:mod:`env_registry.seeding`)."""
+    runner = worker_index if worker_index is not None else getattr(env_config, "worker_index", 0)
+    env = make_env(name, env_config)
+    offset = runner_seed_offset(int(runner or 0))
+    return SeedPerRunner(env, int(runner)) if offset else env
+
+
+def rllib_env_creator(name: str) -> Callable[[Mapping[str, Any] | None], gym.Env]:
+    """What RLlib builds ``name`` with (:func:`make_runner_env`)."""
+    return functools.partial(make_runner_env, name)
+
+
 def register_all() -> list[str]:
     """Registers every env with gymnasium and with RLlib's env registry. Idempotent."""
     from ray.tune.registry import register_env
@@ -99,5 +119,5 @@ def register_all() -> list[str]:
                 disable_env_checker=True,
                 order_enforce=False,
             )
-        register_env(name, spec.build)
+        register_env(name, rllib_env_creator(name))
     return list(specs)

@@ -125,7 +125,7 @@ def register_goal_conditioned_env(env: str, labeler: LabelerSpec, family: str,
     name = f"{env}+goal"
 
     def make(env_config: Mapping[str, Any]) -> gym.Env:
-        return GoalObservation(env_registry.make_env(env, dict(env_config)), labeler=labeler,
+        return GoalObservation(env_registry.make_runner_env(env, env_config), labeler=labeler,
                                family=family, max_goals=max_goals)  # fmt: skip
 
     register_env(name, make)

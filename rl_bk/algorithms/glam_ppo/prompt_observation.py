@@ -167,7 +167,7 @@ def register_glam_env(env: str, n_obs: int = 3, max_prompt_bytes: int = 1024,
     name = f"{env}+glam"
 
     def make(env_config: Mapping[str, Any]) -> gym.Env:
-        return GLAMPromptObservation(env_registry.make_env(env, dict(env_config)), n_obs=n_obs,
+        return GLAMPromptObservation(env_registry.make_runner_env(env, env_config), n_obs=n_obs,
                                      max_prompt_bytes=max_prompt_bytes,
                                      reward_scale=reward_scale)  # fmt: skip
 

@@ -104,9 +104,10 @@ def make_high_level_env(env_config: Mapping[str, Any]) -> HighLevelGoalEnv:
     config = dict(env_config)
     base, folder = config.pop("ptgm_env"), config.pop("ptgm_dir")
     k, greedy = int(config.pop("low_level_steps")), bool(config.pop("greedy_low_level", False))
-    seed = getattr(env_config, "worker_index", 0) * 1000 + getattr(env_config, "vector_index", 0)
-    return HighLevelGoalEnv(env_registry.make_env(base, config), _models(folder), k,
-                            greedy=greedy, seed=seed)  # fmt: skip
+    runner = getattr(env_config, "worker_index", 0)
+    seed = runner * 1000 + getattr(env_config, "vector_index", 0)
+    low_level = env_registry.make_runner_env(base, config, runner)
+    return HighLevelGoalEnv(low_level, _models(folder), k, greedy=greedy, seed=seed)
 
 
 def register_high_level_env(env: str) -> str:
