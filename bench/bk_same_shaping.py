@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.bk_same_update import _HOOKS, DRIVER_HEAD, run_hooked_train_rs
+from bench.bk_same_update import _HOOKS, DRIVER_HEAD, DRIVER_TAIL, run_hooked_train_rs
 
 #: The 'batch' hook (after the rollout, its shaping and GAE; before the update) and the
 #: 'updated' one.
@@ -47,10 +47,7 @@ def hook(kind, frame):
             pickle.dump(rollouts, f)
         raise SystemExit(0)
 
-exec(compile(source, src_path, "exec"), {"__name__": "__main__", "__file__": src_path,
-                                         "__rlbk_hook__": hook})
-raise SystemExit("train_rs.py ended before its last update")
-"""
+""" + DRIVER_TAIL
 
 
 def bk_rollouts(seed: int, updates: int) -> list[dict[str, np.ndarray]]:

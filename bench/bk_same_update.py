@@ -62,6 +62,13 @@ for line, where, hook in hooks:
     source = source.replace(line, hook + line if where == "before" else line + hook)
 """
 
+#: Every hook driver's end: train_rs.py run with the driver's ``hook``; it must stop there.
+DRIVER_TAIL = r"""
+exec(compile(source, src_path, "exec"), {"__name__": "__main__", "__file__": src_path,
+                                         "__rlbk_hook__": hook})
+raise SystemExit("train_rs.py ended before the driver's last hook")
+"""
+
 _DRIVER = DRIVER_HEAD + r"""
 saved = {"steps": []}
 
@@ -96,10 +103,7 @@ def hook(kind, frame):
             pickle.dump(saved, f)
         raise SystemExit(0)
 
-exec(compile(source, src_path, "exec"), {"__name__": "__main__", "__file__": src_path,
-                                         "__rlbk_hook__": hook})
-raise SystemExit("train_rs.py ended before its first update")
-"""
+""" + DRIVER_TAIL
 
 #: BK's IntrinsicAgent's parameter names -> GridConvPPOModule's.
 _NAMES = {"network.": "torso.", "extra_layer.0.": "value_features.0.", "actor.": "pi.",
