@@ -49,6 +49,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -373,33 +374,52 @@ def ppo_vs_appo(families: list[str], iterations: int, rounds: int, scale: float,
     return out
 
 
-#: APPO layouts tried per family (``--appo-layouts``, ``--families``): name -> (task
-#: overrides, APPO ``training(...)`` overrides). Each changes one thing from the task's file,
-#: or two together.
-BABYAI_APPO_LAYOUTS: dict[str, tuple[dict, dict]] = {
-    "task": ({}, {}),
+class Layout(NamedTuple):
+    """One row of ``--appo-layouts``: the task's fields it overrides (``{"appo": {...}}``),
+    APPO ``training(...)`` arguments beside them, and the algorithm (PPO rows are the
+    baselines a layout is read against)."""
+
+    task: dict
+    training: dict = {}
+    algorithm: str = "appo"
+
+    @property
+    def row_prefix(self) -> str:
+        return "APPO" if self.algorithm == "appo" else "PPO"
+
+
+ONE_RUNNER = {"num_env_runners": 1, "num_envs_per_env_runner": 8}
+ONE_PASS = {"circular_buffer_iterations_per_batch": 1}
+#: The network BabyAI's tasks ran before BK's conv network became their default (RLlib's
+#: MLP, 256 x 256, separate policy and value): issue 29's 0.75 x raw target was set on it.
+BABYAI_MLP = {"network": "mlp", "fcnet_hiddens": [256, 256], "vf_share_layers": False}
+#: APPO layouts tried per family (``--appo-layouts``, ``--families``): name -> layout. Each
+#: changes one thing from the task's file, or two together.
+BABYAI_APPO_LAYOUTS: dict[str, Layout] = {
+    "task": Layout({}),
     # one env runner with 8 envs (the task: 2 x 4), so sampling and learning get a core each
-    "1x8": ({"env_runners": {"num_env_runners": 1, "num_envs_per_env_runner": 8}}, {}),
+    "1x8": Layout({"env_runners": ONE_RUNNER}),
     # each batch trained on once (RLlib's default: twice), less learner work per env step
-    "1-pass": ({"appo": {"circular_buffer_iterations_per_batch": 1}}, {}),
+    "1-pass": Layout({"appo": ONE_PASS}),
     # the main loop syncs weights (and waits for the learner) every 4 updates, not every one
-    "broadcast-4": ({}, {"broadcast_interval": 4}),
-    "1x8+1-pass": (
-        {"env_runners": {"num_env_runners": 1, "num_envs_per_env_runner": 8},
-         "appo": {"circular_buffer_iterations_per_batch": 1}}, {}),
+    "broadcast-4": Layout({}, {"broadcast_interval": 4}),
+    "1x8+1-pass": Layout({"env_runners": ONE_RUNNER, "appo": ONE_PASS}),
+    # the MLP the target was set on, PPO as the baseline and APPO in the best conv layout
+    "mlp": Layout({"model": BABYAI_MLP}, algorithm="ppo"),
+    "mlp+1x8+1-pass": Layout({"model": BABYAI_MLP, "env_runners": ONE_RUNNER,
+                              "appo": ONE_PASS}),
 }  # fmt: skip
 #: NetHack's task already samples with one runner of 8 envs (its MLP's update is cheap): the
 #: question is whether sampling in two processes, or less learner work, lets APPO overlap more.
-NETHACK_APPO_LAYOUTS: dict[str, tuple[dict, dict]] = {
-    "task": ({}, {}),
-    "2x4": ({"env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 4}}, {}),
-    "1-pass": ({"appo": {"circular_buffer_iterations_per_batch": 1}}, {}),
-    "2x4+1-pass": (
-        {"env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 4},
-         "appo": {"circular_buffer_iterations_per_batch": 1}}, {}),
-    "broadcast-4": ({}, {"broadcast_interval": 4}),
+TWO_RUNNERS = {"num_env_runners": 2, "num_envs_per_env_runner": 4}
+NETHACK_APPO_LAYOUTS: dict[str, Layout] = {
+    "task": Layout({}),
+    "2x4": Layout({"env_runners": TWO_RUNNERS}),
+    "1-pass": Layout({"appo": ONE_PASS}),
+    "2x4+1-pass": Layout({"env_runners": TWO_RUNNERS, "appo": ONE_PASS}),
+    "broadcast-4": Layout({}, {"broadcast_interval": 4}),
 }  # fmt: skip
-APPO_LAYOUTS: dict[str, dict[str, tuple[dict, dict]]] = {
+APPO_LAYOUTS: dict[str, dict[str, Layout]] = {
     "babyai": BABYAI_APPO_LAYOUTS, "nethack": NETHACK_APPO_LAYOUTS}
 FAMILY_NAMES = {"babyai": "BabyAI-Text", "crafter": "Crafter-Text", "nethack": "NetHack-Text"}
 
@@ -427,17 +447,18 @@ def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
     try:
         raw = raw_throughput(task.env, int(ROUND_STEPS[family] * scale), pairs)
         raw_rate = raw["steps_per_s_captioned"]
-        names = ["PPO (task)"] + [f"APPO: {name}" for name in layouts]
+        chosen = {"PPO (task)": Layout({}, algorithm="ppo")}
+        chosen |= {f"{APPO_LAYOUTS[family][n].row_prefix}: {n}": APPO_LAYOUTS[family][n]
+                   for n in layouts}  # fmt: skip
+        names = list(chosen)
         runs: dict[str, list[dict]] = {n: [] for n in names}
         described: dict[str, str] = {}
         for i in range(rounds):
             for name in names if i % 2 == 0 else names[::-1]:
-                if name == "PPO (task)":
-                    variant, algorithm, training = task, "ppo", {}
-                else:
-                    overrides, training = APPO_LAYOUTS[family][name.removeprefix("APPO: ")]
-                    variant, algorithm = with_overrides(task, overrides), "appo"
-                run, described[name] = timed_variant(variant, algorithm, iterations, training)
+                layout = chosen[name]
+                run, described[name] = timed_variant(with_overrides(task, layout.task),
+                                                     layout.algorithm, iterations,
+                                                     layout.training)  # fmt: skip
                 runs[name].append(run)
                 print(f"{name} round {i}: {run['env_steps_per_s']:.0f} env steps/s = "
                       f"{run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "

@@ -80,3 +80,19 @@ def test_rows_leaving_out_subtract_the_unlock_rates_at_the_end():
     assert rows[0][column] == 4.1 and rows[0]["achievements_per_episode"] == 5.0
     assert rows[1][column] != rows[1][column]  # NaN: nothing to subtract from
     assert long_study._table(rows)[2] == "| ellm | 2 | 4.5 ± 0.71 | 4.1 ± 0 (1/2) |"
+
+
+def test_appo_passes_runs_four_passes_on_seeds_appo_learning_did_not_use():
+    learning = {name: long_study._load(t, False, "appo-learning", c)
+                for name, t, c in long_study.study_parts("appo-learning")}  # fmt: skip
+    passes = {name: long_study._load(t, False, "appo-passes", c)
+              for name, t, c in long_study.study_parts("appo-passes")}  # fmt: skip
+    assert set(passes) == set(learning)  # both tasks of appo-learning
+    for name, task in passes.items():
+        assert not set(task.seeds) & set(learning[name].seeds)
+        # 4 epochs over each batch, each batch taken once: PPO's passes per sample
+        assert task.appo.num_epochs * task.appo.circular_buffer_iterations_per_batch == 4
+        assert task.ppo.num_epochs == 4
+        assert task.stop.num_env_steps == learning[name].stop.num_env_steps
+        assert task.methods == learning[name].methods
+        assert task.sweep[task.methods[0]] == learning[name].sweep[task.methods[0]]
