@@ -408,6 +408,12 @@ BABYAI_APPO_LAYOUTS: dict[str, Layout] = {
     "mlp": Layout({"model": BABYAI_MLP}, algorithm="ppo"),
     "mlp+1x8+1-pass": Layout({"model": BABYAI_MLP, "env_runners": ONE_RUNNER,
                               "appo": ONE_PASS}),
+    # with the MLP's cheap update, can a second sampling process use the learner's spare core?
+    "mlp+1-pass": Layout({"model": BABYAI_MLP, "appo": ONE_PASS}),
+    # RLlib's per-step work (connectors, the module's forward) is per vector step: more envs
+    # per runner spread it over more env steps
+    "mlp+1x16+1-pass": Layout({"model": BABYAI_MLP, "appo": ONE_PASS,
+                               "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16}}),
 }  # fmt: skip
 #: NetHack's task already samples with one runner of 8 envs (its MLP's update is cheap): the
 #: question is whether sampling in two processes, or less learner work, lets APPO overlap more.
