@@ -189,6 +189,14 @@ def parts(study: str, smoke: bool) -> list[tuple[str, str, object]]:
     return out
 
 
+def _task_file_steps(study: str) -> str:
+    """The env steps each of the study's task files runs on its own, in words."""
+    from rl_bk.experiments.task_config import load_task
+
+    steps = {t: load_task(t).stop.num_env_steps for _, t, _ in study_parts(study)}
+    return ", ".join(f"`{t}` {n:,}" for t, n in steps.items())
+
+
 def _plan(study: str, facts: dict, smoke: bool) -> list[str]:
     from rl_bk import metrics as M
 
@@ -204,9 +212,9 @@ def _plan(study: str, facts: dict, smoke: bool) -> list[str]:
                 "its end, that is achievements per episode minus the unlock rates of "
                 f"{', '.join(n.replace('_', ' ') for n in spec['leave_out'])} (each the "
                 "training episodes' mean over the last 100)."] if "leave_out" in spec else []),
-             *(["", f"Env steps: {spec['steps']:,} per trial where the task files run more "
-                "(the papers' budgets do not fit these CPUs); a departure, not the papers' "
-                "setting."] if "steps" in spec else []),
+             *(["", f"Env steps: {spec['steps']:,} per trial (the task files: "
+                f"{_task_file_steps(study)}); the papers' budgets do not fit these CPUs: a "
+                "departure, not the papers' setting."] if "steps" in spec else []),
              "", "| part | task | methods | seeds | env steps | budgets | metric |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, task_name, changes in study_parts(study):
@@ -483,7 +491,9 @@ def main() -> int:
         RESULTS, RUNS = args.out / "results", args.out / "runs"
         RESULTS.mkdir(parents=True, exist_ok=True)
     study, results = args.study, RESULTS / f"{args.study}.json"
-    facts, finished = run_facts("-m bench.long_study"), {}
+    # The command that runs the plan, whatever flags wrote it first (--report-only included).
+    facts = {**run_facts("-m bench.long_study"), "command": f"python -m bench.long_study {study}"}
+    finished: dict = {}
     if results.is_file():  # a continued study keeps its start and its finished methods
         old = json.loads(results.read_text())
         facts = {k: old[k] for k in ("command", "machine", "date") if k in old} or facts
