@@ -36,7 +36,16 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
-from bench.env_throughput import ENVS, ROUND_STEPS, network, raw_throughput
+from bench.env_throughput import (
+    APPO_TIMERS,
+    ENVS,
+    LEARNER_THREAD_TIMERS,
+    ROUND_STEPS,
+    TIMERS,
+    network,
+    raw_throughput,
+    timed_run,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,20 +74,18 @@ def _ppo_config(num_env_runners: int, envs_per_runner: int, algorithm: str = "pp
 
 def runner_scaling(iterations: int, runners: list[int], total_envs: int = 32,
                    algorithm: str = "ppo") -> dict:  # fmt: skip
+    """Per runner count: env steps/s over ``iterations`` after a warm-up one, with RLlib's
+    timers (:func:`bench.env_throughput.timed_run`), so a row says where its time went."""
+    appo = algorithm == "appo"
     out = {}
     for n in runners:
-        algo = _ppo_config(n, total_envs // n, algorithm).build_algo()
-        try:
-            steps0 = algo.train()["num_env_steps_sampled_lifetime"]
-            t0 = time.perf_counter()
-            for _ in range(iterations):
-                result = algo.train()
-            elapsed = time.perf_counter() - t0
-        finally:
-            algo.stop()
+        run = timed_run(_ppo_config(n, total_envs // n, algorithm), iterations,
+                        APPO_TIMERS if appo else TIMERS,
+                        LEARNER_THREAD_TIMERS if appo else None)  # fmt: skip
         out[f"{n} runner(s) x {total_envs // n} envs"] = {
-            "env_runners": n, "env_steps_per_s":
-            (result["num_env_steps_sampled_lifetime"] - steps0) / elapsed}  # fmt: skip
+            "env_runners": n, "env_steps_per_s": run["env_steps_per_s"],
+            "timers_s": {**run["timers_s"],
+                         "samples trained per env step": run["samples_trained_per_env_step"]}}
     return out
 
 
@@ -116,8 +123,8 @@ def cluster_driver(iterations: int, address: str, algorithm: str = "ppo") -> Non
 
     ray.init(address=address, logging_level="ERROR")
     env_registry.register_all()
-    rate = runner_scaling(iterations, [2], algorithm=algorithm)["2 runner(s) x 16 envs"]
-    print("CLUSTER_RATE", rate["env_steps_per_s"])
+    row = runner_scaling(iterations, [2], algorithm=algorithm)["2 runner(s) x 16 envs"]
+    print("CLUSTER_RESULT", json.dumps(row))
 
 
 def two_node_rates(iterations: int, log_dir: Path, algorithms=ALGORITHMS) -> dict:
@@ -144,16 +151,16 @@ def two_node_rates(iterations: int, log_dir: Path, algorithms=ALGORITHMS) -> dic
             env = {**cluster.env, "PYTHONPATH": str(ROOT)}
             done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
                                   capture_output=True, text=True, timeout=900)  # fmt: skip
-            rates = [line.split()[1] for line in done.stdout.splitlines()
-                     if line.startswith("CLUSTER")]  # fmt: skip
-            out[algorithm] = ({"env_steps_per_s": float(rates[0])} if rates else
-                              {"skipped": f"the driver failed: {done.stderr[-500:]}"})
+            rows = [json.loads(line.split(" ", 1)[1]) for line in done.stdout.splitlines()
+                    if line.startswith("CLUSTER_RESULT ")]  # fmt: skip
+            out[algorithm] = ({k: rows[0][k] for k in ("env_steps_per_s", "timers_s")} if rows
+                              else {"skipped": f"the driver failed: {done.stderr[-500:]}"})
     finally:
         cluster.stop()
     return out
 
 
-def one_node_rates(iterations: int, algorithms=ALGORITHMS) -> dict[str, float]:
+def one_node_rates(iterations: int, algorithms=ALGORITHMS) -> dict[str, dict]:
     """Per algorithm, the two-node rows' layout with everything on this one node."""
     import ray
 
@@ -164,7 +171,7 @@ def one_node_rates(iterations: int, algorithms=ALGORITHMS) -> dict[str, float]:
     env_registry.register_all()
     try:
         return {a: runner_scaling(iterations, [2], algorithm=a)["2 runner(s) x 16 envs"]
-                ["env_steps_per_s"] for a in algorithms}  # fmt: skip
+                for a in algorithms}  # fmt: skip
     finally:
         ray.shutdown()
 
@@ -193,7 +200,32 @@ def cluster_rows(cluster: dict, raw: float) -> list[str]:
         lines.append(f"| {algorithm.upper()} | {r['env_steps_per_s']:.0f} | "
                      f"{r['env_steps_per_s'] / raw:.2f} | {before:.0f}, {after:.0f} | "
                      f"{same / raw:.2f} | {r['env_steps_per_s'] / same:.2f} |")
+    timed = {a: r for a, r in measured.items() if "timers_s" in r}
+    if timed:
+        lines += ["", "RLlib's timers in the same rows, seconds per iteration (as "
+                  "`env_throughput.md` defines them; then the env runners' share of their time in "
+                  "`sample()`, and the samples the learner trained on per env step sampled: "
+                  "APPO's circular buffer drops batches its learner had no time for, so a "
+                  "faster row may be one that trains less):", "",
+                  "| algorithm | runners on | " + " | ".join(TIMER_HEADS) + " |",
+                  "|---|---|" + "---|" * len(TIMER_HEADS)]  # fmt: skip
+        for algorithm, r in timed.items():
+            places = [("the other node", r["timers_s"])]
+            places += [(f"the learner's node ({when})", t) for when, t
+                       in zip(("before", "after"), r.get("one_node_timers_s", []))]  # fmt: skip
+            for place, t in places:
+                lines.append(f"| {algorithm.upper()} | {place} | "
+                             + " | ".join(_timer(t.get(k)) for k in TIMER_HEADS) + " |")
     return lines
+
+
+#: The timers the two-node rows show (keys of ``timed_run``'s ``timers_s``).
+TIMER_HEADS = ("sampling", "learner update", "learner thread update", "learner thread waiting",
+               "env runners sampling share", "samples trained per env step")  # fmt: skip
+
+
+def _timer(value) -> str:
+    return "–" if value is None or value != value else f"{value:.3f}"  # NaN: none reported
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
             cluster = two_node_rates(iterations, Path(logs))
         after = one_node_rates(iterations)  # the same layouts on one node again, against drift
         for algorithm, r in cluster.items():
-            r["one_node_before_after"] = [before[algorithm], after[algorithm]]
+            r["one_node_before_after"] = [before[algorithm]["env_steps_per_s"],
+                                          after[algorithm]["env_steps_per_s"]]
+            r["one_node_timers_s"] = [before[algorithm]["timers_s"], after[algorithm]["timers_s"]]
     raw_after = raw_throughput(ENVS["babyai"], ROUND_STEPS["babyai"], pairs)
     raw = (raw + raw_after["steps_per_s_captioned"]) / 2  # before and after, against drift
 
