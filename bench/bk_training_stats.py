@@ -110,7 +110,8 @@ def collect(check: dict) -> dict[str, dict]:
         if not run_dir.is_dir():
             raise SystemExit(f"{part}: its run folder {record['run_dir']} is not on this machine;"
                              " run the reference check here first")  # fmt: skip
-        scalars = bk_scalars(run_dir) if record["implementation"] == "bk" else rl_bk_scalars(run_dir)
+        bk = record["implementation"] == "bk"
+        scalars = bk_scalars(run_dir) if bk else rl_bk_scalars(run_dir)
         out[part] = {"implementation": record["implementation"], "potential": record["potential"],
                      "seed": int(record["seed"]),
                      "windows": {m: window_means(p) for m, p in scalars.items()}}  # fmt: skip
@@ -127,7 +128,8 @@ def report(parts: dict[str, dict]) -> list[str]:
              "included), read from their training logs. Each cell: the mean over seeds of each "
              "run's mean in the env-step window (BK logs every 20k env steps; rl-bk every "
              "iteration, its return and length over the last 100 episodes), ± the std over "
-             "seeds; then rl-bk minus BK with a 95% bootstrap interval (unpaired).", ""]  # fmt: skip
+             "seeds; then rl-bk minus BK with a 95% bootstrap interval (unpaired).",
+             ""]  # fmt: skip
     for potential in sorted({p["potential"] for p in parts.values()}):
         lines += [f"## {potential} potential", "",
                   "| measure | implementation | seeds | " + " | ".join(heads) + " |",

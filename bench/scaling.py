@@ -13,12 +13,13 @@ numbers; ``bench/evaluation_speed.py`` measures it).
   learner in the trial's process). Env steps over the wall time of the timed iterations,
   after one warm-up iteration.
 - Concurrent trials: k trials of 1 CPU each (sampling in the trial's process, 16 envs, the
-  learner on one torch thread), run by Tune at once; each trial's env steps/s from its own reports (after its first), summed.
+  learner on one torch thread), run by Tune at once; each trial's env steps/s from its own
+  reports (after its first), summed.
 - Two nodes: two runners x 16 envs on the worker node of the two-node cluster on this
   machine that ``tests/cluster`` uses (needs root), the learner on the head, against the same
   layout on one node just before and after; on PPO and on APPO (the task file's APPO
   settings: the learner updates while the runners sample, so the other node's episodes
-  arrive while it trains).
+  arrive while it trains), each row with RLlib's timers and the samples trained per env step.
 
 Run it on a quiet machine: every number here is a wall-clock rate.
 """
