@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
@@ -43,6 +44,7 @@ from bench.env_throughput import (
     LEARNER_THREAD_TIMERS,
     ROUND_STEPS,
     TIMERS,
+    _s,
     network,
     raw_throughput,
     timed_run,
@@ -216,17 +218,13 @@ def cluster_rows(cluster: dict, raw: float) -> list[str]:
                        in zip(("before", "after"), r.get("one_node_timers_s", []))]  # fmt: skip
             for place, t in places:
                 lines.append(f"| {algorithm.upper()} | {place} | "
-                             + " | ".join(_timer(t.get(k)) for k in TIMER_HEADS) + " |")
+                             + " | ".join(_s(t.get(k, math.nan)) for k in TIMER_HEADS) + " |")
     return lines
 
 
 #: The timers the two-node rows show (keys of ``timed_run``'s ``timers_s``).
 TIMER_HEADS = ("sampling", "learner update", "learner thread update", "learner thread waiting",
                "env runners sampling share", "samples trained per env step")  # fmt: skip
-
-
-def _timer(value) -> str:
-    return "–" if value is None or value != value else f"{value:.3f}"  # NaN: none reported
 
 
 def main(argv: list[str] | None = None) -> int:
