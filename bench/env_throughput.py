@@ -390,13 +390,17 @@ class Layout(NamedTuple):
 
 ONE_RUNNER = {"num_env_runners": 1, "num_envs_per_env_runner": 8}
 ONE_PASS = {"circular_buffer_iterations_per_batch": 1}
+#: RLlib's own main loop, which polls the env runners without pause (rl-bk's APPO waits up to
+#: ``appo.timeout_s_sampler_manager`` seconds for their samples in each training step)
+RLLIB_POLLING = {"timeout_s_sampler_manager": 0.0}
 #: The network BabyAI's tasks ran before BK's conv network became their default (RLlib's
 #: MLP, 256 x 256, separate policy and value): issue 29's 0.75 x raw target was set on it.
 BABYAI_MLP = {"network": "mlp", "fcnet_hiddens": [256, 256], "vf_share_layers": False}
 #: APPO layouts tried per family (``--appo-layouts``, ``--families``): name -> layout. Each
-#: changes one thing from the task's file, or two together.
+#: changes one thing from the task's file, or a few together (named by their parts).
 BABYAI_APPO_LAYOUTS: dict[str, Layout] = {
     "task": Layout({}),
+    "rllib-polling": Layout({"appo": RLLIB_POLLING}),
     # one env runner with 8 envs (the task: 2 x 4), so sampling and learning get a core each
     "1x8": Layout({"env_runners": ONE_RUNNER}),
     # each batch trained on once (RLlib's default: twice), less learner work per env step
@@ -414,12 +418,20 @@ BABYAI_APPO_LAYOUTS: dict[str, Layout] = {
     # per runner spread it over more env steps
     "mlp+1x16+1-pass": Layout({"model": BABYAI_MLP, "appo": ONE_PASS,
                                "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16}}),
+    # with the main loop no longer polling, two sampling processes and a one-thread learner
+    "mlp+2x8+1-pass+1-thread": Layout({
+        "model": BABYAI_MLP, "appo": ONE_PASS, "learner": {"threads": 1},
+        "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 8}}),
+    "mlp+1x16+1-pass+rllib-polling": Layout({
+        "model": BABYAI_MLP, "appo": {**ONE_PASS, **RLLIB_POLLING},
+        "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16}}),
 }  # fmt: skip
 #: NetHack's task already samples with one runner of 8 envs (its MLP's update is cheap): the
 #: question is whether sampling in two processes, or less learner work, lets APPO overlap more.
 TWO_RUNNERS = {"num_env_runners": 2, "num_envs_per_env_runner": 4}
 NETHACK_APPO_LAYOUTS: dict[str, Layout] = {
     "task": Layout({}),
+    "rllib-polling": Layout({"appo": RLLIB_POLLING}),
     "2x4": Layout({"env_runners": TWO_RUNNERS}),
     "1-pass": Layout({"appo": ONE_PASS}),
     "2x4+1-pass": Layout({"env_runners": TWO_RUNNERS, "appo": ONE_PASS}),

@@ -19,7 +19,8 @@ numbers; ``bench/evaluation_speed.py`` measures it).
   machine that ``tests/cluster`` uses (needs root), the learner on the head, against the same
   layout on one node just before and after; on PPO and on APPO (the task file's APPO
   settings: the learner updates while the runners sample, so the other node's episodes
-  arrive while it trains), each row with RLlib's timers and the samples trained per env step.
+  arrive while it trains) and on APPO with RLlib's own main loop, which polls the runners
+  without pause; each row with RLlib's timers and the samples trained per env step.
 
 Run it on a quiet machine: every number here is a wall-clock rate.
 """
@@ -55,7 +56,10 @@ ROOT = Path(__file__).resolve().parents[1]
 TASK = "babyai-gotolocal-redball-s20"
 
 
-ALGORITHMS = ("ppo", "appo")
+#: The two-node rows: PPO, APPO as the task files set it, and APPO with RLlib's own main loop
+#: (``timeout_s_sampler_manager`` 0: it polls the runners without pause).
+ALGORITHMS = ("ppo", "appo", "appo-polling")
+ROW_NAMES = {"ppo": "PPO", "appo": "APPO", "appo-polling": "APPO, RLlib's polling"}
 
 
 def _ppo_config(num_env_runners: int, envs_per_runner: int, algorithm: str = "ppo",
@@ -69,6 +73,9 @@ def _ppo_config(num_env_runners: int, envs_per_runner: int, algorithm: str = "pp
     update: dict = {"algorithm": algorithm}
     if learner_threads is not None:
         update["learner"] = task.learner.model_copy(update={"threads": learner_threads})
+    if algorithm == "appo-polling":
+        update |= {"algorithm": "appo",
+                   "appo": task.appo.model_copy(update={"timeout_s_sampler_manager": 0.0})}
     task = task.model_copy(update=update)
     config = get_method("ppo").build(task, 0, {})
     config.env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=envs_per_runner)
@@ -79,7 +86,7 @@ def runner_scaling(iterations: int, runners: list[int], total_envs: int = 32,
                    algorithm: str = "ppo") -> dict:  # fmt: skip
     """Per runner count: env steps/s over ``iterations`` after a warm-up one, with RLlib's
     timers (:func:`bench.env_throughput.timed_run`), so a row says where its time went."""
-    appo = algorithm == "appo"
+    appo = algorithm.startswith("appo")
     out = {}
     for n in runners:
         run = timed_run(_ppo_config(n, total_envs // n, algorithm), iterations,
@@ -190,17 +197,20 @@ def cluster_rows(cluster: dict, raw: float) -> list[str]:
              "(0.5 CPU each, 16 envs each) run on the worker and send their episodes across; "
              "the learner is in the driver, on the head, as in the one-node rows. APPO: the "
              "task file's APPO settings (the learner trains on one batch while the runners "
-             "sample the next). The same layout on one node just before and after.", "",
+             "sample the next; each training step waits up to "
+             "`appo.timeout_s_sampler_manager` for their samples); RLlib's polling: the same "
+             "with RLlib's default, 0 s, a main loop that polls the runners without pause. "
+             "The same layout on one node just before and after.", "",
              "| algorithm | runners on the other node | over raw | on the learner's node "
              "(before, after) | over raw | other node / same node |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for algorithm, r in cluster.items():
         if "env_steps_per_s" not in r:
-            lines.append(f"| {algorithm.upper()} | not measured: {r['skipped']} | | | | |")
+            lines.append(f"| {ROW_NAMES[algorithm]} | not measured: {r['skipped']} | | | | |")
             continue
         before, after = r["one_node_before_after"]
         same = (before + after) / 2
-        lines.append(f"| {algorithm.upper()} | {r['env_steps_per_s']:.0f} | "
+        lines.append(f"| {ROW_NAMES[algorithm]} | {r['env_steps_per_s']:.0f} | "
                      f"{r['env_steps_per_s'] / raw:.2f} | {before:.0f}, {after:.0f} | "
                      f"{same / raw:.2f} | {r['env_steps_per_s'] / same:.2f} |")
     timed = {a: r for a, r in measured.items() if "timers_s" in r}
@@ -217,7 +227,7 @@ def cluster_rows(cluster: dict, raw: float) -> list[str]:
             places += [(f"the learner's node ({when})", t) for when, t
                        in zip(("before", "after"), r.get("one_node_timers_s", []))]  # fmt: skip
             for place, t in places:
-                lines.append(f"| {algorithm.upper()} | {place} | "
+                lines.append(f"| {ROW_NAMES[algorithm]} | {place} | "
                              + " | ".join(_s(t.get(k, math.nan)) for k in TIMER_HEADS) + " |")
     return lines
 

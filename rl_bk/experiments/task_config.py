@@ -87,10 +87,10 @@ ALGORITHMS: tuple[str, ...] = get_args(Algorithm)
 
 
 class APPOParams(_Strict):
-    """APPO's own settings (``algorithm: appo``; RLlib's defaults). APPO also reads the
-    ``ppo:`` section's lr, gamma, clip_param, entropy_coeff, vf_loss_coeff, grad_clip, KL
-    settings, train batch and minibatch; GAE's lambda, the value clip and rl-bk's PPO loss
-    options are PPO's alone."""
+    """APPO's own settings (``algorithm: appo``; RLlib's defaults but the last). APPO also
+    reads the ``ppo:`` section's lr, gamma, clip_param, entropy_coeff, vf_loss_coeff,
+    grad_clip, KL settings, train batch and minibatch; GAE's lambda, the value clip and
+    rl-bk's PPO loss options are PPO's alone."""
 
     #: passes over each train batch per update (minibatches of ``ppo.minibatch_size``)
     num_epochs: int = Field(1, gt=0)
@@ -102,6 +102,12 @@ class APPOParams(_Strict):
     #: V-trace's importance-weight clips (rho-bar, and the policy gradient's)
     vtrace_clip_rho_threshold: float = Field(1.0, gt=0)
     vtrace_clip_pg_rho_threshold: float = Field(1.0, gt=0)
+    #: seconds each training step waits for the env runners' samples before it goes on.
+    #: RLlib's default, 0, polls without pause: thousands of training steps an iteration,
+    #: and on a few cores that polling takes the CPU the learner thread and the runners
+    #: need (bench/results/env_throughput.md measures it). A speed setting: it delays a
+    #: batch's way to the learner by at most this, and leaves the loss as it is.
+    timeout_s_sampler_manager: float = Field(0.05, ge=0)
 
 
 class ModelParams(_Strict):

@@ -1,6 +1,8 @@
 """Methods on APPO (``algorithm: appo``): the task's setup builds RLlib's APPO with the method's
 reward rewrite in place, trains, and asks its labeler without waiting."""
 
+import time
+
 import pytest
 
 from rl_bk.experiments.methods import get_method
@@ -38,6 +40,27 @@ def test_bk_ppo_baseline_on_appo_trains_with_bk_network_and_10x_reward(ray_sessi
     steps = results[-1]["env_runners"]["num_env_steps_sampled_lifetime"]
     assert steps >= 2 * task.ppo.train_batch_size_per_learner  # an iteration: one batch
     assert "policy_loss" in results[-1]["learners"]["default_policy"]
+
+
+def test_appo_main_loop_waits_for_samples_instead_of_polling(ray_session):
+    # RLlib's default (0 s) polls the runners without pause, thousands of training steps an
+    # iteration on two cores, taking the CPU the learner thread and the runners need.
+    task = appo_task("babyai-gotolocal-redball-s20")
+    timeout = task.appo.timeout_s_sampler_manager
+    config = get_method("ppo").build(task, 0, {})
+    assert config.timeout_s_sampler_manager == timeout > 0
+    algo = config.build_algo()
+    try:
+        algo.train()
+        for _ in range(3):
+            start = time.perf_counter()
+            calls = algo.train()["num_training_step_calls_per_iteration"]
+            wall = time.perf_counter() - start
+            # a training step returns early only when the runner's samples are in (one or two
+            # sample() calls an iteration); otherwise it waits the timeout out
+            assert calls <= wall / timeout + 3, (calls, wall)
+    finally:
+        algo.stop()
 
 
 def test_oni_retrieval_on_appo_asks_its_labeler_and_pays_nothing_unlabelled(ray_session):
