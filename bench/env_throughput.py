@@ -597,13 +597,14 @@ def appo_section(results: dict[str, dict], meta: dict, iterations: int, rounds: 
         "than that, as RLlib's learner connector adds one artificial timestep to each episode "
         "piece. Main-loop calls: RLlib's `num_training_step_calls_per_iteration`; PPO's loop "
         "runs once per iteration, APPO's again and again until the batch's env steps have "
-        "come in. The timers are RLlib's own (no "
+        "come in (each call waits up to `appo.timeout_s_sampler_manager` for the runners' "
+        "samples; RLlib's default, 0, polls without pause). The timers are RLlib's own (no "
         "profiler), in seconds per timed iteration, each summed by RLlib (this bench sets "
         "that; RLlib's default moving average is dominated by the first iterations):",
         "- sampling: PPO `timers/env_runner_sampling_timer`, the env runners sampling the "
         "batch while the learner waits; APPO `timers/sample`, the main loop collecting the "
-        "`sample()` results the runners have finished, summed over its calls (it polls, it "
-        "does not wait for them).",
+        "`sample()` results the runners have finished, summed over its calls (with the "
+        "time it waited for them).",
         "- learner update: `timers/learner_update_timer`; PPO the whole synchronous update "
         "(epochs x minibatches); APPO the main loop handing batches to the learner thread: "
         "the episodes from the object store, the learner connector pipeline, the put into the "
