@@ -418,6 +418,8 @@ BABYAI_APPO_LAYOUTS: dict[str, Layout] = {
     # per runner spread it over more env steps
     "mlp+1x16+1-pass": Layout({"model": BABYAI_MLP, "appo": ONE_PASS,
                                "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16}}),
+    "mlp+1x32+1-pass": Layout({"model": BABYAI_MLP, "appo": ONE_PASS,
+                               "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32}}),
     # with the main loop no longer polling, two sampling processes and a one-thread learner
     "mlp+2x8+1-pass+1-thread": Layout({
         "model": BABYAI_MLP, "appo": ONE_PASS, "learner": {"threads": 1},
