@@ -94,7 +94,7 @@ def runner_scaling(iterations: int, runners: list[int], total_envs: int = 32,
                         LEARNER_THREAD_TIMERS if appo else None)  # fmt: skip
         out[f"{n} runner(s) x {total_envs // n} envs"] = {
             "env_runners": n, "env_steps_per_s": run["env_steps_per_s"],
-            "timers_s": {**run["timers_s"],
+            "timers_s": {**run["timers_s"], "s per iteration": run["iteration_s"],
                          "samples trained per env step": run["samples_trained_per_env_step"]}}
     return out
 
@@ -215,7 +215,8 @@ def cluster_rows(cluster: dict, raw: float) -> list[str]:
                      f"{same / raw:.2f} | {r['env_steps_per_s'] / same:.2f} |")
     timed = {a: r for a, r in measured.items() if "timers_s" in r}
     if timed:
-        lines += ["", "RLlib's timers in the same rows, seconds per iteration (as "
+        lines += ["", "The timed iterations' wall time each, then RLlib's timers in the same "
+                  "rows, seconds per iteration (as "
                   "`env_throughput.md` defines them; then the env runners' share of their time in "
                   "`sample()`, and the samples the learner trained on per env step sampled: "
                   "APPO's circular buffer drops batches its learner had no time for, so a "
@@ -233,7 +234,7 @@ def cluster_rows(cluster: dict, raw: float) -> list[str]:
 
 
 #: The timers the two-node rows show (keys of ``timed_run``'s ``timers_s``).
-TIMER_HEADS = ("sampling", "learner update", "learner thread update", "learner thread waiting",
+TIMER_HEADS = ("s per iteration", "sampling", "learner update", "learner thread update", "learner thread waiting",
                "env runners sampling share", "samples trained per env step")  # fmt: skip
 
 
