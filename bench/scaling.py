@@ -43,6 +43,7 @@ from bench.env_throughput import (
     APPO_TIMERS,
     ENVS,
     LEARNER_THREAD_TIMERS,
+    RLLIB_POLLING,
     ROUND_STEPS,
     TIMERS,
     _s,
@@ -75,7 +76,7 @@ def _ppo_config(num_env_runners: int, envs_per_runner: int, algorithm: str = "pp
         update["learner"] = task.learner.model_copy(update={"threads": learner_threads})
     if algorithm == "appo-polling":
         update |= {"algorithm": "appo",
-                   "appo": task.appo.model_copy(update={"timeout_s_sampler_manager": 0.0})}
+                   "appo": task.appo.model_copy(update=RLLIB_POLLING)}
     task = task.model_copy(update=update)
     config = get_method("ppo").build(task, 0, {})
     config.env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=envs_per_runner)
@@ -215,8 +216,8 @@ def cluster_rows(cluster: dict, raw: float) -> list[str]:
                      f"{same / raw:.2f} | {r['env_steps_per_s'] / same:.2f} |")
     timed = {a: r for a, r in measured.items() if "timers_s" in r}
     if timed:
-        lines += ["", "The timed iterations' wall time each, then RLlib's timers in the same "
-                  "rows, seconds per iteration (as "
+        lines += ["", "Wall time per timed iteration, then RLlib's timers in the same rows, "
+                  "seconds per iteration (as "
                   "`env_throughput.md` defines them; then the env runners' share of their time in "
                   "`sample()`, and the samples the learner trained on per env step sampled: "
                   "APPO's circular buffer drops batches its learner had no time for, so a "
@@ -234,8 +235,9 @@ def cluster_rows(cluster: dict, raw: float) -> list[str]:
 
 
 #: The timers the two-node rows show (keys of ``timed_run``'s ``timers_s``).
-TIMER_HEADS = ("s per iteration", "sampling", "learner update", "learner thread update", "learner thread waiting",
-               "env runners sampling share", "samples trained per env step")  # fmt: skip
+TIMER_HEADS = ("s per iteration", "sampling", "learner update", "learner thread update",
+               "learner thread waiting", "env runners sampling share",
+               "samples trained per env step")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
