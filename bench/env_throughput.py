@@ -297,10 +297,11 @@ TASKS = {"babyai": "babyai-gotolocal-redball-s20", "crafter": "crafter-text",
 ALGORITHMS = ("ppo", "appo")
 
 
-def timed_variant(task, algorithm: str, iterations: int,
-                  training: dict | None = None) -> tuple[dict, str]:  # fmt: skip
+def timed_variant(task, algorithm: str, iterations: int, training: dict | None = None,
+                  rllib_learner_thread: bool = False) -> tuple[dict, str]:  # fmt: skip
     """``task`` built by the ``ppo`` method on ``algorithm`` (evaluation off, ``training``
-    overrides applied), timed by :func:`timed_run`; the run and its layout in words."""
+    overrides applied; with ``rllib_learner_thread``, RLlib's own APPO learner, whose thread
+    polls its buffer), timed by :func:`timed_run`; the run and its layout in words."""
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.ppo_config import learner_threads
 
@@ -308,6 +309,10 @@ def timed_variant(task, algorithm: str, iterations: int,
     config.evaluation(evaluation_interval=None)
     if training:
         config.training(**training)
+    if rllib_learner_thread:
+        from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
+
+        config.training(learner_class=APPOTorchLearner)
     appo = algorithm == "appo"
     run = timed_run(config, iterations, APPO_TIMERS if appo else TIMERS,
                     LEARNER_THREAD_TIMERS if appo else None)  # fmt: skip
@@ -319,7 +324,9 @@ def timed_variant(task, algorithm: str, iterations: int,
         layout += (f", fragment {config.rollout_fragment_length}, buffer "
                    f"{config.circular_buffer_num_batches} x "
                    f"{config.circular_buffer_iterations_per_batch} passes, broadcast every "
-                   f"{config.broadcast_interval}")  # fmt: skip
+                   f"{config.broadcast_interval}, main loop waits "
+                   f"{config.timeout_s_sampler_manager:g} s, learner thread "
+                   f"{'polls' if rllib_learner_thread else 'waits'}")  # fmt: skip
     return run, layout
 
 
@@ -376,12 +383,14 @@ def ppo_vs_appo(families: list[str], iterations: int, rounds: int, scale: float,
 
 class Layout(NamedTuple):
     """One row of ``--appo-layouts``: the task's fields it overrides (``{"appo": {...}}``),
-    APPO ``training(...)`` arguments beside them, and the algorithm (PPO rows are the
-    baselines a layout is read against)."""
+    APPO ``training(...)`` arguments beside them, the algorithm (PPO rows are the
+    baselines a layout is read against), and whether the learner is RLlib's own (its thread
+    polls its buffer every 0.1 ms; rl-bk's waits)."""
 
     task: dict
     training: dict = {}
     algorithm: str = "appo"
+    rllib_learner_thread: bool = False
 
     @property
     def row_prefix(self) -> str:
@@ -427,6 +436,22 @@ BABYAI_APPO_LAYOUTS: dict[str, Layout] = {
     "mlp+1x16+1-pass+rllib-polling": Layout({
         "model": BABYAI_MLP, "appo": {**ONE_PASS, **RLLIB_POLLING},
         "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16}}),
+    # RLlib's learner thread, which polls its empty buffer every 0.1 ms (rl-bk's waits), alone
+    # and with RLlib's polling main loop: APPO as RLlib ships it
+    "rllib-learner-thread": Layout({}, rllib_learner_thread=True),
+    "rllib-polling+rllib-learner-thread": Layout({"appo": RLLIB_POLLING},
+                                                 rllib_learner_thread=True),
+    "mlp+1x32+1-pass+rllib-learner-thread": Layout({
+        "model": BABYAI_MLP, "appo": ONE_PASS,
+        "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32}},
+        rllib_learner_thread=True),
+    # with neither polling, a second sampling process on the learner's spare CPU
+    "mlp+2x16+1-pass+1-thread": Layout({
+        "model": BABYAI_MLP, "appo": ONE_PASS, "learner": {"threads": 1},
+        "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 16}}),
+    "mlp+2x32+1-pass+1-thread": Layout({
+        "model": BABYAI_MLP, "appo": ONE_PASS, "learner": {"threads": 1},
+        "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 32}}),
 }  # fmt: skip
 #: NetHack's task already samples with one runner of 8 envs (its MLP's update is cheap): the
 #: question is whether sampling in two processes, or less learner work, lets APPO overlap more.
@@ -438,6 +463,9 @@ NETHACK_APPO_LAYOUTS: dict[str, Layout] = {
     "1-pass": Layout({"appo": ONE_PASS}),
     "2x4+1-pass": Layout({"env_runners": TWO_RUNNERS, "appo": ONE_PASS}),
     "broadcast-4": Layout({}, {"broadcast_interval": 4}),
+    "rllib-learner-thread": Layout({}, rllib_learner_thread=True),
+    "rllib-polling+rllib-learner-thread": Layout({"appo": RLLIB_POLLING},
+                                                 rllib_learner_thread=True),
 }  # fmt: skip
 APPO_LAYOUTS: dict[str, dict[str, Layout]] = {
     "babyai": BABYAI_APPO_LAYOUTS, "nethack": NETHACK_APPO_LAYOUTS}
@@ -478,7 +506,8 @@ def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
                 layout = chosen[name]
                 run, described[name] = timed_variant(with_overrides(task, layout.task),
                                                      layout.algorithm, iterations,
-                                                     layout.training)  # fmt: skip
+                                                     layout.training,
+                                                     layout.rllib_learner_thread)  # fmt: skip
                 runs[name].append(run)
                 print(f"{name} round {i}: {run['env_steps_per_s']:.0f} env steps/s = "
                       f"{run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "

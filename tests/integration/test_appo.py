@@ -42,15 +42,19 @@ def test_bk_ppo_baseline_on_appo_trains_with_bk_network_and_10x_reward(ray_sessi
     assert "policy_loss" in results[-1]["learners"]["default_policy"]
 
 
-def test_appo_main_loop_waits_for_samples_instead_of_polling(ray_session):
+def test_appo_main_loop_and_learner_thread_wait_for_samples_instead_of_polling(ray_session):
     # RLlib's default (0 s) polls the runners without pause, thousands of training steps an
-    # iteration on two cores, taking the CPU the learner thread and the runners need.
+    # iteration on two cores, taking the CPU the learner thread and the runners need; and
+    # RLlib's learner thread polls its empty buffer every 0.1 ms.
     task = appo_task("babyai-gotolocal-redball-s20")
     timeout = task.appo.timeout_s_sampler_manager
     config = get_method("ppo").build(task, 0, {})
     assert config.timeout_s_sampler_manager == timeout > 0
     algo = config.build_algo()
     try:
+        learner = algo.learner_group._learner
+        assert type(learner._learner_thread._in_queue).__name__ == "WaitingCircularBuffer"
+        assert learner._learner_thread._in_queue is learner._learner_thread_in_queue
         algo.train()
         for _ in range(3):
             start = time.perf_counter()

@@ -23,10 +23,10 @@ from __future__ import annotations
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.bk_ppo.potential_shaping import (
     CONVENTIONS,
@@ -148,5 +148,5 @@ class ShapedPPOConfig(PotentialShapingMixin, BasePPOConfig):
     """RLlib's PPO (with rl-bk's loss options: BK's to the letter on BK's tasks), shaped."""
 
 
-class ShapedAPPOConfig(PotentialShapingMixin, APPOConfig):
-    """RLlib's APPO (asynchronous sampling, V-trace), shaped by the same term."""
+class ShapedAPPOConfig(PotentialShapingMixin, BaseAPPOConfig):
+    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread), shaped by the same term."""

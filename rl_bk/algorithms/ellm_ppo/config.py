@@ -25,10 +25,10 @@ from __future__ import annotations
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
 from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
@@ -144,5 +144,5 @@ class ELLMPPOConfig(ELLMRewardMixin, BasePPOConfig):
     """RLlib's PPO (with rl-bk's loss options) on ELLM's reward."""
 
 
-class ELLMAPPOConfig(ELLMRewardMixin, APPOConfig):
-    """RLlib's APPO (asynchronous sampling, V-trace) on ELLM's reward."""
+class ELLMAPPOConfig(ELLMRewardMixin, BaseAPPOConfig):
+    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread) on ELLM's reward."""

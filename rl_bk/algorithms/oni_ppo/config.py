@@ -29,13 +29,13 @@ from __future__ import annotations
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.oni_ppo.intrinsic_reward import (
     LABELLED_TYPES,
@@ -261,10 +261,10 @@ class ONIPPOConfig(ONIRewardMixin, BasePPOConfig):
         return ONIPPOTorchLearner
 
 
-class ONIAPPOConfig(ONIRewardMixin, APPOConfig):
+class ONIAPPOConfig(ONIRewardMixin, BaseAPPOConfig):
     """RLlib's APPO on ONI's reward; its learner also fits the learner-only reward model
     (classification, ranking), in APPO's learner thread."""
 
-    @override(APPOConfig)
+    @override(BaseAPPOConfig)
     def get_default_learner_class(self) -> type:
         return ONIAPPOTorchLearner

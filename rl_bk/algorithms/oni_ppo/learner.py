@@ -32,9 +32,9 @@ import numpy as np
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.framework import try_import_torch
 
-from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
 from ray.rllib.core.learner.learner import Learner
 
+from rl_bk.algorithms.appo.learner import BaseAPPOTorchLearner
 from rl_bk.algorithms.ppo.learner import BasePPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 
@@ -126,9 +126,9 @@ class ONIPPOTorchLearner(OnlineRewardModelFitting, BasePPOTorchLearner):
     """PPO's torch learner (rl-bk's loss options) that also fits ONI's reward model."""
 
 
-class ONIAPPOTorchLearner(OnlineRewardModelFitting, APPOTorchLearner):
-    """APPO's torch learner that also fits ONI's reward model; its updates, and so the fit's
-    start, run in APPO's learner thread."""
+class ONIAPPOTorchLearner(OnlineRewardModelFitting, BaseAPPOTorchLearner):
+    """rl-bk's APPO torch learner that also fits ONI's reward model; its updates, and so the
+    fit's start, run in APPO's learner thread."""
 
 
 def _mean_of_numbers(values: list[float]) -> float:

@@ -31,10 +31,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.ptgm_ppo.env_steps import PTGMMetricsCallback
 from rl_bk.algorithms.ptgm_ppo.high_level_env import register_high_level_env
@@ -133,5 +133,5 @@ class PTGMPPOConfig(PriorKLMixin, BasePPOConfig):
     """RLlib's PPO (with rl-bk's loss options) over PTGM's goals."""
 
 
-class PTGMAPPOConfig(PriorKLMixin, APPOConfig):
-    """RLlib's APPO (asynchronous sampling, V-trace) over PTGM's goals."""
+class PTGMAPPOConfig(PriorKLMixin, BaseAPPOConfig):
+    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread) over PTGM's goals."""
