@@ -6,7 +6,7 @@ reported as ratios measured side by side in one run.
     python -m bench.env_throughput --quick   # shorter, for a look
     python -m bench.env_throughput --appo-only [--families babyai,nethack]
                                              # PPO against APPO alone: rewrites that section
-    python -m bench.env_throughput --appo-layouts all [--families nethack]
+    python -m bench.env_throughput --appo-layouts all [--families nethack] [--iterations 30]
                                              # APPO's layouts on one family (BabyAI's default)
 
 Raw: one process, uniformly random actions, resets included. Captioned and uncaptioned envs
@@ -202,10 +202,13 @@ def timed_run(config, iterations: int, main: dict[str, str],
     try:
         sum_timers(algo, main, learner)
         first = algo.train()
+        processes = cpu_processes(algo)
+        cpu_before = cpu_seconds(processes)
         results, t0 = [], time.perf_counter()
         for _ in range(iterations):
             results.append(algo.train())
         elapsed = time.perf_counter() - t0
+        cpu = {k: v - cpu_before[k] for k, v in cpu_seconds(processes).items()}
     finally:
         algo.stop()
     last = results[-1]
@@ -236,8 +239,24 @@ def timed_run(config, iterations: int, main: dict[str, str],
     return {"env_steps_per_s": steps / elapsed, "env_steps_timed": steps, "wall_s": elapsed,
             "iterations": iterations, "iteration_s": elapsed / iterations, "timers_s": timers,
             "env_runner_timers_s": runner, "samples_trained": trained,
-            "samples_trained_per_env_step": trained / steps,
+            "samples_trained_per_env_step": trained / steps, "cpu_s": cpu,
             "training_step_calls_per_iteration": statistics.mean(calls)}  # fmt: skip
+
+
+def cpu_processes(algo) -> dict[str, list]:
+    """The processes whose CPU time a run counts: the driver (main loop, local learner and
+    its thread, a local env runner) and the remote env runners."""
+    import psutil
+
+    pids = algo.env_runner_group.foreach_env_runner(lambda _: os.getpid(), local_env_runner=False)
+    return {"driver": [psutil.Process()], "env runners": [psutil.Process(p) for p in pids]}
+
+
+def cpu_seconds(processes: dict[str, list]) -> dict[str, float]:
+    """User plus system CPU seconds so far, summed per group of processes. CPU time barely
+    depends on what else runs, so it says where a run's work goes even on a busy machine."""
+    return {group: sum(p.cpu_times().user + p.cpu_times().system for p in members)
+            for group, members in processes.items()}  # fmt: skip
 
 
 def network(task) -> str:
@@ -541,19 +560,25 @@ def layouts_section(result: dict, meta: dict) -> list[str]:
         f"{meta['rounds']} rounds, the order reversed in every other one, each a fresh build, "
         f"one warm-up iteration then {meta['iterations']} timed, evaluation off; raw captioned "
         f"rate ({raw:.0f} steps/s) measured just before, in the same run. Timers as in the "
-        f"section below.", "",
+        f"section below. CPU per env step: user and system CPU time over the timed iterations "
+        f"per env step sampled, of the driver process (main loop, learner and its thread) and "
+        f"of the env runner processes (Ray's own daemons not counted); it barely depends on "
+        f"what else runs, so it shows where the work goes.", "",
         "| run | layout | env steps/s | / raw captioned | / PPO | samples trained per env step "
-        "| learner thread: update | learner thread: waiting | env runners: share in sample() |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| learner thread: update | learner thread: waiting | env runners: share in sample() "
+        "| CPU ms per env step: driver | CPU ms per env step: env runners |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for name, r in result["pooled"].items():
         t = r["timers_s"]
+        cpu = r.get("cpu_ms_per_env_step", {})
         lines.append(
             f"| {name} | {r['layout']} | {r['env_steps_per_s']:.0f} | {r['over_raw']:.2f} | "
             f"{r['env_steps_per_s'] / ppo:.2f} | {_s(r['samples_trained_per_env_step'], 2)} | "
             f"{_s(t.get('learner thread update', math.nan))} | "
             f"{_s(t.get('learner thread waiting', math.nan))} | "
-            f"{_s(t.get('env runners sampling share', math.nan), 2)} |")  # fmt: skip
+            f"{_s(t.get('env runners sampling share', math.nan), 2)} | "
+            f"{_s(cpu.get('driver', math.nan))} | {_s(cpu.get('env runners', math.nan))} |")
     return lines + [""]
 
 
@@ -570,9 +595,11 @@ def pool(runs: list[dict]) -> dict:
     steps, wall = sum(r["env_steps_timed"] for r in runs), sum(r["wall_s"] for r in runs)
     trained = sum(r["samples_trained"] for r in runs)
     calls = sum(r["training_step_calls_per_iteration"] * r["iterations"] for r in runs)
+    cpu = {group: 1e3 * sum(r.get("cpu_s", {}).get(group, math.nan) for r in runs) / steps
+           for group in ("driver", "env runners")}  # fmt: skip
     return {"env_steps_per_s": steps / wall, "env_steps_timed": steps, "wall_s": wall,
             "iteration_s": wall / iterations, "rounds": len(runs), "timers_s": timers,
-            "samples_trained_per_env_step": trained / steps,
+            "samples_trained_per_env_step": trained / steps, "cpu_ms_per_env_step": cpu,
             "training_step_calls_per_iteration": calls / iterations}  # fmt: skip
 
 
@@ -671,6 +698,9 @@ def main(argv: list[str] | None = None) -> int:
                         "names (comma-separated, of: " + "; ".join(
                             f"{f}: {', '.join(ls)}" for f, ls in APPO_LAYOUTS.items())
                         + "; or all): rewrites that section")  # fmt: skip
+    p.add_argument("--iterations", type=int, metavar="N",
+                   help="timed iterations per round (default 10; --quick 3): more for steadier "
+                        "rates of fast layouts, whose iterations take a fraction of a second")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
     families = [f for f in args.families.split(",") if f]
@@ -679,9 +709,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown families {unknown}; known: {', '.join(ENVS)}")
     families = [f for f in ENVS if f in families]
     scale, pairs, iters = (0.5, 6, 3) if args.quick else (1.0, 30, 10)
+    iters = args.iterations or iters
     rounds = 1 if args.quick else 2
 
     command = ("python -m bench.env_throughput" + (" --quick" if args.quick else "")
+               + (f" --iterations {args.iterations}" if args.iterations else "")
                + (" --appo-only" if args.appo_only else "")
                + (f" --families {','.join(families)}" if families != list(ENVS) else ""))
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}"
@@ -714,7 +746,8 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"unknown APPO layouts {unknown} for {family}; known: {', '.join(known)}")
         command = (f"python -m bench.env_throughput --appo-layouts {args.appo_layouts}"
                    + (f" --families {family}" if family != "babyai" else "")
-                   + (" --quick" if args.quick else ""))  # fmt: skip
+                   + (" --quick" if args.quick else "")
+                   + (f" --iterations {args.iterations}" if args.iterations else ""))  # fmt: skip
         result = appo_layouts(layouts, iters, rounds, scale, pairs, family)
         meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine,
                 "load_average_at_end": os.getloadavg(), "iterations": iters, "rounds": rounds}
