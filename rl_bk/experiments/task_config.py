@@ -131,6 +131,11 @@ class EnvRunnerParams(_Strict):
     num_env_runners: int = Field(1, ge=0)
     num_envs_per_env_runner: int = Field(8, gt=0)
     num_cpus_per_env_runner: float = Field(0.5, gt=0)
+    #: APPO's sample requests queued per runner (PPO samples in lock step and ignores it).
+    #: RLlib's 1 leaves a runner idle from the end of its sample until the main loop has
+    #: collected every runner's and asked again; 2 keeps it sampling, at the price of one
+    #: more fragment of policy lag (bench/results/env_throughput.md measures it).
+    max_requests_in_flight_per_env_runner: int = Field(1, gt=0)
 
 
 class LearnerParams(_Strict):

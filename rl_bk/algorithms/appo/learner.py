@@ -2,11 +2,11 @@
 
 RLlib's APPO learner trains in a thread that takes batches from a ``CircularBuffer``, whose
 ``get()`` polls an empty buffer every 0.1 ms (``while len(self) == 0: time.sleep(0.0001)``).
-When sampling is the bound (BabyAI's env runners), the buffer is empty most of the time, and
-those ten thousand wake-ups a second cost the driver process CPU that the env runners need on
-a machine with few cores: on two cores, with one runner of 32 envs and RLlib's MLP, the driver
-spent 0.15-0.18 ms of CPU per env step polling against 0.08 ms waiting
-(``bench/results/env_throughput.md`` has the measurement).
+When sampling is the bound, the buffer is empty most of the time, and those ten thousand
+wake-ups a second take CPU from the driver process, which on a machine of few cores the env
+runners need. On two quiet cores it is a small cost (``bench/results/env_throughput.md``:
+NetHack-Text's task layout 3,782 env steps/s against 3,535 with RLlib's thread, BabyAI's
+820 against 751, or no difference); it grows with everything else that wants the CPU.
 
 :class:`WaitingCircularBuffer` is RLlib's buffer (the same N batches, each sampled at most K
 times, uniformly) whose ``get()`` waits on a condition that ``put()`` notifies.
