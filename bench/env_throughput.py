@@ -317,8 +317,7 @@ ALGORITHMS = ("ppo", "appo")
 
 
 def timed_variant(task, algorithm: str, iterations: int, training: dict | None = None,
-                  rllib_learner_thread: bool = False,
-                  runners: dict | None = None) -> tuple[dict, str]:  # fmt: skip
+                  rllib_learner_thread: bool = False) -> tuple[dict, str]:  # fmt: skip
     """``task`` built by the ``ppo`` method on ``algorithm`` (evaluation off, ``training``
     overrides applied; with ``rllib_learner_thread``, RLlib's own APPO learner, whose thread
     polls its buffer), timed by :func:`timed_run`; the run and its layout in words."""
@@ -329,8 +328,6 @@ def timed_variant(task, algorithm: str, iterations: int, training: dict | None =
     config.evaluation(evaluation_interval=None)
     if training:
         config.training(**training)
-    if runners:
-        config.env_runners(**runners)
     if rllib_learner_thread:
         from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
 
@@ -415,7 +412,6 @@ class Layout(NamedTuple):
     training: dict = {}
     algorithm: str = "appo"
     rllib_learner_thread: bool = False
-    runners: dict = {}
 
     @property
     def row_prefix(self) -> str:
@@ -424,6 +420,7 @@ class Layout(NamedTuple):
 
 ONE_RUNNER = {"num_env_runners": 1, "num_envs_per_env_runner": 8}
 ONE_PASS = {"circular_buffer_iterations_per_batch": 1}
+#: the task setting env_runners.max_requests_in_flight_per_env_runner (RLlib's 1)
 TWO_IN_FLIGHT = {"max_requests_in_flight_per_env_runner": 2}
 #: RLlib's own main loop, which polls the env runners without pause (rl-bk's APPO waits up to
 #: ``appo.timeout_s_sampler_manager`` seconds for their samples in each training step)
@@ -482,12 +479,11 @@ BABYAI_APPO_LAYOUTS: dict[str, Layout] = {
     # all (or times out) before asking again: a runner that finishes first sits idle
     "mlp+2x32+1-pass+1-thread+2-in-flight": Layout({
         "model": BABYAI_MLP, "appo": ONE_PASS, "learner": {"threads": 1},
-        "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 32}},
-        runners=TWO_IN_FLIGHT),
+        "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 32, **TWO_IN_FLIGHT}}),
     "mlp+1x32+1-pass+2-in-flight": Layout({
         "model": BABYAI_MLP, "appo": ONE_PASS,
-        "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32}}, runners=TWO_IN_FLIGHT),
-    "2-in-flight": Layout({}, runners=TWO_IN_FLIGHT),
+        "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32, **TWO_IN_FLIGHT}}),
+    "2-in-flight": Layout({"env_runners": TWO_IN_FLIGHT}),
 }  # fmt: skip
 #: NetHack's task already samples with one runner of 8 envs (its MLP's update is cheap): the
 #: question is whether sampling in two processes, or less learner work, lets APPO overlap more.
@@ -502,7 +498,7 @@ NETHACK_APPO_LAYOUTS: dict[str, Layout] = {
     "rllib-learner-thread": Layout({}, rllib_learner_thread=True),
     "rllib-polling+rllib-learner-thread": Layout({"appo": RLLIB_POLLING},
                                                  rllib_learner_thread=True),
-    "2-in-flight": Layout({}, runners=TWO_IN_FLIGHT),
+    "2-in-flight": Layout({"env_runners": TWO_IN_FLIGHT}),
 }  # fmt: skip
 APPO_LAYOUTS: dict[str, dict[str, Layout]] = {
     "babyai": BABYAI_APPO_LAYOUTS, "nethack": NETHACK_APPO_LAYOUTS}
@@ -544,8 +540,7 @@ def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
                 run, described[name] = timed_variant(with_overrides(task, layout.task),
                                                      layout.algorithm, iterations,
                                                      layout.training,
-                                                     layout.rllib_learner_thread,
-                                                     layout.runners)  # fmt: skip
+                                                     layout.rllib_learner_thread)  # fmt: skip
                 runs[name].append(run)
                 print(f"{name} round {i}: {run['env_steps_per_s']:.0f} env steps/s = "
                       f"{run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "

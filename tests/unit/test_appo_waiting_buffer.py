@@ -15,10 +15,16 @@ from rl_bk.algorithms.appo.learner import WaitingCircularBuffer
 
 
 def _count_sleeps(monkeypatch) -> list[float]:
-    """The sleeps RLlib's buffer module takes (its get() polls with time.sleep)."""
+    """The sleeps RLlib's buffer module takes (its get() polls with time.sleep), each still
+    slept."""
     sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        time.sleep(seconds)
+
     monkeypatch.setattr(appo_utils, "time", SimpleNamespace(
-        sleep=sleeps.append, time=time.time, perf_counter=time.perf_counter))  # fmt: skip
+        sleep=sleep, time=time.time, perf_counter=time.perf_counter))  # fmt: skip
     return sleeps
 
 
@@ -42,7 +48,6 @@ def test_a_put_wakes_a_waiting_get_which_never_polls(monkeypatch):
 def test_rllibs_own_buffer_still_polls(monkeypatch):
     # If this fails, RLlib's get() no longer polls and WaitingCircularBuffer can go.
     sleeps = _count_sleeps(monkeypatch)
-    monkeypatch.setattr(appo_utils.time, "sleep", lambda s: (sleeps.append(s), time.sleep(s)))
     assert _get_after_a_delayed_put(CircularBuffer(2, 2)) == "batch"
     assert len(sleeps) > 10 and set(sleeps) == {0.0001}
 

@@ -76,8 +76,7 @@ class BaseAPPOTorchLearner(APPOTorchLearner, WaitingLearnerQueue):
 
 def _check_order() -> None:
     # The swap relies on this order; a future RLlib that changes it fails at import, loudly.
-    mro = BaseAPPOTorchLearner.__mro__
-    names = [c.__name__ for c in mro]
+    names = [c.__name__ for c in BaseAPPOTorchLearner.__mro__]
     if not names.index("APPOLearner") < names.index("WaitingLearnerQueue") < names.index(
         "IMPALALearner"
     ):
