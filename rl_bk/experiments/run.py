@@ -95,6 +95,12 @@ def _wandb_callback(project: str, run_dir: Path):
     return WandbLoggerCallback(**kwargs)
 
 
+def cuda_alloc_conf() -> str:
+    """PyTorch's CUDA allocator settings for the run's trials: the user's, else expandable
+    segments (see ``_init_ray``)."""
+    return os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+
+
 def _init_ray(address: str | None) -> None:
     import ray
 
@@ -110,6 +116,11 @@ def _init_ray(address: str | None) -> None:
     if "RLBK_KNOWLEDGE_DIR" in os.environ:
         runtime_env.setdefault("env_vars", {})["RLBK_KNOWLEDGE_DIR"] = os.environ[
             "RLBK_KNOWLEDGE_DIR"]
+    # On a GPU, batches of prompts of varying length fragment PyTorch's caching allocator: a
+    # GLAM env runner reserved 77 GiB for 27 GiB of tensors on an H200, more than the share
+    # of one GPU it has beside the learner (bench/results/glam_gpu.md). Expandable segments
+    # keep what is reserved near what is used. No effect on a CPU; a user's own value wins.
+    runtime_env.setdefault("env_vars", {})["PYTORCH_CUDA_ALLOC_CONF"] = cuda_alloc_conf()
     common["runtime_env"] = runtime_env
     if address:
         ray.init(address=address, **{k: v for k, v in common.items() if k != "include_dashboard"})

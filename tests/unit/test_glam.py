@@ -310,9 +310,39 @@ def test_config_builds_the_module_spec():
     spec = config.get_default_rl_module_spec()
     assert spec.module_class is GLAMTorchRLModule
     assert spec.model_config == {"model": "tiny", "lora": {"r": 8, "alpha": 32}, "seed": 0,
-                                 "max_prompt_tokens": 256}  # fmt: skip
+                                 "max_prompt_tokens": 256,
+                                 "float32_matmul_precision": "highest"}  # fmt: skip
     assert config.training(lora_r=None).glam_model_config()["lora"] is None
     assert (config.clip_param, config.entropy_coeff, config.num_epochs) == (0.2, 0.01, 4)
+
+
+def test_matmul_precision_is_set_in_the_process_that_builds_the_module():
+    """The learner and each env runner build the module in their own process: that is where
+    the precision (TF32 on a GPU with "high") must be set; PyTorch's "highest" by default."""
+    before = torch.get_float32_matmul_precision()
+    try:
+        build_module(float32_matmul_precision="high")
+        assert torch.get_float32_matmul_precision() == "high"
+        build_module()
+        assert torch.get_float32_matmul_precision() == "highest"
+        with pytest.raises(ValueError, match="float32_matmul_precision must be one of"):
+            build_module(float32_matmul_precision="tf32")
+    finally:
+        torch.set_float32_matmul_precision(before)
+    config = GLAMPPOConfig().environment("CartPole-v1").training(glam_model="tiny")
+    with pytest.raises(ValueError, match="float32_matmul_precision must be one of"):
+        config.training(float32_matmul_precision="fast").validate()
+
+
+def test_a_tasks_matmul_precision_reaches_the_module():
+    from rl_bk.experiments.methods import get_method
+
+    task = gpu_task(smoke=True)
+    assert task.glam.float32_matmul_precision == "highest"  # the recipe keeps PyTorch's
+    task = task.model_copy(update={"glam": task.glam.model_copy(
+        update={"float32_matmul_precision": "high"})})  # fmt: skip
+    spec = get_method("glam").build(task, 0, {}).get_default_rl_module_spec()
+    assert spec.model_config["float32_matmul_precision"] == "high"
 
 
 def save_tiny_model(folder) -> str:

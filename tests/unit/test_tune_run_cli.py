@@ -134,3 +134,21 @@ def test_resume_builds_missing_knowledge_before_restoring(tmp_path, monkeypatch)
     run_module.resume_experiment(tmp_path, run_module.RunOptions())
     assert order[0] == ("knowledge", sorted(set(task.methods)))
     assert order[1] == ("fit", None)
+
+
+def test_trials_get_expandable_cuda_segments_unless_the_user_set_the_allocator(monkeypatch):
+    """GLAM's LLM processes share one GPU: a fragmented caching allocator would reserve more
+    than a process's share (bench/results/glam_gpu.md)."""
+    import ray
+
+    from rl_bk.experiments import run as run_module
+
+    calls = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append(kwargs))
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    run_module._init_ray(None)
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128")
+    run_module._init_ray("auto")
+    env = [c["runtime_env"]["env_vars"]["PYTORCH_CUDA_ALLOC_CONF"] for c in calls]
+    assert env == ["expandable_segments:True", "max_split_size_mb:128"]

@@ -30,7 +30,8 @@ model_config keys (defaults in :data:`GLAM_MODEL_DEFAULTS`): ``model`` ("tiny", 
 Hugging Face causal-LM folder, see ``language_model``), ``action_texts``, ``action_prefix``,
 ``lora`` (None: the whole LLM is fine-tuned, as in GLAM; a dict of r, alpha, dropout,
 target_modules: LoRA adapters only, as lamorel's LoRA example), ``max_prompt_tokens``,
-``value_hidden``, ``value_chunk`` (prompts per gradient-free value pass), ``dtype`` and ``seed``.
+``value_hidden``, ``value_chunk`` (prompts per gradient-free value pass), ``dtype``,
+``float32_matmul_precision`` (PyTorch's, set for the whole process) and ``seed``.
 
 Weight sync. After each update RLlib sends the learner module's ``get_state(inference_only=True)``
 to every env runner, which ``set_state``s it into a module it built itself from the same
@@ -81,8 +82,12 @@ GLAM_MODEL_DEFAULTS: dict[str, Any] = {
     "value_hidden": 1024,
     "value_chunk": 64,
     "dtype": "float32",
+    "float32_matmul_precision": "highest",
     "seed": 0,
 }
+
+#: torch.set_float32_matmul_precision's values.
+MATMUL_PRECISIONS = ("highest", "high", "medium")
 
 
 class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
@@ -102,6 +107,12 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
         self.action_texts = texts
         self.max_prompt_tokens = int(cfg["max_prompt_tokens"])
         self.value_chunk = max(1, int(cfg["value_chunk"]))
+        if cfg["float32_matmul_precision"] not in MATMUL_PRECISIONS:
+            raise ValueError(f"float32_matmul_precision must be one of {MATMUL_PRECISIONS}, "
+                             f"got {cfg['float32_matmul_precision']!r}")  # fmt: skip
+        # Process-wide, and set here because the learner and each env runner build the
+        # module in a process of their own: nothing else in them multiplies float32 matrices.
+        torch.set_float32_matmul_precision(cfg["float32_matmul_precision"])
         self.lm, self.tokenizer = load_causal_lm(str(cfg["model"]), seed=int(cfg["seed"]),
                                                  dtype=getattr(torch, cfg["dtype"]))  # fmt: skip
         self.tokenizer.padding_side = "left"

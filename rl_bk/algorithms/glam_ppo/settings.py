@@ -6,7 +6,7 @@ task runs LoRA unless it says otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -26,5 +26,8 @@ class GLAMSettings(SettingsSection):
     #: env runner (the local one, with num_env_runners 0, samples on the CPU)
     num_gpus_per_learner: float = Field(0.0, ge=0)
     num_gpus_per_env_runner: float = Field(0.0, ge=0)
+    #: torch.set_float32_matmul_precision in each process that builds the LLM: "highest"
+    #: (PyTorch's default, full float32 products) or "high" (TF32 on a GPU's tensor cores)
+    float32_matmul_precision: Literal["highest", "high", "medium"] = "highest"
     #: PPO's training() values for GLAM (an LLM policy wants a far smaller lr and batch)
     ppo: dict[str, Any] = Field(default_factory=dict)

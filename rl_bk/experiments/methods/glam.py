@@ -20,7 +20,8 @@ def build_glam(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algori
 
     g = task.glam
     glam = {"glam_model": g.model, "lora_r": g.lora_r, "lora_alpha": g.lora_alpha,
-            "max_prompt_tokens": g.max_prompt_tokens}  # fmt: skip
+            "max_prompt_tokens": g.max_prompt_tokens,
+            "float32_matmul_precision": g.float32_matmul_precision}  # fmt: skip
     # No APPO form: its learner fine-tunes the LLM policy with PPO's own loss and schedule.
     config = base_config(task, seed, {**g.ppo, **glam, **training_params(params)},
                          algorithm=algorithm_of(task, params), ppo=GLAMPPOConfig, appo=None,
