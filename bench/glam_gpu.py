@@ -76,7 +76,7 @@ def run_variant(precision: str, args: argparse.Namespace) -> dict:
 
     if args.allocator is not None:
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = args.allocator
-    run_module._init_ray(None)  # the runtime environment tune_run.py gives its trials
+    run_module.init_ray(None)  # the runtime environment tune_run.py gives its trials
     env_registry.register_all()
     task = load_task(TASK)
     g = task.glam

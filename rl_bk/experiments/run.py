@@ -97,11 +97,13 @@ def _wandb_callback(project: str, run_dir: Path):
 
 def cuda_alloc_conf() -> str:
     """PyTorch's CUDA allocator settings for the run's trials: the user's, else expandable
-    segments (see ``_init_ray``)."""
+    segments (see ``init_ray``)."""
     return os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 
 
-def _init_ray(address: str | None) -> None:
+def init_ray(address: str | None) -> None:
+    """Starts Ray (or attaches to ``address``) with the runtime environment every trial of a
+    run gets; a no-op when Ray is already up."""
     import ray
 
     if ray.is_initialized():
@@ -315,7 +317,7 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
     callbacks = _callbacks(task, options, run_dir)
 
     _use_storage_for_knowledge(task)
-    _init_ray(options.address)
+    init_ray(options.address)
     _preflight(task, variants, options.address)
     env_registry.register_all()
     _start_labeler_apps(task, variants)
@@ -349,7 +351,7 @@ def resume_experiment(run_dir: Path, options: RunOptions) -> Path:
     variants = expand_variants(task, list(task.methods))
     check_labelers(task, variants)
     _use_storage_for_knowledge(task)
-    _init_ray(options.address)
+    init_ray(options.address)
     _preflight(task, variants, options.address)
     env_registry.register_all()
     _start_labeler_apps(task, variants)

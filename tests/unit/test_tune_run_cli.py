@@ -117,7 +117,7 @@ def test_resume_builds_missing_knowledge_before_restoring(tmp_path, monkeypatch)
         yaml.safe_dump(task.model_dump(mode="json"), sort_keys=False))
     order = []
     monkeypatch.setattr(run_module, "check_labelers", lambda *a: None)
-    monkeypatch.setattr(run_module, "_init_ray", lambda *a: None)
+    monkeypatch.setattr(run_module, "init_ray", lambda *a: None)
     monkeypatch.setattr(run_module, "_preflight", lambda *a: None)
     monkeypatch.setattr(run_module, "_prepare_knowledge",
                         lambda t, variants, d: order.append(("knowledge", sorted(
@@ -147,8 +147,8 @@ def test_trials_get_expandable_cuda_segments_unless_the_user_set_the_allocator(m
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append(kwargs))
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
-    run_module._init_ray(None)
+    run_module.init_ray(None)
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128")
-    run_module._init_ray("auto")
+    run_module.init_ray("auto")
     env = [c["runtime_env"]["env_vars"]["PYTORCH_CUDA_ALLOC_CONF"] for c in calls]
     assert env == ["expandable_segments:True", "max_split_size_mb:128"]
