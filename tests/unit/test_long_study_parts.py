@@ -96,3 +96,33 @@ def test_appo_passes_runs_four_passes_on_seeds_appo_learning_did_not_use():
         assert task.stop.num_env_steps == learning[name].stop.num_env_steps
         assert task.methods == learning[name].methods
         assert task.sweep[task.methods[0]] == learning[name].sweep[task.methods[0]]
+
+
+def _curve(label: str, seed: int, values: list[float]) -> dict:
+    from rl_bk import metrics as M
+
+    steps = [1_000_000.0 * (i + 1) for i in range(len(values))]
+    return {"label": label, "seed": seed,
+            "progress": {M.ENV_STEPS: steps, M.GAME_SCORE_MEAN: values}}  # fmt: skip
+
+
+def test_paired_table_pairs_every_method_with_a_named_baseline_by_seed():
+    from rl_bk import metrics as M
+
+    # areas (mean of the reports up to 3M): none 10, 20; x 13 (+3), 21 (+1); y 10 (+0), 18 (-2)
+    curves = [_curve("none", 0, [9, 10, 11]), _curve("none", 1, [20, 20, 20]),
+              _curve("x", 0, [12, 13, 14]), _curve("x", 1, [21, 21, 21]),
+              _curve("y", 0, [10, 10, 10]), _curve("y", 1, [18, 18, 18])]  # fmt: skip
+    rows = [line for line in long_study._paired_table("none", curves, [M.GAME_SCORE_MEAN],
+                                                      3_000_000) if line.startswith("| x")
+            or line.startswith("| y") or line.startswith("| none")]  # fmt: skip
+    assert len(rows) == 2  # the baseline is not paired with itself
+    x, y = (row.split(" | ") for row in rows)
+    assert x[0] == "| x − none" and x[3:6] == ["17", "15", "+2.000"]
+    assert y[0] == "| y − none" and y[3:6] == ["14", "15", "−1.000"]
+
+
+def test_a_tag_pair_pairs_only_the_variants_with_the_tag():
+    assert long_study._baseline_of(("algorithm=appo", "algorithm=ppo"),
+                                   "ppo algorithm=appo") == "ppo algorithm=ppo"  # fmt: skip
+    assert long_study._baseline_of(("algorithm=appo", "algorithm=ppo"), "ppo algorithm=ppo") is None
