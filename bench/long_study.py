@@ -329,7 +329,9 @@ def _paired_table(spec: tuple[str, str] | str, curves: list[dict], columns: list
                   budget: int) -> list[str]:  # fmt: skip
     """Each variant against its baseline (:func:`_baseline_of`): per column, the normalised
     area under each seed's curve up to ``budget`` (the mean of its reports;
-    :mod:`bench.learning_measures`), and the paired difference with its 95% bootstrap interval. Curves that stop short of the budget are left out and counted."""
+    :mod:`bench.learning_measures`), and the paired difference with its 95% bootstrap interval
+    (both areas over the seeds the two share). Curves that stop short of the budget are left
+    out and counted."""
     from bench.learning_measures import (curve_points, interval_text, normalised_area,
                                          paired_difference, signed)  # fmt: skip
     from rl_bk import metrics as M
@@ -356,8 +358,8 @@ def _paired_table(spec: tuple[str, str] | str, curves: list[dict], columns: list
                 continue
             d = paired_difference(areas[label], areas[base])
 
-            def mean(values: dict[int, float]) -> str:
-                return f"{sum(values.values()) / len(values):.3g}"
+            def mean(values: dict[int, float]) -> str:  # over the paired seeds only
+                return f"{sum(values[s] for s in d.seeds) / len(d.seeds):.3g}"
 
             name = ("greedy success (evaluation)" if column == M.EVAL_SUCCESS_RATE
                     else CURVE_NAMES.get(column, column))  # fmt: skip

@@ -120,6 +120,11 @@ def test_paired_table_pairs_every_method_with_a_named_baseline_by_seed():
     x, y = (row.split(" | ") for row in rows)
     assert x[0] == "| x − none" and x[3:6] == ["17", "15", "+2.000"]
     assert y[0] == "| y − none" and y[3:6] == ["14", "15", "−1.000"]
+    # a method with fewer seeds: both areas over the seeds it shares with the baseline
+    (z,) = (line for line in long_study._paired_table("none", [*curves, _curve("z", 1, [22] * 3)],
+                                                      [M.GAME_SCORE_MEAN], 3_000_000)
+            if line.startswith("| z"))  # fmt: skip
+    assert z.split(" | ")[2:6] == ["1", "22", "20", "+2.000"]
 
 
 def test_a_tag_pair_pairs_only_the_variants_with_the_tag():
