@@ -109,6 +109,26 @@ def finished_trials(run_dir: Path, steps: int) -> dict[str, dict]:
     return out
 
 
+def knowledge_used(run_dir: Path) -> dict[str, dict]:
+    """method -> the fingerprints of the artifact and dataset its trial used, from the run's
+    ``knowledge.json``. A run recorded before fingerprints were has its artifact's computed
+    now, from this machine's cache (a built folder is never rebuilt in place; its dataset's
+    is not known then); a run from another machine has none ({} here)."""
+    from rl_bk.experiments.artifacts import artifact_fingerprint, is_built
+
+    path = ROOT / run_dir / "knowledge.json"
+    if not path.is_file():
+        return {}
+    out = {}
+    for label, used in json.loads(path.read_text()).items():
+        if "fingerprint" not in used and is_built(Path(used["path"])):
+            used = {**used, "fingerprint": artifact_fingerprint(Path(used["path"]))}
+        if "fingerprint" in used:
+            out[method_of(label)] = {"fingerprint": used["fingerprint"],
+                                     "dataset_fingerprint": used.get("dataset_fingerprint")}
+    return out
+
+
 # ----------------------------------------------------------------------------- the report
 def plan_lines(facts: dict) -> list[str]:
     lines = [
@@ -218,6 +238,24 @@ def study_lines(study: str, steps: int, budgets: list[int], trials: dict[str, di
     return lines
 
 
+def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
+    """Which build of the knowledge each bk-* trial used: the cache does not travel between
+    machines, so a study that spans machines may use more than one build of the artifact."""
+    seen: dict[tuple[str, str | None], list[str]] = {}
+    for method in METHODS[1:]:
+        for s in SEEDS:
+            trial = trials.get(trial_id(study, method, s))
+            if trial is not None:
+                fp = (trial.get("knowledge") or {}).get("fingerprint")
+                seen.setdefault((method, fp), []).append(str(s))
+    if not seen:
+        return []
+    parts = [f"{method} {f'`{fp}`' if fp else 'not recorded (an earlier machine)'} "
+             f"(seeds {', '.join(s)})" for (method, fp), s in seen.items()]
+    return ["Knowledge each bk-* trial used (artifact fingerprint, "
+            "`rl_bk.experiments.artifacts.artifact_fingerprint`): " + "; ".join(parts) + ".", ""]
+
+
 def section(facts: dict, trials: dict[str, dict]) -> list[str]:
     """The plan and every study's tables, as ``bk-reproduction.md`` holds them."""
     from bench.study import plot_study
@@ -232,6 +270,7 @@ def section(facts: dict, trials: dict[str, dict]) -> list[str]:
                                           "training success (last 100 episodes)": M.SUCCESS_RATE},
                                  plot, f"BK's PPO, {study} (ORACLE knowledge)"):  # fmt: skip
             lines += [f"Curves: `{plot.name}`.", ""]
+        lines += knowledge_lines(study, trials)
         left = [f"{m}/{s}" for m in METHODS for s in SEEDS
                 if trial_id(study, m, s) not in trials]  # fmt: skip
         if curves and left:
@@ -275,6 +314,11 @@ def main() -> int:
     from bench.study import code_commit, run_or_resume
 
     facts, trials = load()
+    for key, trial in trials.items():  # fingerprints for trials from before they were kept
+        if "knowledge" not in trial and method_of(key.split("/")[1]) != "ppo":
+            found = knowledge_used(Path(trial["run_dir"])).get(key.split("/")[1])
+            if found:
+                trial["knowledge"] = found
     save(facts, trials)
     if args.report_only:
         return 0
@@ -287,9 +331,11 @@ def main() -> int:
         task = study_task(task_name, steps, budgets, seed, at_once)
         home = RUNS / study / f"{seed}-{'+'.join(todo)}"
         run_dir = run_or_resume(task, todo, steps, home)
+        used = knowledge_used(run_dir.relative_to(ROOT))
         for method, curve in finished_trials(run_dir, steps).items():
             trials[trial_id(study, method, seed)] = {**curve, "commit": code_commit(),
-                                                     "run_dir": str(run_dir.relative_to(ROOT))}
+                                                     "run_dir": str(run_dir.relative_to(ROOT)),
+                                                     "knowledge": used.get(method)}
         save(facts, trials)
         print(f"[bk-budget-transfer] {study} seed {seed} {'+'.join(todo)} done", flush=True)
     return 0

@@ -78,6 +78,38 @@ def is_built(folder: Path) -> bool:
     return (folder / DONE).is_file()
 
 
+def artifact_fingerprint(folder: Path) -> str:
+    """A digest of what a build made, so that two builds (on two machines, or after a cache
+    was lost) can be told apart or shown equal: every file's name and bytes in name order,
+    leaving out ``DONE.json`` and the timings a JSON file records (keys ``seconds*``), which
+    differ on every build. For a dataset, use :func:`dataset_fingerprint`."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.name != DONE):
+        data = path.read_bytes()
+        if path.suffix == ".json":
+            facts = json.loads(data)
+            if isinstance(facts, dict):
+                facts = {k: v for k, v in facts.items() if not k.startswith("seconds")}
+            data = json.dumps(facts, sort_keys=True).encode()
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def dataset_fingerprint(folder: Path) -> str:
+    """A digest of a dataset's episodes in reading order: observations, captions, actions,
+    rewards, ends and missions. Episode ids and part-file names (random) are left out, so
+    the same trajectories give the same fingerprint whoever collected them."""
+    from rl_bk.knowledge.dataset import read_episodes
+
+    digest = hashlib.sha256()
+    for ep in read_episodes(folder):
+        for array in (ep.observations, ep.actions, ep.rewards):
+            digest.update(array.tobytes())
+        text = [*ep.captions, ep.mission or "", str(ep.terminated), str(ep.truncated)]
+        digest.update("\n".join(text).encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def task_mission(task: TaskConfig) -> str | None:
     """The task env's mission text (after one reset), if it has one and the task says to use it."""
     if not task.knowledge.include_mission:

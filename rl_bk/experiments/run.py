@@ -236,11 +236,17 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
     and records in ``knowledge.json`` which artifacts the run used and whose labels they hold."""
     import json
 
+    from rl_bk.experiments.artifacts import (
+        artifact_fingerprint,
+        dataset_dir,
+        dataset_fingerprint,
+        is_built,
+    )
     from rl_bk.experiments.knowledge_pipeline import DONE, build_knowledge, publish_artifact
     from rl_bk.experiments.methods import KNOWLEDGE_KINDS, KNOWLEDGE_PARAMS, knowledge_task
     from rl_bk.experiments.methods.bk import serve_potential
 
-    used = {}
+    used, datasets = {}, {}
     for v in variants:
         if v.method not in KNOWLEDGE_KINDS:
             continue
@@ -250,9 +256,16 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
         folder = build_knowledge(ktask, kind, backend)
         location = publish_artifact(ktask, kind, backend)  # where trials read it
         chosen = " ".join(f"{k}={params[k]}" for k in KNOWLEDGE_PARAMS if k in params)
+        # Fingerprints say whether two runs used the same knowledge: the cache does not
+        # travel between machines, and a rebuild from the same settings may differ.
+        data = dataset_dir(ktask)
+        if is_built(data) and data not in datasets:
+            datasets[data] = dataset_fingerprint(data)
         used[f"{v.method} {chosen}".strip()] = {
             "path": location,
             **json.loads((folder / DONE).read_text()),
+            "fingerprint": artifact_fingerprint(folder),
+            "dataset_fingerprint": datasets.get(data),
         }
         if v.method == "bk-pref" and params.get("served", task.knowledge.preference.served):
             serve_potential(ktask, backend)

@@ -31,3 +31,16 @@ def test_every_trial_runs_in_a_pair_on_one_cpu_and_the_transfer_suite_comes_firs
     assert pair.sweep["ppo"] == {"extrinsic_coeff": [10.0]}  # BK's PPO only
     assert pair.sweep["bk-goal"] == {"include_mission": [False]}  # task-agnostic only
     assert pair.env == "BabyAI-Text-GoToLocal-RedKey-S28-v0"
+
+
+def test_the_report_says_which_build_of_the_knowledge_each_trial_used():
+    trials = {study.trial_id("redkey-s23", "ppo", 0): {},
+              study.trial_id("redkey-s23", "bk-pref", 0): {},  # before fingerprints were kept
+              study.trial_id("redkey-s23", "bk-pref", 1): {"knowledge": {"fingerprint": "ab12"}},
+              study.trial_id("redkey-s23", "bk-pref", 2): {"knowledge": {"fingerprint": "ab12"}},
+              study.trial_id("redkey-s23", "bk-goal", 2): {"knowledge": {"fingerprint": "cd34"}}}
+    (line, blank) = study.knowledge_lines("redkey-s23", trials)
+    assert "bk-pref not recorded (an earlier machine) (seeds 0)" in line
+    assert "bk-pref `ab12` (seeds 1, 2)" in line and "bk-goal `cd34` (seeds 2)" in line
+    assert "ppo" not in line and blank == ""
+    assert study.knowledge_lines("purplekey-s30", trials) == []

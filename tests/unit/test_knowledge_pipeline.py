@@ -162,3 +162,33 @@ def test_ptgm_models_are_one_artifact_whatever_the_backend_or_rl_settings(tmp_pa
     more = task.model_copy(update={"ptgm": task.ptgm.model_copy(update={"n_goals": 32})})
     assert a != pipeline.artifact_dir(more, "ptgm", None, tmp_path)
     assert KNOWLEDGE_KINDS["ptgm"] == KNOWLEDGE_KINDS["ptgm-no-kl"] == "ptgm"
+
+
+def _episode(actions, episode_id):
+    n = len(actions)
+    return Chunk(np.arange(n + 1, dtype=np.float32)[:, None] * [1, 10],
+                 [f"c{i}" for i in range(n + 1)], actions, episode_id=episode_id)  # fmt: skip
+
+
+def test_dataset_fingerprint_follows_the_trajectories_not_their_ids_or_files(tmp_path):
+    from rl_bk.knowledge.dataset import write_episodes
+
+    write_episodes(tmp_path / "a", [_episode([0, 1], "x"), _episode([2], "y")])
+    write_episodes(tmp_path / "b", [_episode([0, 1], "p"), _episode([2], "q")], part="000")
+    write_episodes(tmp_path / "c", [_episode([0, 1], "x"), _episode([3], "y")])
+    fp = artifacts.dataset_fingerprint
+    assert fp(tmp_path / "a") == fp(tmp_path / "b")  # other ids and part names: same data
+    assert fp(tmp_path / "a") != fp(tmp_path / "c")  # one action differs
+
+
+def test_artifact_fingerprint_ignores_build_timings_and_done_but_not_content(tmp_path):
+    def build(folder, weights, seconds):
+        folder.mkdir()
+        (folder / "model.pt").write_bytes(weights)
+        (folder / "report.json").write_text(f'{{"pairs": 10, "seconds_training": {seconds}}}')
+        (folder / artifacts.DONE).write_text(f'{{"finished_at": {seconds}}}')
+        return artifacts.artifact_fingerprint(folder)
+
+    first = build(tmp_path / "a", b"\x01\x02", 4.0)
+    assert first == build(tmp_path / "b", b"\x01\x02", 9.5)  # rebuilt, same weights
+    assert first != build(tmp_path / "c", b"\x01\x03", 4.0)  # other weights
