@@ -48,7 +48,7 @@ SWEEP = {"ppo": {"extrinsic_coeff": [10.0]}, "bk-code": {"include_mission": [Fal
 #: about 19 hours). Every trial runs two at a time, 1 CPU each: 1.89 x the env steps/s of one
 #: trial alone on 2 CPUs, 1.37 x one alone with its learner on 2 threads
 #: (bench/results/bk_layout.md). A pair cut by a session's end resumes from its checkpoints
-#: (every 2 iterations) when the command runs again on the same machine.
+#: (every 25 iterations, about 2 minutes) when the command runs again on the same machine.
 STUDIES = [
     *[(name, f"babyai-gotolocal-{name}", 500_000, [100_000, 200_000, 300_000, 500_000], 2)
       for name in ("purpleball-s23", "redkey-s23", "purplekey-s25", "purpleball-s28",
