@@ -170,11 +170,18 @@ def knowledge_main(args: argparse.Namespace) -> int:
             folder = pipeline.build_knowledge(task, kind, args.backend, force=args.force)
             print(f"{kind}: {folder}")
     else:
+        from rl_bk.experiments.artifacts import artifact_fingerprint, dataset_fingerprint
+
         folders = [("dataset", pipeline.dataset_dir(task))]
         folders += [(k, pipeline.artifact_dir(task, k, args.backend)) for k in kinds]
         for what, folder in folders:
-            state = (folder / pipeline.DONE).read_text() if pipeline.is_built(folder) else "missing"
-            print(f"{what}: {folder}\n  {state.strip()}")
+            if not pipeline.is_built(folder):
+                print(f"{what}: {folder}\n  missing")
+                continue
+            # Two machines' builds are the same knowledge only if these match.
+            fingerprint = (dataset_fingerprint if what == "dataset" else artifact_fingerprint)
+            print(f"{what}: {folder}\n  fingerprint {fingerprint(folder)}\n"
+                  f"  {(folder / pipeline.DONE).read_text().strip()}")
     return 0
 
 
