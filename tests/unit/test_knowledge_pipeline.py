@@ -192,3 +192,19 @@ def test_artifact_fingerprint_ignores_build_timings_and_done_but_not_content(tmp
     first = build(tmp_path / "a", b"\x01\x02", 4.0)
     assert first == build(tmp_path / "b", b"\x01\x02", 9.5)  # rebuilt, same weights
     assert first != build(tmp_path / "c", b"\x01\x03", 4.0)  # other weights
+
+
+def test_knowledge_show_prints_each_built_folders_fingerprint(task, tmp_path, capsys, monkeypatch):
+    from rl_bk.cli import main
+    from rl_bk.knowledge.dataset import write_episodes
+
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))  # undone after; main sets it
+    data = pipeline.dataset_dir(task, tmp_path)
+    write_episodes(data, [_episode([0, 1], "x")])
+    (data / artifacts.DONE).write_text("{}")
+    args = ["knowledge", "show", "--task", task.name, "--kinds", "bk-pref",
+            "--knowledge-dir", str(tmp_path)]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"fingerprint {artifacts.dataset_fingerprint(data)}" in out
+    assert out.rstrip().endswith("missing")  # bk-pref is not built
