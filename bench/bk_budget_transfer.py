@@ -112,8 +112,9 @@ def finished_trials(run_dir: Path, steps: int) -> dict[str, dict]:
 def knowledge_used(run_dir: Path) -> dict[str, dict]:
     """method -> the fingerprints of the artifact and dataset its trial used, from the run's
     ``knowledge.json``. A run recorded before fingerprints were has its artifact's computed
-    now, from this machine's cache (a built folder is never rebuilt in place; its dataset's
-    is not known then); a run from another machine has none ({} here)."""
+    now, from this machine's cache (a built folder is rebuilt in place only by `rl-bk
+    knowledge build --force`; its dataset's is not known then); a run from another machine
+    has none ({} here)."""
     from rl_bk.experiments.artifacts import artifact_fingerprint, is_built
 
     path = ROOT / run_dir / "knowledge.json"
@@ -315,8 +316,9 @@ def main() -> int:
 
     facts, trials = load()
     for key, trial in trials.items():  # fingerprints for trials from before they were kept
-        if "knowledge" not in trial and method_of(key.split("/")[1]) != "ppo":
-            found = knowledge_used(Path(trial["run_dir"])).get(key.split("/")[1])
+        method = key.split("/")[1]
+        if "knowledge" not in trial and method != "ppo":
+            found = knowledge_used(Path(trial["run_dir"])).get(method)
             if found:
                 trial["knowledge"] = found
     save(facts, trials)
