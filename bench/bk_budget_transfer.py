@@ -29,6 +29,8 @@ import os
 import sys
 from pathlib import Path
 
+from rl_bk import metrics as M
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
@@ -95,7 +97,6 @@ def finished_trials(run_dir: Path, steps: int) -> dict[str, dict]:
     """method -> that trial's curves (``bench.study.trial_curves``); a trial that stopped
     short of ``steps`` env steps (it errored, or was stopped) is refused loudly."""
     from bench.study import trial_curves
-    from rl_bk import metrics as M
 
     out = {}
     for curve in trial_curves(run_dir, extra=(M.EVAL_SAMPLED_SUCCESS_RATE,)):
@@ -176,41 +177,47 @@ def plan_lines(facts: dict) -> list[str]:
 
 def _points(curve: dict, key: str) -> list[tuple[float, float]]:
     from bench.learning_measures import curve_points
-    from rl_bk import metrics as M
 
     p = curve["progress"]
     return curve_points(p[M.ENV_STEPS], p[key]) if key in p else []
+
+
+#: The areas the report reads, under its names: greedy and sampled evaluation, training.
+MEASURES = {"greedy area": M.EVAL_SUCCESS_RATE, "sampled area": M.EVAL_SAMPLED_SUCCESS_RATE,
+            "training area": M.SUCCESS_RATE}  # fmt: skip
+
+
+def study_areas(study: str, steps: int, trials: dict[str, dict]) -> dict[str, dict]:
+    """method -> measure name -> seed -> that trial's normalised area to ``steps``, for the
+    methods with at least one finished trial in ``study`` (in :data:`METHODS` order)."""
+    from bench.learning_measures import normalised_area
+
+    stats: dict[str, dict[str, dict[int, float]]] = {}
+    for method in METHODS:
+        mine = {s: trials[trial_id(study, method, s)] for s in SEEDS
+                if trial_id(study, method, s) in trials}  # fmt: skip
+        if mine:
+            stats[method] = {name: {s: normalised_area(_points(c, key), steps,
+                                                       tolerance=TOLERANCE).value
+                                    for s, c in mine.items()}
+                             for name, key in MEASURES.items()}  # fmt: skip
+    return stats
 
 
 def study_lines(study: str, steps: int, budgets: list[int], trials: dict[str, dict]) -> list[str]:
     """One study's table (mean ± std over seeds) and each bk-* paired with ppo."""
     import pandas as pd
 
-    from bench.learning_measures import (
-        interval_text,
-        normalised_area,
-        paired_difference,
-        signed,
-        value_at_budget,
-    )
+    from bench.learning_measures import interval_text, paired_difference, signed, value_at_budget
     from bench.study import mean_sd
-    from rl_bk import metrics as M
     from rl_bk.experiments.results import steps_to_reach
 
-    measures = {"greedy area": M.EVAL_SUCCESS_RATE, "sampled area": M.EVAL_SAMPLED_SUCCESS_RATE,
-                "training area": M.SUCCESS_RATE}  # fmt: skip
-    stats: dict[str, dict[str, dict[int, float]]] = {}
+    stats = study_areas(study, steps, trials)
+    measures = list(MEASURES)
     rows = []
-    for method in METHODS:
-        mine = {s: trials[trial_id(study, method, s)] for s in SEEDS
-                if trial_id(study, method, s) in trials}  # fmt: skip
-        if not mine:
-            continue
-        per = stats.setdefault(method, {})
-        for name, key in measures.items():
-            per[name] = {s: normalised_area(_points(c, key), steps, tolerance=TOLERANCE).value
-                         for s, c in mine.items()}  # fmt: skip
-        cells = [mean_sd(list(per[name].values())) for name in measures]
+    for method in stats:
+        mine = {s: trials[trial_id(study, method, s)] for s in stats[method]["greedy area"]}
+        cells = [mean_sd(list(stats[method][name].values())) for name in measures]
         for b in budgets:
             cells.append(mean_sd([value_at_budget(_points(c, M.EVAL_SUCCESS_RATE), b,
                                                   tolerance=TOLERANCE) for c in mine.values()]))
@@ -239,6 +246,68 @@ def study_lines(study: str, steps: int, budgets: list[int], trials: dict[str, di
     return lines
 
 
+#: The goal's two parts: the transfer tasks (each bk-* above ppo on at least half of them) ...
+TRANSFER = [s[0] for s in STUDIES if s[0] != "redball-s20-5m"]
+#: ... and BK's own budget.
+BUDGET_STUDY = "redball-s20-5m"
+
+
+def goal_tally(trials: dict[str, dict]) -> dict[str, dict]:
+    """Where each bk-* stands against the plan's goal: above ppo on the primary measure with the
+    paired 95% interval above zero (with 3 seeds: above on every seed), on the 5M study and on
+    at least half of the transfer tasks. A study counts once all its seeds of the method and of
+    ppo are in. ``verdict`` is "met", "not met" (it can no longer be met) or "open"."""
+    from bench.learning_measures import paired_difference
+
+    spec = {s[0]: s for s in STUDIES}
+    out = {}
+    for method in METHODS[1:]:
+        above: dict[str, bool] = {}  # study -> above ppo with its interval above zero
+        means: dict[str, float] = {}
+        for study in [*TRANSFER, BUDGET_STUDY]:
+            greedy = {m: v["greedy area"] for m, v in
+                      study_areas(study, spec[study][2], trials).items()}  # fmt: skip
+            if len(greedy.get(method, {})) < len(SEEDS) or len(greedy["ppo"]) < len(SEEDS):
+                continue
+            d = paired_difference(greedy[method], greedy["ppo"])
+            above[study], means[study] = d.ci is not None and d.ci[0] > 0, d.mean
+        decided = [t for t in TRANSFER if t in above]
+        wins = sum(above[t] for t in decided)
+        need = math.ceil(len(TRANSFER) / 2)
+        budget = above.get(BUDGET_STUDY)
+        if wins >= need and budget:
+            verdict = "met"
+        elif wins + len(TRANSFER) - len(decided) < need or budget is False:
+            verdict = "not met"
+        else:
+            verdict = "open"
+        out[method] = {"decided": decided, "above": [t for t in decided if above[t]],
+                       "mean_above_zero": [t for t in decided if means[t] > 0],
+                       "budget": budget, "verdict": verdict}  # fmt: skip
+    return out
+
+
+def goal_lines(trials: dict[str, dict]) -> list[str]:
+    """The goal's tally as a table, written under the plan so that it reads at a glance."""
+    tally = goal_tally(trials)
+    need = math.ceil(len(TRANSFER) / 2)
+    lines = ["### The goal so far", "",
+             f"Each bk-* must be above ppo (greedy area, paired 95% interval above zero) on "
+             f"{BUDGET_STUDY} and on at least {need} of the {len(TRANSFER)} transfer tasks; a "
+             "study counts once all its seeds are in. Written by the script from the tables "
+             "below.", "",
+             "| method | transfer tasks complete | above ppo (interval > 0) | mean above ppo "
+             f"| {BUDGET_STUDY} above ppo | goal |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for method, t in tally.items():
+        budget = {None: "not complete", True: "yes", False: "no"}[t["budget"]]
+        lines.append(f"| {method} | {len(t['decided'])} of {len(TRANSFER)} | "
+                     f"{len(t['above'])} ({', '.join(t['above']) or 'none'}) | "
+                     f"{len(t['mean_above_zero'])} ({', '.join(t['mean_above_zero']) or 'none'})"
+                     f" | {budget} | {t['verdict']} |")  # fmt: skip
+    return [*lines, ""]
+
+
 def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
     """Which build of the knowledge each bk-* trial used: the cache does not travel between
     machines, so a study that spans machines may use more than one build of the artifact."""
@@ -260,9 +329,8 @@ def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
 def section(facts: dict, trials: dict[str, dict]) -> list[str]:
     """The plan and every study's tables, as ``bk-reproduction.md`` holds them."""
     from bench.study import plot_study
-    from rl_bk import metrics as M
 
-    lines = plan_lines(facts)
+    lines = [*plan_lines(facts), *goal_lines(trials)]
     for study, _, steps, budgets, _ in STUDIES:
         lines += study_lines(study, steps, budgets, trials)
         curves = [c for t, c in trials.items() if t.startswith(f"{study}/")]

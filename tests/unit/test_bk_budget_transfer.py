@@ -44,3 +44,50 @@ def test_the_report_says_which_build_of_the_knowledge_each_trial_used():
     assert "bk-pref `ab12` (seeds 1, 2)" in line and "bk-goal `cd34` (seeds 2)" in line
     assert "ppo" not in line and blank == ""
     assert study.knowledge_lines("purplekey-s30", trials) == []
+
+
+def _flat(value: float, steps: int) -> dict:
+    """A trial whose greedy success is ``value`` at every evaluation to ``steps``."""
+    from rl_bk import metrics as M
+
+    at = list(range(20_000, steps + 1, 20_000))
+    return {"progress": {M.ENV_STEPS: at, M.EVAL_SUCCESS_RATE: [value] * len(at)}}
+
+
+def _study(trials: dict, name: str, steps: int, ppo: list[float], **methods: list[float]):
+    for method, values in {"ppo": ppo, **methods}.items():
+        for seed, v in enumerate(values):
+            trials[study.trial_id(name, method.replace("_", "-"), seed)] = _flat(v, steps)
+
+
+def test_the_goal_counts_a_task_only_when_every_seed_is_above_ppo():
+    trials: dict = {}
+    _study(trials, "purpleball-s23", 500_000, [0.2, 0.2, 0.2], bk_code=[0.3, 0.3, 0.3],
+           bk_pref=[0.3, 0.3, 0.1], bk_goal=[0.1, 0.1, 0.1])
+    _study(trials, "redkey-s23", 500_000, [0.2, 0.2], bk_code=[0.9, 0.9])  # seed 2 not in
+    tally = study.goal_tally(trials)
+    assert tally["bk-code"]["decided"] == ["purpleball-s23"]
+    assert tally["bk-code"]["above"] == ["purpleball-s23"]
+    # one seed below ppo puts the interval's lower end below zero, though the mean is above
+    assert tally["bk-pref"]["above"] == [] and tally["bk-pref"]["mean_above_zero"] == [
+        "purpleball-s23"]
+    assert {t["verdict"] for t in tally.values()} == {"open"}
+    assert tally["bk-code"]["budget"] is None
+
+
+def test_the_goal_is_decided_when_it_can_no_longer_change():
+    trials: dict = {}
+    for name in study.TRANSFER[:4]:  # bk-code above on 3, bk-pref on none of four
+        above = name != study.TRANSFER[3]
+        _study(trials, name, 500_000, [0.2] * 3, bk_code=[0.5 if above else 0.1] * 3,
+               bk_pref=[0.1] * 3)
+    tally = study.goal_tally(trials)
+    assert tally["bk-code"]["verdict"] == "open"  # the 5M study is still to come
+    assert tally["bk-pref"]["verdict"] == "not met"  # at most 2 of 6 now
+    _study(trials, study.BUDGET_STUDY, 5_000_000, [0.5] * 3, bk_code=[0.6] * 3,
+           bk_pref=[0.6] * 3)
+    tally = study.goal_tally(trials)
+    assert tally["bk-code"]["verdict"] == "met" and tally["bk-code"]["budget"] is True
+    assert tally["bk-pref"]["verdict"] == "not met"
+    (line,) = [x for x in study.goal_lines(trials) if x.startswith("| bk-code")]
+    assert "| 4 of 6 | 3 (" in line and line.endswith("| yes | met |")
