@@ -187,6 +187,9 @@ def test_a_method_s_own_learner_metrics_get_columns_only_where_logged():
     assert row["ptgm_prior_kl_mean"] == 0.5 and row["ptgm_kl_reward_mean"] == -0.025
     assert "bc_held_out_accuracy" not in row
     assert "ptgm_prior_kl_mean" not in trial_row(TrialRecord("ppo", 0, progress([1], [0])), 0.9)
+    shaped = progress([100, 200], [0.1, 0.2])
+    shaped["learners/shaping_return_mean"] = [0.3, -0.01]  # BK's shaping, beside the env return
+    assert trial_row(TrialRecord("bk-code", 0, shaped), 0.9)["shaping_return_mean"] == -0.01
 
 
 def test_achievement_rates_are_the_last_report_per_achievement():

@@ -44,5 +44,5 @@ METHODS = [
     Method("ppo", "plain PPO on the symbolic observation: the baseline", build_ppo,
            appo=True),
     Method("rnd", "PPO with random network distillation (two value heads): the exploration "
-           "baseline", build_rnd),
+           "baseline", build_rnd, columns=("intrinsic_reward_mean",)),  # scaled, as GAE sees it
 ]  # fmt: skip

@@ -206,12 +206,19 @@ def _shaped(knowledge: Knowledge) -> BuildFn:
     return build
 
 
+#: The shaping term summed over each sampled chunk (the learner's ``shaping_return_mean``),
+#: shown beside the env return, which stays the env's: early in training the policy is still
+#: near uniform and every method's episodes can be the same, while their rewards are not.
+COLUMNS = ("shaping_return_mean",)
+
 METHODS = [
     Method("bk-code", "PPO shaped by a potential the LLM wrote as code (BK-Code)",
-           _shaped(CODE), knowledge=CODE, labels="offline", settings="knowledge", appo=True),
+           _shaped(CODE), knowledge=CODE, labels="offline", settings="knowledge",
+           columns=COLUMNS, appo=True),
     Method("bk-pref", "PPO shaped by a preference-transformer potential trained on LLM "
            "preference labels (BK-Pref)", _shaped(PREF), knowledge=PREF, labels="offline",
-           settings="knowledge", appo=True),
+           settings="knowledge", columns=COLUMNS, appo=True),
     Method("bk-goal", "PPO shaped by similarity to LLM-suggested goals (BK-Goal)",
-           _shaped(GOAL), knowledge=GOAL, labels="offline", settings="knowledge", appo=True),
+           _shaped(GOAL), knowledge=GOAL, labels="offline", settings="knowledge",
+           columns=COLUMNS, appo=True),
 ]  # fmt: skip
