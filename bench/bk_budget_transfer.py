@@ -259,17 +259,17 @@ def goal_tally(trials: dict[str, dict]) -> dict[str, dict]:
     ppo are in. ``verdict`` is "met", "not met" (it can no longer be met) or "open"."""
     from bench.learning_measures import paired_difference
 
-    spec = {s[0]: s for s in STUDIES}
+    greedy = {study: {m: v["greedy area"] for m, v in study_areas(study, steps, trials).items()}
+              for study, _, steps, *_ in STUDIES}  # fmt: skip
     out = {}
     for method in METHODS[1:]:
         above: dict[str, bool] = {}  # study -> above ppo with its interval above zero
         means: dict[str, float] = {}
         for study in [*TRANSFER, BUDGET_STUDY]:
-            greedy = {m: v["greedy area"] for m, v in
-                      study_areas(study, spec[study][2], trials).items()}  # fmt: skip
-            if len(greedy.get(method, {})) < len(SEEDS) or len(greedy["ppo"]) < len(SEEDS):
+            mine, ppo = greedy[study].get(method, {}), greedy[study].get("ppo", {})
+            if len(mine) < len(SEEDS) or len(ppo) < len(SEEDS):
                 continue
-            d = paired_difference(greedy[method], greedy["ppo"])
+            d = paired_difference(mine, ppo)
             above[study], means[study] = d.ci is not None and d.ci[0] > 0, d.mean
         decided = [t for t in TRANSFER if t in above]
         wins = sum(above[t] for t in decided)
