@@ -246,10 +246,10 @@ def study_lines(study: str, steps: int, budgets: list[int], trials: dict[str, di
     return lines
 
 
-#: The goal's two parts: the transfer tasks (each bk-* above ppo on at least half of them) ...
-TRANSFER = [s[0] for s in STUDIES if s[0] != "redball-s20-5m"]
-#: ... and BK's own budget.
+#: The goal's two parts: BK's own budget ...
 BUDGET_STUDY = "redball-s20-5m"
+#: ... and the transfer tasks (each bk-* above ppo on at least half of them).
+TRANSFER = [s[0] for s in STUDIES if s[0] != BUDGET_STUDY]
 
 
 def goal_tally(trials: dict[str, dict]) -> dict[str, dict]:

@@ -190,6 +190,9 @@ def test_a_method_s_own_learner_metrics_get_columns_only_where_logged():
     shaped = progress([100, 200], [0.1, 0.2])
     shaped["learners/shaping_return_mean"] = [0.3, -0.01]  # BK's shaping, beside the env return
     assert trial_row(TrialRecord("bk-code", 0, shaped), 0.9)["shaping_return_mean"] == -0.01
+    explored = progress([100, 200], [0.1, 0.2])
+    explored["learners/default_policy/intrinsic_reward_mean"] = [0.02, 0.016]  # RND's, scaled
+    assert trial_row(TrialRecord("rnd", 0, explored), 0.9)["intrinsic_reward_mean"] == 0.016
 
 
 def test_achievement_rates_are_the_last_report_per_achievement():
