@@ -18,6 +18,8 @@ steps is an error, never a result.
 The primary measure is the mean greedy success over every evaluation up to the budget (the
 normalised area under the greedy curve), each ``bk-*`` paired by seed against ``ppo`` with a
 95% bootstrap interval of the mean difference (:mod:`bench.learning_measures`).
+A secondary reading, added after the first tasks were seen, pools each ``bk-*``'s paired
+differences over the complete transfer tasks (:func:`pooled_lines`).
 """
 
 from __future__ import annotations
@@ -252,25 +254,32 @@ BUDGET_STUDY = "redball-s20-5m"
 TRANSFER = [s[0] for s in STUDIES if s[0] != BUDGET_STUDY]
 
 
+def complete_differences(trials: dict[str, dict], measure: str) -> dict[str, dict]:
+    """method -> study -> the paired difference (bk-* minus ppo) of ``measure`` (a name in
+    :data:`MEASURES`), for each study where all seeds of the method and of ppo are in."""
+    from bench.learning_measures import paired_difference
+
+    areas = {study: {m: v[measure] for m, v in study_areas(study, steps, trials).items()}
+             for study, _, steps, *_ in STUDIES}  # fmt: skip
+    out: dict[str, dict] = {}
+    for method in METHODS[1:]:
+        out[method] = {}
+        for study in [*TRANSFER, BUDGET_STUDY]:
+            mine, ppo = areas[study].get(method, {}), areas[study].get("ppo", {})
+            if len(mine) == len(SEEDS) and len(ppo) == len(SEEDS):
+                out[method][study] = paired_difference(mine, ppo)
+    return out
+
+
 def goal_tally(trials: dict[str, dict]) -> dict[str, dict]:
     """Where each bk-* stands against the plan's goal: above ppo on the primary measure with the
     paired 95% interval above zero (with 3 seeds: above on every seed), on the 5M study and on
     at least half of the transfer tasks. A study counts once all its seeds of the method and of
     ppo are in. ``verdict`` is "met", "not met" (it can no longer be met) or "open"."""
-    from bench.learning_measures import paired_difference
-
-    greedy = {study: {m: v["greedy area"] for m, v in study_areas(study, steps, trials).items()}
-              for study, _, steps, *_ in STUDIES}  # fmt: skip
     out = {}
-    for method in METHODS[1:]:
-        above: dict[str, bool] = {}  # study -> above ppo with its interval above zero
-        means: dict[str, float] = {}
-        for study in [*TRANSFER, BUDGET_STUDY]:
-            mine, ppo = greedy[study].get(method, {}), greedy[study].get("ppo", {})
-            if len(mine) < len(SEEDS) or len(ppo) < len(SEEDS):
-                continue
-            d = paired_difference(mine, ppo)
-            above[study], means[study] = d.ci is not None and d.ci[0] > 0, d.mean
+    for method, per_study in complete_differences(trials, "greedy area").items():
+        above = {study: d.ci is not None and d.ci[0] > 0 for study, d in per_study.items()}
+        means = {study: d.mean for study, d in per_study.items()}
         decided = [t for t in TRANSFER if t in above]
         wins = sum(above[t] for t in decided)
         need = math.ceil(len(TRANSFER) / 2)
@@ -308,6 +317,42 @@ def goal_lines(trials: dict[str, dict]) -> list[str]:
     return [*lines, ""]
 
 
+#: When the pooled reading below was added, and what had been seen by then (it is not in the
+#: plan, so it is read as a secondary measure and the goal above does not change).
+POOLED_ADDED = ("added 2026-11-27, after PurpleBall-S23 and RedKey-S23's seeds 0 and 1 had "
+                "been seen")
+
+
+def pooled_lines(trials: dict[str, dict]) -> list[str]:
+    """Each bk-* against ppo over every complete transfer task at once: the mean over tasks of
+    the paired difference, with seeds resampled within each task. Three seeds make one task's
+    interval about its range; pooling the tasks is what lets a small effect show."""
+    from bench.learning_measures import interval_text, pooled_difference, signed
+
+    lines = ["### Across the transfer tasks (secondary)", "",
+             f"Not in the plan ({POOLED_ADDED}); the goal above is unchanged. For each bk-*, "
+             "the paired difference from ppo on every complete transfer task, pooled: the mean "
+             "over tasks of each task's mean difference, and a 95% percentile bootstrap "
+             "interval that resamples the seeds within each task. It is about these tasks; it "
+             "does not resample them.", "",
+             "| method | measure | tasks | seeds above ppo | mean | 95% CI |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    by_measure = {name: complete_differences(trials, name) for name in MEASURES}
+    rows = []
+    for method in METHODS[1:]:
+        for name, differences in by_measure.items():
+            per_study = differences[method]
+            pooled = pooled_difference({t: d for t, d in per_study.items() if t in TRANSFER})
+            if pooled.tasks:
+                above = sum(x > 0 for x in pooled.diffs)
+                rows.append(f"| {method} | {name} | {len(pooled.tasks)} | {above} of "
+                            f"{len(pooled.diffs)} | {signed(pooled.mean)} | "
+                            f"{interval_text(pooled)} |")  # fmt: skip
+    if not rows:
+        return []
+    return [*lines, *rows, ""]
+
+
 def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
     """Which build of the knowledge each bk-* trial used: the cache does not travel between
     machines, so a study that spans machines may use more than one build of the artifact."""
@@ -330,7 +375,7 @@ def section(facts: dict, trials: dict[str, dict]) -> list[str]:
     """The plan and every study's tables, as ``bk-reproduction.md`` holds them."""
     from bench.study import plot_study
 
-    lines = [*plan_lines(facts), *goal_lines(trials)]
+    lines = [*plan_lines(facts), *goal_lines(trials), *pooled_lines(trials)]
     for study, _, steps, budgets, _ in STUDIES:
         lines += study_lines(study, steps, budgets, trials)
         curves = [c for t, c in trials.items() if t.startswith(f"{study}/")]

@@ -91,3 +91,17 @@ def test_the_goal_is_decided_when_it_can_no_longer_change():
     assert tally["bk-pref"]["verdict"] == "not met"
     (line,) = [x for x in study.goal_lines(trials) if x.startswith("| bk-code")]
     assert "| 4 of 6 | 3 (" in line and line.endswith("| yes | met |")
+
+
+def test_the_pooled_reading_takes_only_complete_transfer_tasks():
+    trials: dict = {}
+    _study(trials, "purpleball-s23", 500_000, [0.2] * 3, bk_code=[0.3, 0.3, 0.1])
+    _study(trials, "redkey-s23", 500_000, [0.2] * 3, bk_code=[0.4, 0.4, 0.4])
+    _study(trials, "purplekey-s25", 500_000, [0.2] * 2, bk_code=[0.9] * 2)  # seed 2 not in
+    _study(trials, study.BUDGET_STUDY, 5_000_000, [0.2] * 3, bk_code=[0.9] * 3)  # not transfer
+    lines = study.pooled_lines(trials)
+    (row,) = [x for x in lines if x.startswith("| bk-code | greedy area")]
+    # (0.1 + 0.1 − 0.1) / 3 on purpleball-s23 and 0.2 on redkey-s23: their mean, 0.117
+    assert row.startswith("| bk-code | greedy area | 2 | 5 of 6 | +0.117 | [")
+    assert not [x for x in lines if x.startswith("| bk-pref")]  # no bk-pref trial at all
+    assert study.pooled_lines({}) == []

@@ -96,3 +96,33 @@ def test_unpaired_difference_compares_means_of_groups_that_share_no_seeds():
     assert 0.0 <= low <= d.mean <= high <= 0.2 + 1e-12  # resampled within the observed range
     assert unpaired_difference([0.5], [0.1, 0.2]).ci is None  # one run: no interval
     assert math.isnan(unpaired_difference([], [0.1]).mean)
+
+
+def test_pooled_difference_weighs_tasks_equally_and_resamples_seeds_within_each():
+    from bench.learning_measures import pooled_difference
+
+    three = paired_difference({0: 0.4, 1: 0.4, 2: 0.4}, {0: 0.2, 1: 0.2, 2: 0.2})  # +0.2 each
+    two = paired_difference({0: 0.1, 1: 0.1}, {0: 0.1, 1: 0.1})  # 0.0 each
+    d = pooled_difference({"a": three, "b": two})
+    assert d.tasks == ["a", "b"] and len(d.diffs) == 5
+    assert d.mean == pytest.approx(0.1)  # (0.2 + 0.0) / 2, not the mean of 5 differences (0.12)
+    # resampling across tasks would mix +0.2s and 0.0s; within each task it cannot move
+    assert d.ci == pytest.approx((0.1, 0.1))
+
+
+def test_pooled_interval_narrows_as_tasks_are_added_and_keeps_one_seed_tasks_fixed():
+    from bench.learning_measures import interval_text, pooled_difference
+
+    mixed = paired_difference({0: 0.3, 1: 0.1, 2: 0.2}, {0: 0.1, 1: 0.2, 2: 0.1})  # +.2 −.1 +.1
+    one = pooled_difference({"a": mixed})
+    assert one.ci == pytest.approx(mixed.ci)  # one task: the task's own interval
+    four = pooled_difference({t: mixed for t in "abcd"})
+    assert four.mean == pytest.approx(mixed.mean)
+    assert four.ci[1] - four.ci[0] < one.ci[1] - one.ci[0]
+    single = paired_difference({0: 0.5}, {0: 0.1})  # +0.4, nothing to resample
+    d = pooled_difference({"a": mixed, "s": single})
+    assert d.mean == pytest.approx((mixed.mean + 0.4) / 2)
+    assert d.ci == pytest.approx(((mixed.ci[0] + 0.4) / 2, (mixed.ci[1] + 0.4) / 2), abs=0.02)
+    assert pooled_difference({"s": single}).ci is None
+    assert interval_text(pooled_difference({"s": single})) == "none (one seed)"
+    assert math.isnan(pooled_difference({}).mean)
