@@ -134,6 +134,39 @@ def knowledge_used(run_dir: Path) -> dict[str, dict]:
 
 
 # ----------------------------------------------------------------------------- the report
+def drop_superseded_reports(trials: dict[str, dict]) -> list[str]:
+    """Mends the stored curves of trials that were resumed from a checkpoint and kept, before
+    the reports were read past the checkpoint's branch
+    (:func:`rl_bk.experiments.results.without_superseded_reports`): the first run's reports
+    after the checkpoint came twice, a curve that jumps back in env steps. A trial whose run
+    folder is here is read from it again; one whose folder stayed on an earlier machine has
+    the stored curve cut back by env steps (its training success, smoothed over 100 episodes,
+    then still mixes the two branches for the ~10 reports after the checkpoint; its
+    evaluations are exact). Returns the trials mended, each with how."""
+    import pandas as pd
+
+    from rl_bk.experiments.results import without_superseded_reports
+
+    spec = {s[0]: s for s in STUDIES}
+    mended = []
+    for key, trial in trials.items():
+        steps = [s for s in trial["progress"].get(M.ENV_STEPS, []) if s is not None]
+        if all(a < b for a, b in zip(steps, steps[1:])):
+            continue
+        study, method, _ = key.split("/")
+        run_dir = ROOT / trial["run_dir"]
+        if run_dir.is_dir():
+            trial.update(finished_trials(run_dir, spec[study][2])[method])
+            trial["resumed"] = "curve read again from its run folder"
+        else:
+            kept = without_superseded_reports(pd.DataFrame(trial["progress"], dtype=float))
+            trial["progress"] = {c: [None if math.isnan(v) else float(v) for v in kept[c]]
+                                 for c in kept.columns}  # fmt: skip
+            trial["resumed"] = "stored curve cut back by env steps: run folder not here"
+        mended.append(f"{key}: {trial['resumed']}")
+    return mended
+
+
 def plan_lines(facts: dict) -> list[str]:
     lines = [
         HEADING, "",
@@ -371,6 +404,17 @@ def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
             "`rl_bk.experiments.artifacts.artifact_fingerprint`): " + "; ".join(parts) + ".", ""]
 
 
+def resumed_lines(study: str, trials: dict[str, dict]) -> list[str]:
+    """The trials of ``study`` whose curves were mended after a resume
+    (:func:`drop_superseded_reports`), and how."""
+    mended = [f"{m} seed {s} ({trials[trial_id(study, m, s)]['resumed']})" for m in METHODS
+              for s in SEEDS if "resumed" in trials.get(trial_id(study, m, s), {})]  # fmt: skip
+    if not mended:
+        return []
+    return ["Resumed from a checkpoint after a stop, and kept without the reports the resume "
+            "superseded: " + "; ".join(mended) + ".", ""]
+
+
 def section(facts: dict, trials: dict[str, dict]) -> list[str]:
     """The plan and every study's tables, as ``bk-reproduction.md`` holds them."""
     from bench.study import plot_study
@@ -385,6 +429,7 @@ def section(facts: dict, trials: dict[str, dict]) -> list[str]:
                                  plot, f"BK's PPO, {study} (ORACLE knowledge)"):  # fmt: skip
             lines += [f"Curves: `{plot.name}`.", ""]
         lines += knowledge_lines(study, trials)
+        lines += resumed_lines(study, trials)
         left = [f"{m}/{s}" for m in METHODS for s in SEEDS
                 if trial_id(study, m, s) not in trials]  # fmt: skip
         if curves and left:
@@ -434,6 +479,8 @@ def main() -> int:
             found = knowledge_used(Path(trial["run_dir"])).get(method)
             if found:
                 trial["knowledge"] = found
+    for line in drop_superseded_reports(trials):
+        print(f"[bk-budget-transfer] resumed trial mended: {line}", flush=True)
     save(facts, trials)
     if args.report_only:
         return 0

@@ -479,6 +479,30 @@ def _add_missing_achievements(finished: dict) -> None:
                 entry["achievements"] = achievements
 
 
+def _mend_resumed(study: str, finished: dict, smoke: bool) -> list[str]:
+    """Parts kept before a resumed trial's reports past its checkpoint were dropped
+    (:func:`rl_bk.experiments.results.without_superseded_reports`; their curves jump back in
+    env steps) are read again from their runs, where the runs are still on this machine."""
+    from rl_bk import metrics as M
+
+    tasks = {part: task for part, _, task in parts(study, smoke)}
+    mended = []
+    for part, entry in finished.items():
+        steps = [[s for s in c["progress"].get(M.ENV_STEPS, []) if s is not None]
+                 for c in entry.get("curves", [])]  # fmt: skip
+        jumps_back = any(b <= a for s in steps for a, b in zip(s, s[1:]))
+        run_dir = ROOT / entry["run_dir"]
+        if jumps_back and part in tasks and (run_dir / "tune").is_dir():
+            fresh = _finish(tasks[part], run_dir)
+            # the columns the study's other parts have (today's rows may hold more)
+            kept = set().union(*(row.keys() for row in entry["rows"]))
+            fresh["rows"] = [{k: v for k, v in row.items() if k in kept} for row in fresh["rows"]]
+            finished[part] = {**fresh, "commit": entry.get("commit"),
+                              "resumed": "curves read again from its run folder"}  # fmt: skip
+            mended.append(part)
+    return mended
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("study", nargs="?", choices=sorted(STUDIES))
@@ -513,6 +537,8 @@ def main() -> int:
         facts = {k: old[k] for k in ("command", "machine", "date") if k in old} or facts
         finished = old.get("finished", {})
         _add_missing_achievements(finished)
+        for part in _mend_resumed(study, finished, args.smoke):
+            print(f"[long-study] {study} {part}: resumed trial's curves read again", flush=True)
     write_report(study, facts, finished, args.smoke)
     if args.report_only:
         return 0

@@ -114,6 +114,34 @@ def smooth_over_episodes(
     return out
 
 
+def without_superseded_reports(progress: pd.DataFrame) -> pd.DataFrame:
+    """A trial's reports along the branch its weights went on to train.
+
+    A trial restored from a checkpoint (a run resumed after a stop) trains again from the
+    checkpoint's iteration, and Tune appends the new reports after the ones the first run had
+    already written, so the first run's reports past the checkpoint come twice (a curve that
+    jumps back in env steps). Those reports belong to weights the trial threw away; each
+    iteration keeps its last report, and any earlier report of a later iteration goes. Ordered
+    by ``training_iteration``, or by env steps where a table has no iteration column (a stored
+    curve).
+    """
+    key = "training_iteration" if "training_iteration" in progress else M.ENV_STEPS
+    if key not in progress or len(progress) < 2:
+        return progress
+    order = progress[key].to_numpy(dtype=float)
+    # keep a report only if every later report is of a later iteration
+    filled = np.where(np.isnan(order), np.inf, order)  # a report without one is kept
+    suffix_min = np.minimum.accumulate(filled[::-1])[::-1]  # min of this report and later
+    later_min = np.append(suffix_min[1:], np.inf)
+    if key == M.ENV_STEPS:
+        # Without iterations, a report less than half a report's env steps before a later one
+        # is that same iteration, first reported on the branch the resume threw away.
+        step = np.diff(filled[np.isfinite(filled)])
+        later_min = later_min - (np.median(step[step > 0]) / 2 if (step > 0).any() else 0.0)
+    keep = np.isnan(order) | (order < later_min)
+    return progress if keep.all() else progress[keep].reset_index(drop=True)
+
+
 def fresh_evaluations(progress: pd.DataFrame) -> pd.DataFrame:
     """The evaluation columns only in the reports of iterations that evaluated.
 
@@ -143,7 +171,7 @@ def records_from_tune_dir(tune_dir: Path) -> list[TrialRecord]:
         lines = (trial / "result.json").read_text().splitlines()
         rows = [json.loads(line) for line in lines if line.strip()]
         if rows:
-            progress = pd.json_normalize(rows, sep="/")
+            progress = without_superseded_reports(pd.json_normalize(rows, sep="/"))
             records.append(TrialRecord(trial_label(config), int(config["seed"]), progress))
     return records
 

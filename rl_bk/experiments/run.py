@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from rl_bk import metrics as M
-from rl_bk.experiments.results import TrialRecord, write_results
+from rl_bk.experiments.results import TrialRecord, without_superseded_reports, write_results
 from rl_bk.experiments.sweep import (
     expand_variants,
     param_space,
@@ -440,7 +440,7 @@ def _write(task: TaskConfig, result_grid, run_dir: Path, stop_steps: int) -> Non
         df = result.metrics_dataframe
         if df is not None and len(df):
             records.append(TrialRecord(trial_label(result.config), int(result.config["seed"]),
-                                       df, status))  # fmt: skip
+                                       without_superseded_reports(df), status))  # fmt: skip
     if records:
         main_metric = M.MAIN_METRICS[task.metric]
         threshold = task.success_threshold if main_metric == M.SUCCESS_RATE else None

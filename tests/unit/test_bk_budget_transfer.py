@@ -105,3 +105,22 @@ def test_the_pooled_reading_takes_only_complete_transfer_tasks():
     assert row.startswith("| bk-code | greedy area | 2 | 5 of 6 | +0.117 | [")
     assert not [x for x in lines if x.startswith("| bk-pref")]  # no bk-pref trial at all
     assert study.pooled_lines({}) == []
+
+
+def test_a_stored_curve_from_a_resumed_trial_is_cut_back_once_and_marked():
+    from rl_bk import metrics as M
+
+    # stopped after 80k, resumed from the checkpoint at 40k: the next report is ~61k again
+    steps = [20_000, 40_000, 60_000, 80_000, 61_000, 81_000, 101_000]
+    greedy = [0.1, 0.2, 0.9, 0.9, 0.3, 0.4, 0.5]
+    trials = {study.trial_id("redkey-s23", "ppo", 1): {
+        "run_dir": "bench/runs/not-on-this-machine",
+        "progress": {M.ENV_STEPS: steps, M.EVAL_SUCCESS_RATE: greedy}}}
+    (line,) = study.drop_superseded_reports(trials)
+    assert line.startswith("redkey-s23/ppo/1: stored curve cut back")
+    kept = trials[study.trial_id("redkey-s23", "ppo", 1)]["progress"]
+    assert kept[M.ENV_STEPS] == [20_000, 40_000, 61_000, 81_000, 101_000]
+    assert kept[M.EVAL_SUCCESS_RATE] == [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert study.drop_superseded_reports(trials) == []  # mended once
+    (text, blank) = study.resumed_lines("redkey-s23", trials)
+    assert "ppo seed 1 (stored curve cut back" in text

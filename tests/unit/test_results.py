@@ -219,3 +219,41 @@ def test_a_trial_that_did_not_finish_is_marked_and_in_no_mean_nor_curve(tmp_path
     curves = pd.read_csv(tmp_path / "curves.csv")
     assert curves[curves.metric == "success rate"]["max"].max() <= 0.8  # seed 2's 1.0 is out
     assert "1 trial(s) did not finish" in (tmp_path / "summary.md").read_text()
+
+
+def test_a_resumed_trial_keeps_the_reports_of_the_branch_its_weights_went_on_with():
+    from rl_bk.experiments.results import without_superseded_reports
+
+    # stopped after iteration 5, resumed from the checkpoint at iteration 2: 3-5 come twice
+    resumed = pd.DataFrame({"training_iteration": [1, 2, 3, 4, 5, 3, 4, 5, 6],
+                            M.ENV_STEPS: [10, 20, 30, 40, 50, 31, 41, 51, 61],
+                            M.SUCCESS_RATE: [0.0, 0.1, 0.9, 0.9, 0.9, 0.2, 0.3, 0.4, 0.5]})
+    kept = without_superseded_reports(resumed)
+    assert kept["training_iteration"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert kept[M.SUCCESS_RATE].tolist() == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
+    # a stored curve has env steps only: a row ahead of a later one goes, a NaN row stays
+    stored = pd.DataFrame({M.ENV_STEPS: [10, 20, np.nan, 40, 50, 35, 45],
+                           M.SUCCESS_RATE: [0.0, 0.1, 0.1, 0.9, 0.9, 0.2, 0.3]})
+    assert without_superseded_reports(stored)[M.SUCCESS_RATE].tolist() == [0.0, 0.1, 0.1, 0.2,
+                                                                              0.3]
+    plain = progress([10, 20, 30], [0.1, 0.2, 0.3])
+    assert without_superseded_reports(plain) is plain  # an unbroken run is left as it is
+
+
+def test_tables_read_from_a_tune_folder_drop_a_resume_s_superseded_reports(tmp_path):
+    import json
+
+    from rl_bk.experiments.results import records_from_tune_dir
+
+    trial = tmp_path / "trial_0"
+    trial.mkdir()
+    (trial / "params.json").write_text(json.dumps(
+        {"variant": {"method": "ppo", "params": {}}, "seed": 3}))
+    rows = [{"training_iteration": i, M.ENV_STEPS: 100 * i + 7 * (j > 2),
+             "env_runners": {"success_rate": s}}
+            for j, (i, s) in enumerate([(1, 0.1), (2, 0.9), (3, 0.9), (2, 0.2), (3, 0.3)])]
+    (trial / "result.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (record,) = records_from_tune_dir(tmp_path)
+    assert record.seed == 3
+    assert record.progress["training_iteration"].tolist() == [1, 2, 3]
+    assert record.progress[M.SUCCESS_RATE].tolist() == [0.1, 0.2, 0.3]
