@@ -135,10 +135,9 @@ def knowledge_used(run_dir: Path) -> dict[str, dict]:
 
 # ----------------------------------------------------------------------------- the report
 def drop_superseded_reports(trials: dict[str, dict]) -> list[str]:
-    """Mends the stored curves of trials that were resumed from a checkpoint and kept, before
-    the reports were read past the checkpoint's branch
-    (:func:`rl_bk.experiments.results.without_superseded_reports`): the first run's reports
-    after the checkpoint came twice, a curve that jumps back in env steps. A trial whose run
+    """Mends the stored curves of resumed trials kept before the reports a resume supersedes
+    were dropped (:func:`rl_bk.experiments.results.without_superseded_reports`): the first
+    run's reports after the checkpoint came twice, a curve that jumps back in env steps. A trial whose run
     folder is here is read from it again; one whose folder stayed on an earlier machine has
     the stored curve cut back by env steps (its training success, smoothed over 100 episodes,
     then still mixes the two branches for the ~10 reports after the checkpoint; its
