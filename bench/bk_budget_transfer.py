@@ -137,20 +137,20 @@ def knowledge_used(run_dir: Path) -> dict[str, dict]:
 def drop_superseded_reports(trials: dict[str, dict]) -> list[str]:
     """Mends the stored curves of resumed trials kept before the reports a resume supersedes
     were dropped (:func:`rl_bk.experiments.results.without_superseded_reports`): the first
-    run's reports after the checkpoint came twice, a curve that jumps back in env steps. A trial whose run
-    folder is here is read from it again; one whose folder stayed on an earlier machine has
-    the stored curve cut back by env steps (its training success, smoothed over 100 episodes,
-    then still mixes the two branches for the ~10 reports after the checkpoint; its
-    evaluations are exact). Returns the trials mended, each with how."""
+    run's reports after the checkpoint came twice, a curve that jumps back in env steps. A
+    trial whose run folder is here is read from it again; one whose folder stayed on an
+    earlier machine has the stored curve cut back by env steps (its training success,
+    smoothed over 100 episodes, then still mixes the two branches for the ~10 reports after
+    the checkpoint; its evaluations are exact). Returns the trials mended, each with how."""
     import pandas as pd
 
+    from bench.study import goes_back
     from rl_bk.experiments.results import without_superseded_reports
 
     spec = {s[0]: s for s in STUDIES}
     mended = []
     for key, trial in trials.items():
-        steps = [s for s in trial["progress"].get(M.ENV_STEPS, []) if s is not None]
-        if all(a < b for a, b in zip(steps, steps[1:])):
+        if not goes_back(trial):
             continue
         study, method, _ = key.split("/")
         run_dir = ROOT / trial["run_dir"]

@@ -483,16 +483,14 @@ def _mend_resumed(study: str, finished: dict, smoke: bool) -> list[str]:
     """Parts kept before a resumed trial's reports past its checkpoint were dropped
     (:func:`rl_bk.experiments.results.without_superseded_reports`; their curves jump back in
     env steps) are read again from their runs, where the runs are still on this machine."""
-    from rl_bk import metrics as M
+    from bench.study import goes_back
 
     tasks = {part: task for part, _, task in parts(study, smoke)}
     mended = []
     for part, entry in finished.items():
-        steps = [[s for s in c["progress"].get(M.ENV_STEPS, []) if s is not None]
-                 for c in entry.get("curves", [])]  # fmt: skip
-        jumps_back = any(b <= a for s in steps for a, b in zip(s, s[1:]))
         run_dir = ROOT / entry["run_dir"]
-        if jumps_back and part in tasks and (run_dir / "tune").is_dir():
+        resumed = any(map(goes_back, entry.get("curves", [])))
+        if resumed and part in tasks and (run_dir / "tune").is_dir():
             fresh = _finish(tasks[part], run_dir)
             # the columns the study's other parts have (today's rows may hold more)
             kept = set().union(*(row.keys() for row in entry["rows"]))

@@ -76,6 +76,14 @@ def trial_curves(run_dir: Path, extra: tuple[str, ...] = ()) -> list[dict]:
     return out
 
 
+def goes_back(curve: dict) -> bool:
+    """Whether a stored curve (:func:`trial_curves`) steps back in env steps somewhere: a trial
+    resumed from a checkpoint and kept before its superseded reports were dropped
+    (:func:`rl_bk.experiments.results.without_superseded_reports`)."""
+    steps = [s for s in curve["progress"].get(M.ENV_STEPS, []) if s is not None]
+    return any(b <= a for a, b in zip(steps, steps[1:]))
+
+
 def plot_study(trials: list[dict], metrics: dict[str, str], path: Path, title: str) -> bool:
     """The study's learning curves from the trials the results JSON kept (mean over seeds,
     band = min..max); False when no trial kept the metrics."""
