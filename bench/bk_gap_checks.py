@@ -175,8 +175,14 @@ def check_learner(iterations: int) -> dict:
     from ray.rllib.core.columns import Columns
 
     import env_registry
-    from env_registry.babyai.captioner import (AGENT_X, AGENT_Y, IDX_TO_COLOR, IDX_TO_OBJECT,
-                                               OBJECT_TO_IDX, caption_babyai)
+    from env_registry.babyai.captioner import (
+        AGENT_X,
+        AGENT_Y,
+        IDX_TO_COLOR,
+        IDX_TO_OBJECT,
+        OBJECT_TO_IDX,
+        caption_babyai,
+    )
     from rl_bk.algorithms.bk_ppo import ShapedPPOConfig, potential_shaping, sources
     from rl_bk.experiments.ppo_config import base_ppo_config
     from rl_bk.experiments.task_config import load_task

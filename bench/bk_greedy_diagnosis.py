@@ -1,7 +1,7 @@
 """Where the BK reference check's greedy curves part: each implementation's trained policy,
 played greedy (argmax) and sampled on the same fresh levels, with how its greedy failures end.
 
-    python -m bench.bk_greedy_diagnosis            # writes bench/results/bk-greedy-diagnosis.{md,json}
+    python -m bench.bk_greedy_diagnosis   # writes bench/results/bk-greedy-diagnosis.{md,json}
     python -m bench.bk_greedy_diagnosis --episodes 50
 
 It reads the runs ``bench/bk_reference_check.py`` left under ``bench/runs/bk-reference-check/``:
@@ -28,7 +28,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from bench.bk_reference_check import BK_ENV_ID, BK_SRC, RUNS_ROOT, bk_run_env, bk_python
+from bench.bk_reference_check import BK_ENV_ID, BK_SRC, RUNS_ROOT, bk_python, bk_run_env
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = RUNS_ROOT / "bk-reference-check"
@@ -44,7 +44,8 @@ import numpy as np, torch
 from models.networks import IntrinsicAgent
 from utils.env_maker import make_minigrid_env
 
-path, env_id, first, n, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+path, env_id, out = sys.argv[1], sys.argv[2], sys.argv[5]
+first, n = int(sys.argv[3]), int(sys.argv[4])
 env = make_minigrid_env(env_id, image_only=True)()
 agent = IntrinsicAgent(env.observation_space.shape, env.action_space.n)
 agent.load_state_dict(torch.load(path, map_location="cpu"))
@@ -126,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for potential in ("zero", "oracle"):
         for seed in (0, 1, 2):
-            agents = sorted((RUNS / "bk" / potential / str(seed)).glob("logs/rl/*/*/models/agent.pt"))
+            agents = sorted((RUNS / "bk" / potential / str(seed))
+                            .glob("logs/rl/*/*/models/agent.pt"))
             checkpoints = sorted((RUNS / "rl-bk" / potential / str(seed)).glob(
                 "*/*/tune/*/checkpoint_*"))  # fmt: skip
             if not agents or not checkpoints:

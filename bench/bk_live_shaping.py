@@ -3,19 +3,19 @@ training, against BK's ``train_rs.py`` arithmetic (lines 130-175, mansicer/
 background-knowledge-rl) run on the same states.
 
 The task's ``bk-code`` learner, with the reference check's oracle potential, trains some
-iterations in the task file's layout (two env runners of four envs; under ``bk_gap_checks``
-45, with the task's greedy evaluation on and a checkpoint every 2 iterations, as a trial). A spy on the shaping term
-records what it was given (each chunk's env slot, episode, captions and actions) and what it
-returned. The replay knows nothing of rl-bk's windows, streams or carried state: per env slot
-it lays the batch's steps end to end as BK's rollout buffer holds them, builds each state's
-window as BK's rolling buffer does (reset to the episode's first state and action at its
-start), computes the potential with the same ``compute_potential``, and applies BK's
-normalisation (one discounted running sum per slot across episodes and batches, gym's
-running variance over every value, the carried last potential) and BK's one-step-late
-potential difference. Every shaped reward must agree, and the rewards GAE then reads must be
-BK's ``rewards * ext_coef + shaped_rewards`` (line 175) on every real step, and the
-learner's policy must give the sampled actions the log-probabilities the env runners recorded
-(on-policy: their weights are the learner's).
+iterations in the task file's layout (two env runners of four envs; under ``bk_gap_checks`` 45,
+with the task's greedy evaluation on and a checkpoint every 2 iterations, as a trial). A spy on
+the shaping term records what it was given (each chunk's env slot, episode, captions and
+actions) and what it returned. The replay knows nothing of rl-bk's windows, streams or carried
+state: per env slot it lays the batch's steps end to end as BK's rollout buffer holds them,
+builds each state's window as BK's rolling buffer does (reset to the episode's first state and
+action at its start), computes the potential with the same ``compute_potential``, and applies
+BK's normalisation (one discounted running sum per slot across episodes and batches, gym's
+running variance over every value, the carried last potential) and BK's one-step-late potential
+difference. Every shaped reward must agree, and the rewards GAE then reads must be BK's
+``rewards * ext_coef + shaped_rewards`` (line 175) on every real step, and the learner's policy
+must give the sampled actions the log-probabilities the env runners recorded (on-policy: their
+weights are the learner's).
 
     python -m bench.bk_gap_checks --checks live-shaping
 """
@@ -28,9 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from bench.bk_reference_check import (BK_WINDOW, TASK, load_function, output_for,
-                                      potential_paths, records, rl_bk_task_file,
-                                      write_potentials)  # fmt: skip
+from bench.bk_reference_check import (
+    BK_WINDOW,
+    TASK,
+    load_function,
+    output_for,
+    potential_paths,
+    records,
+    rl_bk_task_file,
+    write_potentials,
+)
 
 
 class GymRunningMeanStd:

@@ -851,9 +851,7 @@ def rl_bk_task_file(out: Output, potential: str, seed: int, steps: int) -> Path:
 def run_rl_bk_part(out: Output, potential: str, seed: int, steps: int) -> dict:
     """``python tune_run.py --task <file>`` (or ``--resume`` of this part's run), then its
     greedy evaluations and env steps/s from the run's results."""
-    from bench.study import find_run, is_finished
-
-    from bench.study import code_commit
+    from bench.study import code_commit, find_run, is_finished
 
     task_file = rl_bk_task_file(out, potential, seed, steps)
     home = out.runs / "rl-bk" / potential / str(seed)
@@ -962,7 +960,7 @@ def _cell(values: list[float]) -> str:
 
 
 def _plan(facts: dict) -> list[str]:
-    grid, every = _grid(facts["steps"])
+    _, every = _grid(facts["steps"])
     pots = facts.get("potentials", {})
     bk = facts.get("bk_env") or {}
     lines = [
@@ -1072,8 +1070,13 @@ def _area_lines(mine: dict[str, list[dict]], steps: int, every: int) -> list[str
     its evaluations from ``every`` / 2 env steps to the budget (BK's evaluation after its
     first update is left out: rl-bk has none there), per implementation, and rl-bk minus BK
     with a 95% bootstrap interval (unpaired: the two seed their RNGs their own way)."""
-    from bench.learning_measures import (curve_points, interval_text, normalised_area, signed,
-                                         unpaired_difference)  # fmt: skip
+    from bench.learning_measures import (
+        curve_points,
+        interval_text,
+        normalised_area,
+        signed,
+        unpaired_difference,
+    )
 
     areas: dict[str, dict[int, float]] = {}
     for impl, runs in mine.items():
@@ -1134,7 +1137,7 @@ def _pooled_lines(facts: dict, finished: dict[str, dict]) -> list[str]:
         area = _area_lines(mine, facts["steps"], every)
         if area:
             lines += [f"- {title}: " + area[0]]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def write_report(out: Output, facts: dict, finished: dict[str, dict]) -> None:

@@ -93,7 +93,7 @@ class RolloutEpisodes:
                     # The state after the step: the next row's, or BK's next_obs at the
                     # rollout's end; after a terminal step BK keeps none (never read).
                     after = obs[u + 1, e] if u + 1 < steps else rollout["next_obs"][e]
-                    ends = u + 1 < steps and bool(dones[u + 1, e]) or (
+                    ends = (u + 1 < steps and bool(dones[u + 1, e])) or (
                         u + 1 == steps and bool(rollout["next_done"][e]))
                     episode.add_env_step(after, int(actions[u, e]), 0.0,
                                          infos={"caption": self.caption(after)},
@@ -111,8 +111,14 @@ def check_same_shaping(seed: int = 0, updates: int = 12, tol: float = 1e-6) -> d
     from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
     from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-    from bench.bk_reference_check import (TASK, bk_format_code, load_function, output_for,
-                                          potential_paths, write_potentials)  # fmt: skip
+    from bench.bk_reference_check import (
+        TASK,
+        bk_format_code,
+        load_function,
+        output_for,
+        potential_paths,
+        write_potentials,
+    )
     from rl_bk.algorithms.bk_ppo.code.potential import CodePotential
     from rl_bk.algorithms.bk_ppo.potential_shaping import PotentialShaping
     from rl_bk.connectors.learner.reward_rewrite import RewriteRewards

@@ -31,8 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from bench.bk_reference_check import (BK_ENV_ID, BK_SRC, TASK, bk_python, bk_run_env,
-                                      output_for, potential_paths, write_potentials)  # fmt: skip
+from bench.bk_reference_check import (
+    BK_ENV_ID,
+    BK_SRC,
+    TASK,
+    bk_python,
+    bk_run_env,
+    output_for,
+    potential_paths,
+    write_potentials,
+)
 
 #: (a line of train_rs.py, where the hook goes, the hook): the driver asserts each line is
 #: found exactly once, so a changed train_rs.py fails loudly instead of comparing nothing.

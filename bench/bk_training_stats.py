@@ -149,9 +149,11 @@ def report(parts: dict[str, dict]) -> list[str]:
             for w, head in enumerate(heads):
                 d = unpaired_difference(groups["rl-bk"][:, w], groups["bk"][:, w])
                 diffs.append(f"| {measure} | {head} | {signed(d.mean)} | {interval_text(d)} |")
-        lines += (["", "rl-bk minus BK:", "", "| measure | window | difference | 95% CI |",
-                   "|---|---|---|---|", *diffs, ""] if diffs  # fmt: skip
-                  else ["", "rl-bk minus BK: not yet (a side has under two seeds).", ""])
+        if diffs:
+            lines += ["", "rl-bk minus BK:", "", "| measure | window | difference | 95% CI |",
+                      "|---|---|---|---|", *diffs, ""]
+        else:
+            lines += ["", "rl-bk minus BK: not yet (a side has under two seeds).", ""]
     return lines
 
 

@@ -47,9 +47,11 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -409,7 +411,7 @@ class Layout(NamedTuple):
     polls its buffer every 0.1 ms; rl-bk's waits)."""
 
     task: dict
-    training: dict = {}
+    training: Mapping[str, Any] = MappingProxyType({})  # read only: shared by every row
     algorithm: str = "appo"
     rllib_learner_thread: bool = False
 
@@ -593,7 +595,7 @@ def layouts_section(result: dict, meta: dict) -> list[str]:
             f"{_s(t.get('learner thread waiting', math.nan))} | "
             f"{_s(t.get('env runners sampling share', math.nan), 2)} | "
             f"{_s(cpu.get('driver', math.nan))} | {_s(cpu.get('env runners', math.nan))} |")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def pool(runs: list[dict]) -> dict:
@@ -646,7 +648,7 @@ def appo_section(results: dict[str, dict], meta: dict, iterations: int, rounds: 
         "learner thread: waiting for a batch | env runners: share of time in sample() |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
-    for family, f in results.items():
+    for f in results.values():
         for algorithm in ALGORITHMS:
             r, t = f[algorithm], f[algorithm]["timers_s"]
             ratio = f"{f['appo_over_ppo']:.2f}" if algorithm == "appo" else ""
@@ -749,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.appo_layouts:
         family = families[0] if families != list(ENVS) else "babyai"
-        if len(families) != 1 and families != list(ENVS) or family not in APPO_LAYOUTS:
+        if (len(families) != 1 and families != list(ENVS)) or family not in APPO_LAYOUTS:
             p.error(f"--appo-layouts takes one family of {', '.join(APPO_LAYOUTS)} "
                     f"(--families), got {','.join(families)}")  # fmt: skip
         known = APPO_LAYOUTS[family]

@@ -42,10 +42,10 @@ def main() -> int:
     import ray
     from ray import serve
 
-    from rl_bk.labeling.backends.llamacpp import LlamaCppGenerator
     from bench.labeler_client import LabelerClient
-    from rl_bk.labeling.labeler import LabelerSpec
+    from rl_bk.labeling.backends.llamacpp import LlamaCppGenerator
     from rl_bk.labeling.grammars import grammar_for
+    from rl_bk.labeling.labeler import LabelerSpec
     from rl_bk.labeling.prompts import render
     from serve_deployments.configs import LabelerAppConfig
     from serve_deployments.labeler import start_labeler

@@ -188,8 +188,10 @@ def unpaired_difference(method: Iterable[float], baseline: Iterable[float], *,
     mean = sum(a) / len(a) - sum(b) / len(b)
     ci = None
     if len(a) > 1 and len(b) > 1:
-        result = stats.bootstrap((np.asarray(a), np.asarray(b)),
-                                 lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis),
+        def mean_difference(x, y, axis=-1):
+            return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+        result = stats.bootstrap((np.asarray(a), np.asarray(b)), mean_difference,
                                  n_resamples=resamples, confidence_level=confidence,
                                  method="percentile", random_state=random_state)  # fmt: skip
         low, high = result.confidence_interval

@@ -241,7 +241,6 @@ def _table(rows: list[dict]) -> list[str]:
     """One line per variant: mean ± std over its seeds of every column any row has (a
     method's own columns, PTGM's KL or BC-PPO's cloning accuracy, are "–" for the others)."""
     from bench.study import mean_sd
-
     from rl_bk.experiments.results import DONE
 
     # as the results table: only finished trials enter the means (a row without a status
@@ -332,8 +331,13 @@ def _paired_table(spec: tuple[str, str] | str, curves: list[dict], columns: list
     :mod:`bench.learning_measures`), and the paired difference with its 95% bootstrap interval
     (both areas over the seeds the two share). Curves that stop short of the budget are left
     out and counted."""
-    from bench.learning_measures import (curve_points, interval_text, normalised_area,
-                                         paired_difference, signed)  # fmt: skip
+    from bench.learning_measures import (
+        curve_points,
+        interval_text,
+        normalised_area,
+        paired_difference,
+        signed,
+    )
     from rl_bk import metrics as M
     from rl_bk.experiments.results import CURVE_NAMES
 
@@ -358,8 +362,8 @@ def _paired_table(spec: tuple[str, str] | str, curves: list[dict], columns: list
                 continue
             d = paired_difference(areas[label], areas[base])
 
-            def mean(values: dict[int, float]) -> str:  # over the paired seeds only
-                return f"{sum(values[s] for s in d.seeds) / len(d.seeds):.3g}"
+            def mean(values: dict[int, float], seeds=d.seeds) -> str:  # the paired seeds only
+                return f"{sum(values[s] for s in seeds) / len(seeds):.3g}"
 
             name = ("greedy success (evaluation)" if column == M.EVAL_SUCCESS_RATE
                     else CURVE_NAMES.get(column, column))  # fmt: skip
@@ -515,7 +519,7 @@ def main() -> int:
     p.add_argument("--list", action="store_true", help="the studies and their parts")
     args = p.parse_args()
     if args.list or args.study is None:
-        for name, spec in STUDIES.items():
+        for name in STUDIES:
             print(f"{name}: " + ", ".join(f"{n} ({t})" for n, t, _ in study_parts(name)))
         return 0
 

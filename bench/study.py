@@ -11,6 +11,7 @@ are not committed) loses at most the trials it was running.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -81,7 +82,7 @@ def goes_back(curve: dict) -> bool:
     resumed from a checkpoint and kept before its superseded reports were dropped
     (:func:`rl_bk.experiments.results.without_superseded_reports`)."""
     steps = [s for s in curve["progress"].get(M.ENV_STEPS, []) if s is not None]
-    return any(b <= a for a, b in zip(steps, steps[1:]))
+    return any(b <= a for a, b in itertools.pairwise(steps))
 
 
 def plot_study(trials: list[dict], metrics: dict[str, str], path: Path, title: str) -> bool:

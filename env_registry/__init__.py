@@ -109,7 +109,7 @@ def register_all() -> list[str]:
     from ray.tune.registry import register_env
 
     specs = env_specs()
-    for name, spec in specs.items():
+    for name in specs:
         if name not in gym.registry:
             # No gymnasium TimeLimit/OrderEnforcing/PassiveEnvChecker on top: each family
             # applies its own limit (so that `truncated` is set where the game says so).

@@ -37,7 +37,8 @@ def _add_backend_flags(p: argparse.ArgumentParser) -> None:
                    "serve_deployments/configs.py for serving)")
     p.add_argument("--backend", choices=BACKENDS,
                    help="who labels: oracle (hand-written rules, default), llamacpp (the "
-                   "embedded model), vllm or openai (a server at --base-url), fake (tests)")  # fmt: skip
+                   "embedded model), vllm or openai (a server at --base-url), "
+                   "fake (tests)")  # fmt: skip
     p.add_argument("--packaged", choices=PACKAGED_MODELS, help="embedded model")
     p.add_argument("--model-path", help="a GGUF file (llamacpp)")
     p.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://host:8000/v1")

@@ -16,7 +16,6 @@ from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.callbacks import EpisodeMetricsCallback
 from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig
 
-
 #: The ``ppo:`` section's settings that mean the same under APPO (its loss is PPO's clipped
 #: surrogate on V-trace advantages); the rest (GAE's lambda, the value clip, rl-bk's loss
 #: options, the epochs) are PPO's alone, and the ``appo:`` section holds APPO's own.

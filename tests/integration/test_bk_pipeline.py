@@ -36,7 +36,8 @@ def run_pipeline(task, tmp_path, monkeypatch):
     for kind in pipeline.BK_KINDS:
         folder = pipeline.build_knowledge(task, kind)
         done = json.loads((folder / pipeline.DONE).read_text())
-        algo = get_method(kind).build(task, 0, {"backend": task.knowledge.labeler.backend}).build_algo()
+        built = get_method(kind).build(task, 0, {"backend": task.knowledge.labeler.backend})
+        algo = built.build_algo()
         try:
             results[kind] = (done, algo.train()["learners"])
         finally:

@@ -20,8 +20,8 @@ def test_a_trial_that_raises_mid_training_is_an_error_row_and_a_non_zero_exit(
         ray_session, tmp_path, capsys):  # fmt: skip
     # The second variant's learning rate turns NaN after 1,024 env steps: its second update
     # makes the weights NaN and the next forward pass raises (torch refuses NaN logits), a
-    # divergence in the middle of training. No greedy evaluation: the test needs none. Sampling in the trial's process (one CPU each),
-    # so both trials run side by side.
+    # divergence in the middle of training. No greedy evaluation: the test needs none.
+    # Sampling in the trial's process (one CPU each), so both trials run side by side.
     task = tmp_path / "diverging.yaml"
     task.write_text(
         f"extends: {ROOT / 'tune_configs' / 'babyai-gotolocal-redball-s20.yaml'}\n"

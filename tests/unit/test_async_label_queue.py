@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from rl_bk.labeling.tasks import HelpfulLabel, HelpfulRequest
 from rl_bk.labeling.config import LabelerConfig
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.labeling.queue import AsyncLabelQueue
+from rl_bk.labeling.tasks import HelpfulLabel, HelpfulRequest
 
 
 def request(caption):

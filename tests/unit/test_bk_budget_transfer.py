@@ -122,5 +122,5 @@ def test_a_stored_curve_from_a_resumed_trial_is_cut_back_once_and_marked():
     assert kept[M.ENV_STEPS] == [20_000, 40_000, 61_000, 81_000, 101_000]
     assert kept[M.EVAL_SUCCESS_RATE] == [0.1, 0.2, 0.3, 0.4, 0.5]
     assert study.drop_superseded_reports(trials) == []  # mended once
-    (text, blank) = study.resumed_lines("redkey-s23", trials)
+    text, _ = study.resumed_lines("redkey-s23", trials)
     assert "ppo seed 1 (stored curve cut back" in text

@@ -46,7 +46,8 @@ def bk_config(**training):
     return (BasePPOConfig()
             .environment(observation_space=OBS, action_space=ACTIONS)
             .rl_module(rl_module_spec=RLModuleSpec(module_class=GridConvPPOModule))
-            .training(clip_param=0.1, vf_loss_coeff=0.5, entropy_coeff=0.01, **training))  # fmt: skip
+            .training(clip_param=0.1, vf_loss_coeff=0.5, entropy_coeff=0.01,
+                      **training))  # fmt: skip
 
 
 def tiny_batch(module, n=6, seed=0):
@@ -140,7 +141,8 @@ def test_conv_network_shapes_and_shared_torso():
     assert out[Columns.ACTION_DIST_INPUTS].shape == (5, 7)
     assert out[Columns.EMBEDDINGS].shape == (5, 512)
     assert module.compute_values({Columns.OBS: torch.zeros(5, OBS.shape[0])}).shape == (5,)
-    assert module.compute_intrinsic_values({Columns.OBS: torch.zeros(3, OBS.shape[0])}).shape == (3,)
+    intrinsic = module.compute_intrinsic_values({Columns.OBS: torch.zeros(3, OBS.shape[0])})
+    assert intrinsic.shape == (3,)
     convs = [m for m in module.torso if isinstance(m, torch.nn.Conv2d)]
     assert [(c.in_channels, c.out_channels, c.kernel_size) for c in convs] == [
         (3, 32, (3, 3)), (32, 64, (3, 3)), (64, 64, (3, 3))]

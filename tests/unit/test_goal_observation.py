@@ -7,9 +7,9 @@ import numpy as np
 
 from rl_bk.algorithms.ellm_ppo import goal_observation
 from rl_bk.algorithms.ellm_ppo.goal_observation import EMBEDDING_DIM, GoalObservation, goal_text
-from rl_bk.labeling.tasks import GoalsLabel, GoalsRequest
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.labeling.queue import AsyncLabelQueue
+from rl_bk.labeling.tasks import GoalsLabel, GoalsRequest
 
 
 class CaptionEnv(gym.Env):

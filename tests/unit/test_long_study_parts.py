@@ -24,7 +24,7 @@ def test_part_changes_narrow_the_task_and_keep_the_rest():
 
 
 def test_part_without_changes_is_the_task_at_the_study_budget():
-    (name, task_name, changes), _ = long_study.study_parts("nethack-oni")
+    (_, task_name, changes), _ = long_study.study_parts("nethack-oni")
     assert changes == {}
     task = long_study._load(task_name, False, "nethack-oni", changes)
     assert task.stop.num_env_steps == 300_000

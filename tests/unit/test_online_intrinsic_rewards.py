@@ -10,8 +10,8 @@ from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 from rl_bk.algorithms.ellm_ppo.goal_matching import GoalMatcher
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
-from rl_bk.algorithms.oni_ppo.intrinsic_reward import OnlineIntrinsicReward
 from rl_bk.algorithms.oni_ppo.caption_models.ranking import preference_target
+from rl_bk.algorithms.oni_ppo.intrinsic_reward import OnlineIntrinsicReward
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
@@ -199,7 +199,8 @@ def test_only_a_labeler_computing_on_this_machine_is_held_to_the_busy_fraction()
 
     assert busy(LabelerSpec(LabelerConfig(backend="llamacpp"))) == 0.3
     assert busy(LabelerSpec(LabelerConfig(backend="llamacpp"), url="http://gpu-node:8000")) == 1.0
-    assert busy(LabelerSpec(LabelerConfig(backend="openai", base_url="http://gpu-node:8000/v1"))) == 1.0
+    openai = LabelerConfig(backend="openai", base_url="http://gpu-node:8000/v1")
+    assert busy(LabelerSpec(openai)) == 1.0
     assert busy(LabelerSpec(LabelerConfig(backend="oracle"))) == 1.0
 
 

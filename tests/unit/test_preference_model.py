@@ -27,10 +27,10 @@ from rl_bk.algorithms.bk_ppo.preference.training import (
     train_preference_potential,
 )
 from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.labeling.config import LabelerConfig
-from rl_bk.labeling.labeler import LocalLabeler
 from rl_bk.knowledge.trajectory import Chunk, windows
 from rl_bk.labeling.backends.oracle import OracleBackend
+from rl_bk.labeling.config import LabelerConfig
+from rl_bk.labeling.labeler import LocalLabeler
 from rl_bk.labeling.tasks import PreferenceRequest
 from rl_bk.reward_models.scoring import RewardModels
 

@@ -27,7 +27,6 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.appo.config import BaseAPPOConfig
-from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.bk_ppo.potential_shaping import (
     CONVENTIONS,
     NORMALIZATIONS,
@@ -36,6 +35,7 @@ from rl_bk.algorithms.bk_ppo.potential_shaping import (
 from rl_bk.algorithms.bk_ppo.settings import ShapingSettings
 from rl_bk.algorithms.bk_ppo.sources import LazySource, SourceSpec
 from rl_bk.algorithms.bk_ppo.window_history import EPISODE_STARTS
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.callbacks.env_slot import tag_env_slot
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
 
@@ -149,4 +149,5 @@ class ShapedPPOConfig(PotentialShapingMixin, BasePPOConfig):
 
 
 class ShapedAPPOConfig(PotentialShapingMixin, BaseAPPOConfig):
-    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread), shaped by the same term."""
+    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread), shaped by
+    the same term."""

@@ -19,7 +19,6 @@ windows are, and as the BK-Code description promises the written function).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 

@@ -29,9 +29,9 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.appo.config import BaseAPPOConfig
-from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
 from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
 from rl_bk.labeling.labeler import LabelerSpec
@@ -145,4 +145,5 @@ class ELLMPPOConfig(ELLMRewardMixin, BasePPOConfig):
 
 
 class ELLMAPPOConfig(ELLMRewardMixin, BaseAPPOConfig):
-    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread) on ELLM's reward."""
+    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread)
+    on ELLM's reward."""

@@ -37,10 +37,10 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
-from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.glam_ppo.language_model import VALID_MODELS
 from rl_bk.algorithms.glam_ppo.rl_module import MATMUL_PRECISIONS, GLAMTorchRLModule
 from rl_bk.algorithms.glam_ppo.settings import GLAMSettings
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 
 
 class GLAMPPOConfig(BasePPOConfig):

@@ -36,7 +36,6 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.appo.config import BaseAPPOConfig
-from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.algorithms.oni_ppo.intrinsic_reward import (
     LABELLED_TYPES,
     MODEL_TYPES,
@@ -46,6 +45,7 @@ from rl_bk.algorithms.oni_ppo.intrinsic_reward import (
 from rl_bk.algorithms.oni_ppo.learner import ONIAPPOTorchLearner, ONIPPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID, OnlineRewardModel
 from rl_bk.algorithms.oni_ppo.settings import ONISettings
+from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
 from rl_bk.labeling.labeler import LabelerSpec

@@ -29,14 +29,13 @@ import threading
 from typing import Any
 
 import numpy as np
+from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.framework import try_import_torch
 
-from ray.rllib.core.learner.learner import Learner
-
 from rl_bk.algorithms.appo.learner import BaseAPPOTorchLearner
-from rl_bk.algorithms.ppo.learner import BasePPOTorchLearner
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
+from rl_bk.algorithms.ppo.learner import BasePPOTorchLearner
 
 torch, _ = try_import_torch()
 

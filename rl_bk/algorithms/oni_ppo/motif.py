@@ -39,8 +39,8 @@ from rl_bk.algorithms.oni_ppo.caption_models.ranking import (
     pair_accuracy,
     preference_target,
 )
-from rl_bk.labeling.labeler import Labeler, label_in_batches
 from rl_bk.knowledge.trajectory import Chunk
+from rl_bk.labeling.labeler import Labeler, label_in_batches
 
 MODEL_FILE = "motif_model.pt"
 REPORT_FILE = "motif.json"

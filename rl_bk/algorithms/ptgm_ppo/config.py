@@ -134,4 +134,5 @@ class PTGMPPOConfig(PriorKLMixin, BasePPOConfig):
 
 
 class PTGMAPPOConfig(PriorKLMixin, BaseAPPOConfig):
-    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread) over PTGM's goals."""
+    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread)
+    over PTGM's goals."""

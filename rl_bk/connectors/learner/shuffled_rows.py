@@ -16,6 +16,7 @@ its learners never run this piece.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -55,5 +56,6 @@ class ShuffleTrainBatch(ConnectorV2):
                     "must run after this one (or turn shuffle_first_epoch off)"
                 )
             order = self._rng.permutation(rows.pop())
-            batch[module_id] = tree.map_structure(lambda c: _take(c, order), module_batch)
+            take = functools.partial(_take, order=order)
+            batch[module_id] = tree.map_structure(take, module_batch)
         return batch

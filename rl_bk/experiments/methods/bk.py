@@ -20,8 +20,8 @@ from rl_bk.experiments.methods.base import (
     KNOWLEDGE_PARAMS,
     BuildFn,
     Method,
-    knowledge_task,
     algorithm_of,
+    knowledge_task,
     training_params,
 )
 from rl_bk.experiments.task_config import TaskConfig

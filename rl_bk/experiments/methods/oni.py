@@ -68,7 +68,8 @@ METHODS = [
     Method("oni-retrieval", "PPO on ONI-Retrieval: captions labelled online, a label table",
            _oni("retrieval"), labels="online", settings="oni", appo=True),
     Method("oni-classification", "PPO on ONI-Classification: a classifier fitted online on "
-           "LLM helpfulness labels", _oni("classification"), labels="online", settings="oni", appo=True),
+           "LLM helpfulness labels", _oni("classification"), labels="online", settings="oni",
+           appo=True),
     Method("oni-ranking", "PPO on ONI-Ranking: a Bradley-Terry model fitted online on LLM "
            "caption preferences", _oni("ranking"), labels="online", settings="oni", appo=True),
     Method("oni-cosine-bow", "PPO on ONI's cosine-BoW baseline: similarity to the goal text",

@@ -42,9 +42,9 @@ from rl_bk.algorithms.bk_ppo.code.descriptions import (
 )
 from rl_bk.algorithms.bk_ppo.code.sandbox import CodeError, Sandbox, SandboxError
 from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.labeling.labeler import Labeler
 from rl_bk.knowledge.trajectory import Chunk, caption_history, windows
 from rl_bk.labeling.backends.base import BackendError
+from rl_bk.labeling.labeler import Labeler
 from rl_bk.labeling.tasks import MAX_TEXT, RewardCodeRequest
 
 logger = logging.getLogger(__name__)

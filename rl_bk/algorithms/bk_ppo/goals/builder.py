@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.labeling.labeler import Labeler, label_in_batches
 from rl_bk.knowledge.trajectory import Chunk, caption_history, step_text, windows
+from rl_bk.labeling.labeler import Labeler, label_in_batches
 from rl_bk.labeling.tasks import GoalsRequest
 
 LABEL_BATCH = 16  # requests per labeler call

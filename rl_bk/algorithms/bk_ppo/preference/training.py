@@ -42,8 +42,8 @@ from rl_bk.algorithms.bk_ppo.preference.model import (
     script,
 )
 from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.labeling.labeler import Labeler, label_in_batches
 from rl_bk.knowledge.trajectory import ACTION_NAMES, Chunk, step_text, windows
+from rl_bk.labeling.labeler import Labeler, label_in_batches
 from rl_bk.labeling.tasks import PreferenceRequest
 
 logger = logging.getLogger(__name__)
