@@ -385,6 +385,66 @@ def pooled_lines(trials: dict[str, dict]) -> list[str]:
     return [*lines, *rows, ""]
 
 
+
+#: When the reading of what the goal can detect was added (not in the plan either).
+DETECTION_ADDED = "added 2026-11-27, after PurpleBall-S23 and RedKey-S23 were complete"
+#: True effects on the greedy area that the detection table is read at.
+EFFECTS = [0.0, 0.025, 0.05, 0.10, 0.15]
+
+
+def detection_lines(trials: dict[str, dict]) -> list[str]:
+    """What the goal's transfer criterion can detect: for a true effect on the greedy area,
+    the chance that one task passes (its three paired differences all above zero) and that at
+    least half of the transfer tasks do, with the seed-to-seed spread of the paired
+    differences measured on the complete tasks. So that "not above" can be read: it is
+    evidence against an effect only where an effect of that size would usually pass."""
+    from bench.learning_measures import (
+        chance_at_least,
+        chance_every_seed_above,
+        sd_interval,
+        within_task_sd,
+    )
+
+    per_method = complete_differences(trials, "greedy area")
+    groups = [d.diffs for per_study in per_method.values()
+              for study, d in per_study.items() if study in TRANSFER]  # fmt: skip
+    sd, dof = within_task_sd(groups)
+    if not dof:
+        return []
+    complete = {study for per_study in per_method.values() for study in per_study}
+    ppo = [v for study, _, steps, *_ in STUDIES if study in complete and study in TRANSFER
+           for v in study_areas(study, steps, trials)["ppo"]["greedy area"].values()]
+    low, high = sd_interval(sd, dof)
+    need = math.ceil(len(TRANSFER) / 2)
+    lines = ["### What the goal can detect (secondary)", "",
+             f"Not in the plan ({DETECTION_ADDED}). If a bk-* raised the greedy area by the same "
+             f"amount on every transfer task, how often would the goal's test pass? A task "
+             f"passes when all {len(SEEDS)} paired differences are above zero (with three seeds "
+             "that is the 95% percentile interval above zero). Each difference is taken as "
+             "normal around the true effect with the seed-to-seed spread measured on the "
+             f"complete tasks: the pooled within-task standard deviation of the paired "
+             f"differences, {sd:.3f} ({dof} degrees of freedom, {len(groups)} method-task "
+             f"groups; 95% interval [{low:.3f}, {high:.3f}], so the chances below are rough); "
+             "tasks independent, and the same spread on each. ppo's greedy area on those "
+             f"tasks: {sum(ppo) / len(ppo):.3f} on average ({len(ppo)} runs). The goal also "
+             f"needs {BUDGET_STUDY}: one more task's test (the middle column, if its spread is "
+             "the same).", "",
+             f"| true effect on the greedy area | one task passes | at least {need} of "
+             f"{len(TRANSFER)} tasks pass |",
+             "|---|---|---|"]  # fmt: skip
+    for effect in EFFECTS:
+        one = chance_every_seed_above(effect, sd, len(SEEDS))
+        lines.append(f"| {signed_effect(effect)} | {one:.2f} | "
+                     f"{chance_at_least(need, len(TRANSFER), one):.2f} |")
+    return [*lines, ""]
+
+
+def signed_effect(effect: float) -> str:
+    """``0`` or ``+0.050``: the detection table's first column."""
+    from bench.learning_measures import signed
+
+    return "0 (no effect)" if effect == 0 else signed(effect)
+
 def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
     """Which build of the knowledge each bk-* trial used: the cache does not travel between
     machines, so a study that spans machines may use more than one build of the artifact."""
@@ -418,7 +478,8 @@ def section(facts: dict, trials: dict[str, dict]) -> list[str]:
     """The plan and every study's tables, as ``bk-reproduction.md`` holds them."""
     from bench.study import plot_study
 
-    lines = [*plan_lines(facts), *goal_lines(trials), *pooled_lines(trials)]
+    lines = [*plan_lines(facts), *goal_lines(trials), *pooled_lines(trials),
+             *detection_lines(trials)]
     for study, _, steps, budgets, _ in STUDIES:
         lines += study_lines(study, steps, budgets, trials)
         curves = [c for t, c in trials.items() if t.startswith(f"{study}/")]

@@ -199,6 +199,51 @@ def unpaired_difference(method: Iterable[float], baseline: Iterable[float], *,
     return PairedDifference([], [], mean, ci, confidence)
 
 
+
+def within_task_sd(groups: Iterable[Iterable[float]]) -> tuple[float, int]:
+    """The pooled standard deviation of per-seed paired differences around their own group's
+    mean (a group: one method on one task), and its degrees of freedom (seeds minus one,
+    summed over groups). It measures how much a paired difference varies from seed to seed,
+    whatever its mean; groups of one seed add nothing. NaN with no degree of freedom."""
+    squares, dof = 0.0, 0
+    for group in groups:
+        values = [float(x) for x in group]
+        if len(values) > 1:
+            mean = sum(values) / len(values)
+            squares += sum((x - mean) ** 2 for x in values)
+            dof += len(values) - 1
+    return (math.sqrt(squares / dof) if dof else math.nan), dof
+
+
+
+def sd_interval(sd: float, dof: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The confidence interval of a standard deviation estimated with ``dof`` degrees of
+    freedom from normal values (the chi-square law of ``dof * sd**2 / sigma**2``)."""
+    from scipy import stats
+
+    tail = (1 - confidence) / 2
+    return (sd * math.sqrt(dof / stats.chi2.ppf(1 - tail, dof)),
+            sd * math.sqrt(dof / stats.chi2.ppf(tail, dof)))
+
+def chance_every_seed_above(effect: float, sd: float, seeds: int) -> float:
+    """The chance that all ``seeds`` paired differences are above zero when each is drawn
+    independently from a normal law of mean ``effect`` and standard deviation ``sd``.
+
+    With three seeds this is the chance that :func:`paired_difference`'s 95% percentile
+    interval lies above zero: the resample of the smallest difference three times has
+    probability 1/27 > 2.5%, so the interval's lower end is the smallest difference."""
+    from scipy import stats
+
+    return float(stats.norm.cdf(effect / sd)) ** seeds
+
+
+def chance_at_least(needed: int, tasks: int, chance: float) -> float:
+    """The chance that at least ``needed`` of ``tasks`` independent tasks pass, each with
+    ``chance``."""
+    from scipy import stats
+
+    return float(stats.binom.sf(needed - 1, tasks, chance))
+
 def signed(x: float) -> str:
     """A difference as the tables print it: ``+0.012``, ``−0.034`` (a minus sign), ``–`` for NaN."""
     return "–" if math.isnan(x) else f"{x:+.3f}".replace("-", "−")

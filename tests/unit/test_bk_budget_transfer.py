@@ -124,3 +124,18 @@ def test_a_stored_curve_from_a_resumed_trial_is_cut_back_once_and_marked():
     assert study.drop_superseded_reports(trials) == []  # mended once
     text, _ = study.resumed_lines("redkey-s23", trials)
     assert "ppo seed 1 (stored curve cut back" in text
+
+
+def test_what_the_goal_can_detect_uses_the_spread_of_complete_transfer_tasks_only():
+    trials: dict = {}
+    # bk-code minus ppo: 0.1, 0.2, 0.3 (deviations −0.1, 0, +0.1); bk-pref: 0, 0, 0
+    _study(trials, "purpleball-s23", 500_000, [0.2] * 3, bk_code=[0.3, 0.4, 0.5],
+           bk_pref=[0.2] * 3)
+    _study(trials, "redkey-s23", 500_000, [0.2] * 2, bk_code=[0.9, 0.1])  # seed 2 not in
+    _study(trials, study.BUDGET_STUDY, 5_000_000, [0.2] * 3, bk_code=[0.9, 0.1, 0.5])
+    text = " ".join(study.detection_lines(trials))
+    # squares 0.02 over 2 + 2 degrees of freedom: sqrt(0.005) = 0.0707
+    assert "differences, 0.071 (4 degrees of freedom, 2 method-task groups" in text
+    assert "ppo's greedy area on those tasks: 0.200 on average (3 runs)" in text
+    assert "| 0 (no effect) | 0.12 | 0.03 |" in text  # 1/8 a task; 3 of 6 at 1/8
+    assert study.detection_lines({}) == []

@@ -126,3 +126,47 @@ def test_pooled_interval_narrows_as_tasks_are_added_and_keeps_one_seed_tasks_fix
     assert pooled_difference({"s": single}).ci is None
     assert interval_text(pooled_difference({"s": single})) == "none (one seed)"
     assert math.isnan(pooled_difference({}).mean)
+
+
+def test_within_task_sd_pools_spread_around_each_groups_own_mean():
+    from bench.learning_measures import within_task_sd
+
+    # deviations (-1, 0, +1) and (-2, +2): squares 2 + 8 over 2 + 1 degrees of freedom;
+    # a one-seed group adds nothing, and the groups' means (10 and -5) do not enter
+    sd, dof = within_task_sd([[9.0, 10.0, 11.0], [-7.0, -3.0], [4.0]])
+    assert dof == 3 and math.isclose(sd, math.sqrt(10 / 3))
+    assert math.isnan(within_task_sd([[1.0]])[0])
+
+
+def test_chance_every_seed_above_is_the_three_seed_interval_above_zero():
+    from bench.learning_measures import chance_every_seed_above, paired_difference
+
+    # no effect: each seed is above zero half the time, all three an eighth of the time
+    assert math.isclose(chance_every_seed_above(0.0, 0.1, 3), 0.125)
+    # an effect of one standard deviation: Phi(1) = 0.8413 per seed
+    assert math.isclose(chance_every_seed_above(0.1, 0.1, 3), 0.8413447 ** 3, rel_tol=1e-6)
+    # the equivalence the chance relies on: with three seeds, the interval is above zero
+    # exactly when the smallest difference is
+    for diffs, above in [((0.01, 0.5, 0.6), True), ((-0.01, 0.5, 0.6), False),
+                         ((0.2, 0.2, -0.001), False), ((0.001, 0.002, 0.003), True)]:
+        d = paired_difference(dict(enumerate(diffs)), dict.fromkeys(range(3), 0.0))
+        assert (d.ci[0] > 0) is above
+
+
+def test_chance_at_least_is_a_binomial_tail():
+    from bench.learning_measures import chance_at_least
+
+    # 3 of 6 at 1/8: 1 - P(0) - P(1) - P(2)
+    p = 1 / 8
+    expected = 1 - sum(math.comb(6, k) * p**k * (1 - p) ** (6 - k) for k in range(3))
+    assert math.isclose(chance_at_least(3, 6, p), expected)
+    assert chance_at_least(0, 6, p) == 1.0 and chance_at_least(7, 6, 0.99) == 0.0
+
+
+def test_sd_interval_is_the_chi_square_interval():
+    from bench.learning_measures import sd_interval
+
+    # 12 degrees of freedom: chi-square quantiles 4.4038 (2.5%) and 23.3367 (97.5%)
+    low, high = sd_interval(1.0, 12)
+    assert math.isclose(low, math.sqrt(12 / 23.3367), rel_tol=1e-4)
+    assert math.isclose(high, math.sqrt(12 / 4.4038), rel_tol=1e-4)
