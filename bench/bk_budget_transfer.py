@@ -166,6 +166,27 @@ def drop_superseded_reports(trials: dict[str, dict]) -> list[str]:
     return mended
 
 
+
+def note_restores(trials: dict[str, dict]) -> list[str]:
+    """Adds ``restored_from`` (the env steps of each checkpoint the trial was resumed from,
+    :func:`rl_bk.experiments.results.restore_points`) to trials stored before curves kept it,
+    read from their run folders where those are on this machine. Returns the trials found
+    resumed."""
+    spec = {s[0]: s for s in STUDIES}
+    read: dict[Path, dict[str, dict]] = {}
+    found = []
+    for key, trial in trials.items():
+        run_dir = ROOT / trial["run_dir"]
+        if "restored_from" in trial or not run_dir.is_dir():
+            continue
+        study, method, _ = key.split("/")
+        if run_dir not in read:
+            read[run_dir] = finished_trials(run_dir, spec[study][2])
+        trial["restored_from"] = read[run_dir][method]["restored_from"]
+        if trial["restored_from"]:
+            found.append(key)
+    return found
+
 def plan_lines(facts: dict) -> list[str]:
     lines = [
         HEADING, "",
@@ -464,14 +485,22 @@ def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
 
 
 def resumed_lines(study: str, trials: dict[str, dict]) -> list[str]:
-    """The trials of ``study`` whose curves were mended after a resume
-    (:func:`drop_superseded_reports`), and how."""
-    mended = [f"{m} seed {s} ({trials[trial_id(study, m, s)]['resumed']})" for m in METHODS
-              for s in SEEDS if "resumed" in trials.get(trial_id(study, m, s), {})]  # fmt: skip
-    if not mended:
+    """The trials of ``study`` resumed from a checkpoint: from which env steps (where the run
+    folder said), and how a curve stored before the superseded reports were dropped was
+    mended (:func:`drop_superseded_reports`)."""
+    resumed = []
+    for m in METHODS:
+        for s in SEEDS:
+            trial = trials.get(trial_id(study, m, s), {})
+            how = [f"from {', '.join(f'{x:,.0f}' for x in trial.get('restored_from', []))} "
+                   "env steps"] if trial.get("restored_from") else []  # fmt: skip
+            how += [trial["resumed"]] if "resumed" in trial else []
+            if how:
+                resumed.append(f"{m} seed {s} ({'; '.join(how)})")
+    if not resumed:
         return []
-    return ["Resumed from a checkpoint after a stop, and kept without the reports the resume "
-            "superseded: " + "; ".join(mended) + ".", ""]
+    return ["Resumed from a checkpoint after a stop, each curve kept without the reports the "
+            "resume superseded: " + "; ".join(resumed) + ".", ""]
 
 
 def section(facts: dict, trials: dict[str, dict]) -> list[str]:
@@ -541,6 +570,8 @@ def main() -> int:
                 trial["knowledge"] = found
     for line in drop_superseded_reports(trials):
         print(f"[bk-budget-transfer] resumed trial mended: {line}", flush=True)
+    for key in note_restores(trials):
+        print(f"[bk-budget-transfer] resumed trial noted: {key}", flush=True)
     save(facts, trials)
     if args.report_only:
         return 0

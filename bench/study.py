@@ -66,14 +66,16 @@ CURVE_COLUMNS = (M.ENV_STEPS, M.EPISODES_LIFETIME, M.SUCCESS_RATE, M.EPISODE_RET
 
 def trial_curves(run_dir: Path, extra: tuple[str, ...] = ()) -> list[dict]:
     """Each trial's smoothed per-report values of ``CURVE_COLUMNS`` (and ``extra``), as the
-    results JSON keeps them: ``{"label", "seed", "progress": {column: [values]}}``."""
+    results JSON keeps them: ``{"label", "seed", "progress": {column: [values]},
+    "restored_from": [env steps of each checkpoint it was resumed from]}``."""
     out = []
     for record in sorted(records_from_tune_dir(run_dir / "tune"), key=lambda r: r.seed):
         p = smooth_over_episodes(record.progress)
         cols = [c for c in dict.fromkeys((*CURVE_COLUMNS, *extra)) if c in p]
         out.append({"label": display_label(record.label), "seed": record.seed,
                     "progress": {c: [None if math.isnan(v) else float(v) for v in p[c]]
-                                 for c in cols}})  # fmt: skip
+                                 for c in cols},
+                    "restored_from": list(record.restored_from)})  # fmt: skip
     return out
 
 

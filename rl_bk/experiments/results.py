@@ -77,6 +77,7 @@ class TrialRecord:
     seed: int
     progress: pd.DataFrame  # one row per training iteration, flattened result keys
     status: str = DONE  # DONE, ERROR or STOPPED_EARLY: only DONE trials enter the means
+    restored_from: tuple[float, ...] = ()  # env steps of each checkpoint it was restored from
 
 
 def smooth_over_episodes(
@@ -142,6 +143,22 @@ def without_superseded_reports(progress: pd.DataFrame) -> pd.DataFrame:
     return progress if keep.all() else progress[keep].reset_index(drop=True)
 
 
+
+def restore_points(progress: pd.DataFrame) -> list[float]:
+    """The env steps of each checkpoint a trial was restored from (a run resumed after a stop,
+    or Tune's restore after a failure), in order. Tune counts ``iterations_since_restore``
+    from 1 again after a restore, so a report with 1 there and a later ``training_iteration``
+    is the first after a restore from the iteration before it. Empty for a trial that ran in
+    one go, or for a table without those columns (a stored curve)."""
+    columns = ("iterations_since_restore", "training_iteration", M.ENV_STEPS)
+    if any(c not in progress for c in columns):
+        return []
+    iteration = progress["training_iteration"].to_numpy(dtype=float)
+    steps_at = dict(zip(iteration, progress[M.ENV_STEPS].to_numpy(dtype=float)))
+    since = progress["iterations_since_restore"].to_numpy(dtype=float)
+    return [float(steps_at.get(i - 1, math.nan))
+            for n, i in zip(since, iteration) if n == 1 and i > 1]  # fmt: skip
+
 def fresh_evaluations(progress: pd.DataFrame) -> pd.DataFrame:
     """The evaluation columns only in the reports of iterations that evaluated.
 
@@ -172,7 +189,8 @@ def records_from_tune_dir(tune_dir: Path) -> list[TrialRecord]:
         rows = [json.loads(line) for line in lines if line.strip()]
         if rows:
             progress = without_superseded_reports(pd.json_normalize(rows, sep="/"))
-            records.append(TrialRecord(trial_label(config), int(config["seed"]), progress))
+            records.append(TrialRecord(trial_label(config), int(config["seed"]), progress,
+                                       restored_from=tuple(restore_points(progress))))
     return records
 
 

@@ -124,6 +124,12 @@ def test_a_stored_curve_from_a_resumed_trial_is_cut_back_once_and_marked():
     assert study.drop_superseded_reports(trials) == []  # mended once
     text, _ = study.resumed_lines("redkey-s23", trials)
     assert "ppo seed 1 (stored curve cut back" in text
+    # a trial read from its run folder says where it went on from
+    trials[study.trial_id("redkey-s23", "bk-goal", 0)] = {"restored_from": [38_912.0, 265_000.0]}
+    trials[study.trial_id("redkey-s23", "bk-code", 0)] = {"restored_from": []}
+    text, _ = study.resumed_lines("redkey-s23", trials)
+    assert "; bk-goal seed 0 (from 38,912, 265,000 env steps)." in text
+    assert "bk-code" not in text
 
 
 def test_what_the_goal_can_detect_uses_the_spread_of_complete_transfer_tasks_only():

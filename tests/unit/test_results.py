@@ -249,11 +249,28 @@ def test_tables_read_from_a_tune_folder_drop_a_resume_s_superseded_reports(tmp_p
     trial.mkdir()
     (trial / "params.json").write_text(json.dumps(
         {"variant": {"method": "ppo", "params": {}}, "seed": 3}))
-    rows = [{"training_iteration": i, M.ENV_STEPS: 100 * i + 7 * (j > 2),
-             "env_runners": {"success_rate": s}}
-            for j, (i, s) in enumerate([(1, 0.1), (2, 0.9), (3, 0.9), (2, 0.2), (3, 0.3)])]
+    # restored from the checkpoint at iteration 1 after iteration 3 (Tune counts
+    # iterations_since_restore from 1 again)
+    rows = [{"training_iteration": i, "iterations_since_restore": n,
+             M.ENV_STEPS: 100 * i + 7 * (j > 2), "env_runners": {"success_rate": s}}
+            for j, (i, n, s) in enumerate([(1, 1, 0.1), (2, 2, 0.9), (3, 3, 0.9), (2, 1, 0.2),
+                                           (3, 2, 0.3)])]  # fmt: skip
     (trial / "result.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (record,) = records_from_tune_dir(tmp_path)
     assert record.seed == 3
     assert record.progress["training_iteration"].tolist() == [1, 2, 3]
     assert record.progress[M.SUCCESS_RATE].tolist() == [0.1, 0.2, 0.3]
+    assert record.restored_from == (100.0,)  # iteration 1's env steps
+
+
+def test_restore_points_are_the_checkpoints_a_trial_went_on_from():
+    from rl_bk.experiments.results import restore_points
+
+    # restored at iteration 3 (from 2) and at iteration 5 (from 4); kept reports only
+    kept = pd.DataFrame({"training_iteration": [1, 2, 3, 4, 5, 6],
+                         "iterations_since_restore": [1, 2, 1, 2, 1, 2],
+                         M.ENV_STEPS: [10, 20, 31, 41, 52, 62]})
+    assert restore_points(kept) == [20.0, 41.0]
+    kept["iterations_since_restore"] = [1, 2, 3, 4, 5, 6]  # ran in one go
+    assert restore_points(kept) == []
+    assert restore_points(progress([10, 20], [0.1, 0.2])) == []  # a stored curve: unknown
