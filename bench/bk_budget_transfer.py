@@ -166,7 +166,6 @@ def drop_superseded_reports(trials: dict[str, dict]) -> list[str]:
     return mended
 
 
-
 def note_restores(trials: dict[str, dict]) -> list[str]:
     """Adds ``restored_from`` (the env steps of each checkpoint the trial was resumed from,
     :func:`rl_bk.experiments.results.restore_points`) to trials stored before curves kept it,
@@ -186,6 +185,7 @@ def note_restores(trials: dict[str, dict]) -> list[str]:
         if trial["restored_from"]:
             found.append(key)
     return found
+
 
 def plan_lines(facts: dict) -> list[str]:
     lines = [
@@ -406,7 +406,6 @@ def pooled_lines(trials: dict[str, dict]) -> list[str]:
     return [*lines, *rows, ""]
 
 
-
 #: When the reading of what the goal can detect was added (not in the plan either).
 DETECTION_ADDED = "added 2026-11-27, after PurpleBall-S23 and RedKey-S23 were complete"
 #: True effects on the greedy area that the detection table is read at.
@@ -461,10 +460,11 @@ def detection_lines(trials: dict[str, dict]) -> list[str]:
 
 
 def signed_effect(effect: float) -> str:
-    """``0`` or ``+0.050``: the detection table's first column."""
+    """``0 (no effect)`` or ``+0.050``: the detection table's first column."""
     from bench.learning_measures import signed
 
     return "0 (no effect)" if effect == 0 else signed(effect)
+
 
 def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
     """Which build of the knowledge each bk-* trial used: the cache does not travel between

@@ -199,7 +199,6 @@ def unpaired_difference(method: Iterable[float], baseline: Iterable[float], *,
     return PairedDifference([], [], mean, ci, confidence)
 
 
-
 def within_task_sd(groups: Iterable[Iterable[float]]) -> tuple[float, int]:
     """The pooled standard deviation of per-seed paired differences around their own group's
     mean (a group: one method on one task), and its degrees of freedom (seeds minus one,
@@ -215,7 +214,6 @@ def within_task_sd(groups: Iterable[Iterable[float]]) -> tuple[float, int]:
     return (math.sqrt(squares / dof) if dof else math.nan), dof
 
 
-
 def sd_interval(sd: float, dof: int, confidence: float = 0.95) -> tuple[float, float]:
     """The confidence interval of a standard deviation estimated with ``dof`` degrees of
     freedom from normal values (the chi-square law of ``dof * sd**2 / sigma**2``)."""
@@ -224,6 +222,7 @@ def sd_interval(sd: float, dof: int, confidence: float = 0.95) -> tuple[float, f
     tail = (1 - confidence) / 2
     return (sd * math.sqrt(dof / stats.chi2.ppf(1 - tail, dof)),
             sd * math.sqrt(dof / stats.chi2.ppf(tail, dof)))
+
 
 def chance_every_seed_above(effect: float, sd: float, seeds: int) -> float:
     """The chance that all ``seeds`` paired differences are above zero when each is drawn
@@ -243,6 +242,7 @@ def chance_at_least(needed: int, tasks: int, chance: float) -> float:
     from scipy import stats
 
     return float(stats.binom.sf(needed - 1, tasks, chance))
+
 
 def signed(x: float) -> str:
     """A difference as the tables print it: ``+0.012``, ``−0.034`` (a minus sign), ``–`` for NaN."""

@@ -143,7 +143,6 @@ def without_superseded_reports(progress: pd.DataFrame) -> pd.DataFrame:
     return progress if keep.all() else progress[keep].reset_index(drop=True)
 
 
-
 def restore_points(progress: pd.DataFrame) -> list[float]:
     """The env steps of each checkpoint a trial was restored from (a run resumed after a stop,
     or Tune's restore after a failure), in order. Tune counts ``iterations_since_restore``
@@ -158,6 +157,7 @@ def restore_points(progress: pd.DataFrame) -> list[float]:
     since = progress["iterations_since_restore"].to_numpy(dtype=float)
     return [float(steps_at.get(i - 1, math.nan))
             for n, i in zip(since, iteration) if n == 1 and i > 1]  # fmt: skip
+
 
 def fresh_evaluations(progress: pd.DataFrame) -> pd.DataFrame:
     """The evaluation columns only in the reports of iterations that evaluated.

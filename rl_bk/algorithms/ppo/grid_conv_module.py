@@ -124,7 +124,6 @@ class GridConvPPOModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         return self.int_vf(embeddings).squeeze(-1)
 
 
-
 class GridConvAPPOModule(GridConvPPOModule, TargetNetworkAPI):
     """The same network for APPO, which also needs a target copy of the policy (torso and
     policy head) that its loss measures the current policy against."""
