@@ -422,6 +422,7 @@ def detection_lines(trials: dict[str, dict]) -> list[str]:
         chance_at_least,
         chance_every_seed_above,
         sd_interval,
+        signed,
         within_task_sd,
     )
 
@@ -431,8 +432,8 @@ def detection_lines(trials: dict[str, dict]) -> list[str]:
     sd, dof = within_task_sd(groups)
     if not dof:
         return []
-    complete = {study for per_study in per_method.values() for study in per_study}
-    ppo = [v for study, _, steps, *_ in STUDIES if study in complete and study in TRANSFER
+    done = {study for per_study in per_method.values() for study in per_study}
+    ppo = [v for study, _, steps, *_ in STUDIES if study in done and study in TRANSFER
            for v in study_areas(study, steps, trials)["ppo"]["greedy area"].values()]
     low, high = sd_interval(sd, dof)
     need = math.ceil(len(TRANSFER) / 2)
@@ -454,16 +455,9 @@ def detection_lines(trials: dict[str, dict]) -> list[str]:
              "|---|---|---|"]  # fmt: skip
     for effect in EFFECTS:
         one = chance_every_seed_above(effect, sd, len(SEEDS))
-        lines.append(f"| {signed_effect(effect)} | {one:.2f} | "
+        lines.append(f"| {signed(effect) if effect else '0 (no effect)'} | {one:.2f} | "
                      f"{chance_at_least(need, len(TRANSFER), one):.2f} |")
     return [*lines, ""]
-
-
-def signed_effect(effect: float) -> str:
-    """``0 (no effect)`` or ``+0.050``: the detection table's first column."""
-    from bench.learning_measures import signed
-
-    return "0 (no effect)" if effect == 0 else signed(effect)
 
 
 def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
@@ -492,9 +486,12 @@ def resumed_lines(study: str, trials: dict[str, dict]) -> list[str]:
     for m in METHODS:
         for s in SEEDS:
             trial = trials.get(trial_id(study, m, s), {})
-            how = [f"from {', '.join(f'{x:,.0f}' for x in trial.get('restored_from', []))} "
-                   "env steps"] if trial.get("restored_from") else []  # fmt: skip
-            how += [trial["resumed"]] if "resumed" in trial else []
+            how = []
+            if trial.get("restored_from"):
+                how.append(f"from {', '.join(f'{x:,.0f}' for x in trial['restored_from'])} "
+                           "env steps")
+            if "resumed" in trial:
+                how.append(trial["resumed"])
             if how:
                 resumed.append(f"{m} seed {s} ({'; '.join(how)})")
     if not resumed:
