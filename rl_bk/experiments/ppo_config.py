@@ -79,7 +79,8 @@ def _shared_setup(config: AlgorithmConfig, task: TaskConfig, seed: int) -> Algor
     return (
         config.environment(task.env, env_config=dict(task.env_config))
         .env_runners(**task.env_runners.model_dump())
-        .learners(num_learners=0)  # the learner lives in the trial actor: right for 1 CPU/GPU
+        # The learner lives in the trial actor: right for 1 CPU or 1 GPU.
+        .learners(num_learners=0, num_gpus_per_learner=task.learner.num_gpus)
         .callbacks(EpisodeMetricsCallback,
                    on_algorithm_init=partial(use_torch_threads, task.learner.threads))
         .debugging(seed=seed)

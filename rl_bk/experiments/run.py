@@ -132,18 +132,35 @@ def init_ray(address: str | None) -> None:
         ray.init(address="local", num_cpus=os.cpu_count(), **common)
 
 
-def _check_fits(task: TaskConfig, first_trial_config: dict) -> None:
+def _check_fits(task: TaskConfig, variants: list, seed: int, address: str | None) -> None:
+    """A trial that asks for more than Ray has would wait forever: refuse it now. GPUs are
+    checked on this machine alone (no ``address``): a cluster's autoscaler adds GPU nodes
+    when a trial asks for one (cluster.yaml starts with none)."""
     import ray
 
-    bundles = resources_for(task)(first_trial_config).bundles
+    have = ray.cluster_resources()
+    for variant in variants:
+        bundles = resources_for(task)({"variant": variant.as_config(), "seed": seed}).bundles
+        _check_bundles_fit(task, variant.label, bundles, have, on_this_machine=address is None)
+
+
+def _check_bundles_fit(task: TaskConfig, label: str, bundles: list[dict], have: dict,
+                       on_this_machine: bool) -> None:  # fmt: skip
     need = sum(b.get("CPU", 0.0) for b in bundles)
-    have = ray.cluster_resources().get("CPU", 0.0)
-    if need > have:
+    if need > have.get("CPU", 0.0):
         raise ResourceError(
             f"one trial needs {need:g} CPUs (1 for the trial, "
             f"{task.env_runners.num_cpus_per_env_runner:g} for each of "
-            f"{task.env_runners.num_env_runners} env runners) but Ray has {have:g}: lower "
-            "env_runners.num_env_runners or num_cpus_per_env_runner in the task file"
+            f"{task.env_runners.num_env_runners} env runners) but Ray has "
+            f"{have.get('CPU', 0.0):g}: lower env_runners.num_env_runners or "
+            "num_cpus_per_env_runner in the task file"
+        )
+    gpus = sum(b.get("GPU", 0.0) for b in bundles)
+    if on_this_machine and gpus > have.get("GPU", 0.0):
+        raise ResourceError(
+            f"a {label} trial asks for {gpus:g} GPU{'' if gpus == 1 else 's'} but Ray sees "
+            f"{have.get('GPU', 0.0):g} on this machine: set learner.num_gpus (and GLAM's "
+            "glam.num_gpus_per_*) to 0 in the task file, or run where torch sees a GPU"
         )
 
 
@@ -335,7 +352,7 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
     env_registry.register_all()
     _start_labeler_apps(task, variants)
     _prepare_knowledge(task, variants, run_dir)
-    _check_fits(task, {"variant": variants[0].as_config(), "seed": seeds[0]})
+    _check_fits(task, variants, seeds[0], options.address)
     tuner = tune.Tuner(
         trainable_for(task),
         param_space=param_space(

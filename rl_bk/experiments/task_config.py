@@ -144,6 +144,10 @@ class LearnerParams(_Strict):
     #: torch threads for the learner's update (None: one). More can help a big learner
     #: (GLAM's LLM) that has a machine to itself; on the BK layout two were no faster.
     threads: int | None = Field(None, ge=1)
+    #: GPUs for the learner (RLlib's ``num_gpus_per_learner``; fractions share one GPU
+    #: between trials). 0: it updates on the CPU, as every committed study here did. GLAM
+    #: has its own (``glam.num_gpus_per_learner``), which wins for its trials.
+    num_gpus: float = Field(0.0, ge=0)
 
 
 class EvaluationParams(_Strict):

@@ -78,3 +78,34 @@ def test_the_learner_uses_one_thread_unless_told():
     assert load_task("crafter-text").learner.threads is None
     # BK's conv network: 2 threads for one trial (bench/results/bk_layout.md)
     assert load_task("babyai-gotolocal-redball-s20").learner.threads == 2
+
+
+@pytest.mark.parametrize("method", ["ppo", "rnd"])  # every method builds on this base
+def test_learner_gpus_reach_rllib_and_the_trials_resource_request(method):
+    from rl_bk.experiments.methods import get_method
+
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    assert task.learner.num_gpus == 0  # every committed study updated on the CPU
+    on_gpu = task.model_copy(update={"learner": task.learner.model_copy(update={"num_gpus": 1})})
+    for t, gpus in ((task, 0), (on_gpu, 1)):
+        config = get_method(method).build(t, 0, {})
+        assert config.num_gpus_per_learner == gpus and config.num_learners == 0
+        bundles = config.algo_class.default_resource_request(config).bundles
+        # The learner lives in the trial's own bundle, so the GPU is asked for there.
+        assert bundles[0].get("GPU", 0) == gpus
+        assert sum(b.get("GPU", 0) for b in bundles[1:]) == 0
+
+
+def test_a_trial_asking_for_a_gpu_this_machine_lacks_is_refused_before_it_waits():
+    from rl_bk.experiments.run import ResourceError, _check_bundles_fit
+
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    bundles = [{"CPU": 1.0, "GPU": 1.0}, {"CPU": 0.5}]
+    cpus_only = {"CPU": 2.0}
+    with pytest.raises(ResourceError, match=r"ppo trial asks for 1 GPU but.*learner\.num_gpus"):
+        _check_bundles_fit(task, "ppo", bundles, cpus_only, on_this_machine=True)
+    # On a cluster the autoscaler adds a GPU node when a trial asks for one.
+    _check_bundles_fit(task, "ppo", bundles, cpus_only, on_this_machine=False)
+    _check_bundles_fit(task, "ppo", bundles, {"CPU": 2.0, "GPU": 1.0}, on_this_machine=True)
+    with pytest.raises(ResourceError, match=r"needs 1\.5 CPUs"):
+        _check_bundles_fit(task, "ppo", bundles, {"CPU": 1.0, "GPU": 1.0}, on_this_machine=True)

@@ -95,7 +95,11 @@ class OnlineRewardModel(TorchRLModule):
 
     # -------------------------------------------------------------------------- scoring
     def _bytes(self, captions: Sequence[str]) -> torch.Tensor:
-        return torch.from_numpy(encode_messages(captions, self.length))
+        # On the learner's device: on a GPU learner (``learner.num_gpus``) the model is there.
+        return torch.from_numpy(encode_messages(captions, self.length)).to(self._device())
+
+    def _device(self) -> torch.device:
+        return next(self.net.parameters()).device
 
     @torch.no_grad()
     def score(self, captions: Sequence[str]) -> np.ndarray:
@@ -106,7 +110,7 @@ class OnlineRewardModel(TorchRLModule):
         out = self.scorer(self._bytes(captions))
         if self.kind == "classification":
             out = helpful_probability(out)
-        return out.double().numpy()
+        return out.double().cpu().numpy()
 
     @torch.no_grad()
     def publish(self) -> None:
@@ -122,7 +126,7 @@ class OnlineRewardModel(TorchRLModule):
     # ------------------------------------------------------------------------- training
     def loss_on(self, keys: Sequence[Hashable], values: Sequence[float]):
         """(loss, accuracy) of the model on examples."""
-        targets = torch.tensor(values, dtype=torch.float32)
+        targets = torch.tensor(values, dtype=torch.float32, device=self._device())
         if self.kind == "classification":
             logits = self.net(self._bytes(list(keys)))
             return classification_loss(logits, targets), accuracy(logits, targets)
