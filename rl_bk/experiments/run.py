@@ -17,6 +17,7 @@ folder, read from Tune's results.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -241,7 +242,21 @@ def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callback
 
 
 def _trial_title(trial) -> str:
-    return f"{trial_label(trial.config)} seed={trial.config['seed']}"
+    return _title(trial.config)
+
+
+def _title(trial_config: dict) -> str:
+    return f"{trial_label(trial_config)} seed={trial_config['seed']}"
+
+
+def _result_config(result) -> dict:
+    """A Tune result's trial config. Tune keeps it with the trial's reports, so a trial that
+    failed before its first one (in its setup, say) has none there; the ``params.json`` Tune
+    wrote in its folder when it started has it."""
+    if result.config:
+        return result.config
+    with result.filesystem.open_input_stream(f"{result.path}/params.json") as f:
+        return json.loads(f.read())
 
 
 def _trial_name(trial) -> str:
@@ -430,7 +445,7 @@ def _trial_outcome(result, stop_steps: int,
     ``stop_steps`` env steps (or ran out its time budget), it raised, or it ended before."""
     from rl_bk.experiments.results import DONE, ERROR, STOPPED_EARLY
 
-    title = _trial_title(result)  # a Tune result has the trial's config, as a trial has
+    title = _title(_result_config(result))
     if result.error:
         text = str(result.error).strip()
         first = next((line for line in reversed(text.splitlines()) if line.strip()), text)
@@ -456,7 +471,8 @@ def _write(task: TaskConfig, result_grid, run_dir: Path, stop_steps: int) -> Non
             failed.append(failure)
         df = result.metrics_dataframe
         if df is not None and len(df):
-            records.append(TrialRecord(trial_label(result.config), int(result.config["seed"]),
+            config = _result_config(result)
+            records.append(TrialRecord(trial_label(config), int(config["seed"]),
                                        without_superseded_reports(df), status))  # fmt: skip
     if records:
         main_metric = M.MAIN_METRICS[task.metric]
