@@ -3,7 +3,7 @@
     python -m bench.gpu_learner                          # ppo, bk-code, bk-pref, rnd; 6 iterations
     python -m bench.gpu_learner --methods ppo --iterations 10
 
-BK's layout (``tune_configs/babyai-gotolocal-redball-s20.yaml``: one env runner of 8 envs,
+BK's layout (``tune_configs/babyai-gotolocal-redball-s20.yaml``: two env runners of 4 envs,
 1,024 env steps an iteration, 4 epochs of 4 minibatches of 256 through BK's conv network) with
 the learner in this process, once on the CPU (the task's ``learner.threads``) and once on the
 GPU, each method in a fresh Algorithm, the two devices side by side in the same run. Reports
@@ -12,7 +12,7 @@ iteration, which builds and warms up, is left out of the medians), that each los
 and the device the learner's module lives on. Writes ``bench/results/gpu_learner.json``
 (appended, with the GPU's name and the command) and prints the rows. The knowledge is read
 where trials read it (``RLBK_KNOWLEDGE_DIR``, else ``~/.cache/rl-bk/knowledge``); build it
-first with ``rl-bk knowledge build`` (or one ``tune_run.py`` run of the task).
+first with ``rl-bk knowledge build --task babyai-gotolocal-redball-s20``.
 """
 
 from __future__ import annotations
