@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from rl_bk.labeling import parsing, prompts
@@ -28,7 +26,6 @@ from rl_bk.labeling.tasks import (
 )
 
 SIG = "def compute_potential(window: list[dict]) -> float"
-HAS_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 
 
 # ---------------------------------------------------------------------------------- prompts
@@ -151,19 +148,6 @@ def test_vocabularies_agree_with_the_envs():
     canon = {normalize_goal("crafter", m) for m in crafter.TASK_MISSIONS.values()}
     assert canon - {None} <= ENV_VOCABULARY["crafter"].goals
     assert len(canon - {None}) == len(names) - 1  # "wake up" is not a goal one can do
-
-
-@pytest.mark.skipif(not HAS_LLAMA, reason="llama_cpp is not installed")
-def test_grammars_compile_with_llama_cpp():
-    from llama_cpp import LlamaGrammar
-
-    for text in (
-        PREFERENCE_GRAMMAR,
-        HELPFUL_GRAMMAR,
-        reward_code_grammar(SIG),
-        *(goals_grammar(env, 3) for env in (*ENV_VOCABULARY, None)),
-    ):
-        LlamaGrammar.from_string(text, verbose=False)
 
 
 # ---------------------------------------------------------------------------------- parsing

@@ -16,6 +16,13 @@ import pytest
 from env_registry.errors import MissingDependencyError
 from rl_bk.labeling.backends import llamacpp
 from rl_bk.labeling.backends.base import BackendError
+from rl_bk.labeling.grammars import (
+    ENV_VOCABULARY,
+    HELPFUL_GRAMMAR,
+    PREFERENCE_GRAMMAR,
+    goals_grammar,
+    reward_code_grammar,
+)
 
 AB = 'root ::= "A" | "B"'
 PROMPT = (
@@ -115,6 +122,16 @@ def test_grammar_answers_exactly_a_or_b(gen):
 def test_invalid_grammar_is_a_value_error(gen):
     with pytest.raises(ValueError, match="invalid GBNF grammar"):
         gen.complete("x", grammar="root ::= (")
+
+
+def test_project_grammars_compile_in_llama_cpp(gen):
+    # LlamaGrammar.from_string no longer parses (llama-cpp-python 0.3.x accepts "root ::= ("),
+    # so each grammar goes through the generator's own check: llama.cpp's parser on the vocab.
+    sig = "def compute_potential(window: list[dict]) -> float"
+    texts = [PREFERENCE_GRAMMAR, HELPFUL_GRAMMAR, reward_code_grammar(sig),
+             *(goals_grammar(env, 3) for env in (*ENV_VOCABULARY, None))]  # fmt: skip
+    for text in texts:
+        assert gen._grammar(text) is not None
 
 
 def test_complete_counts_and_finish_reason(gen):
