@@ -85,6 +85,8 @@ def test_a_single_shared_seed_gives_no_interval():
 def test_a_nan_value_leaves_its_seed_out():
     d = paired_difference({0: 0.5, 1: math.nan, 2: 0.7}, {0: 0.4, 1: 0.4, 2: 0.4})
     assert d.seeds == [0, 2]
+    d = paired_difference({0: 0.5, 1: 0.6, 2: 0.7}, {0: 0.4, 1: math.nan, 2: 0.4})
+    assert d.seeds == [0, 2] and d.mean == pytest.approx(0.2)
 
 
 def test_unpaired_difference_compares_means_of_groups_that_share_no_seeds():
