@@ -16,7 +16,9 @@ from rl_bk.labeling.labeler import LabelerSpec
 
 pytestmark = pytest.mark.ray
 
-DELAY_S = 60.0  # every labeler call of the slow backend
+# Every labeler call of the slow backend: far longer than three iterations take even on a
+# loaded machine (beside a running study, 141 s); teardown does not wait for it.
+DELAY_S = 600.0
 
 
 def build(method, params, **oni):

@@ -101,6 +101,12 @@ def test_novelty_filter_drops_only_goals_that_were_suggested_and_paid():
         [0.0, 1.0], [0.85, 0.0]]  # fmt: skip
 
 
+def test_the_goal_marked_paid_is_the_closest_suggestion_not_the_first():
+    # Stone and wood suggested, wood achieved: wood is paid, stone still pays later.
+    piece = _piece([[STONE, WOOD]] * 3, [[WOOD], [WOOD], [STONE]])
+    assert _rewards(GoalMatcher(StubEmbedder()), piece) == [[1.0, 0.0, 1.0]]
+
+
 def test_synonyms_make_one_goal_of_two_texts():
     # ELLM: "attack cow" and "eat cow" are one goal; the env reports eating.
     vectors = dict(VECTORS, **{"attack cow": _unit(5)})

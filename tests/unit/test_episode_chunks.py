@@ -3,13 +3,21 @@ chunks, each run through RLlib's own AddOneTsToEpisodesAndTruncate (which rename
 ``<id>_<index>``) and then our piece, as two consecutive train batches (no Ray); and what the
 one view of a chunk reads."""
 
+from types import SimpleNamespace
+
 import numpy as np
 from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 from rl_bk.algorithms.ellm_ppo.goal_matching import GoalMatcher
 from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
-from rl_bk.connectors.learner.episode_chunks import chunks_with_real_steps
+from rl_bk.callbacks.env_slot import tag_env_slot
+from rl_bk.connectors.learner.episode_chunks import (
+    EpisodeChunk,
+    by_env_slot,
+    chunks_with_real_steps,
+    in_episode_order,
+)
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.connectors.learner.rllib_internals import episode_id_of
@@ -108,3 +116,17 @@ def test_the_view_reads_real_steps_and_keeps_the_env_rewards_after_a_rewrite():
     assert data.captions == ["a", "c1.0", "c2.0"] and data.mission == "go"
     assert data.observations.shape == (3, 2) and list(data.actions) == [1, 1]
     assert data.episode_id == own_id
+
+
+def test_an_episodes_chunks_are_put_in_time_order_whatever_the_batch_order():
+    # Two chunks of one episode in one train batch (a runner sampled twice), the later one
+    # first: state carried chunk to chunk (BK's last potential) must see the earlier first.
+    ep = SingleAgentEpisode(observations=[np.zeros(2, np.float32)], infos=[{}],
+                            len_lookback_buffer=0)  # fmt: skip
+    tag_env_slot(episode=ep, env_runner=SimpleNamespace(worker_index=1), env_index=3)
+    add(ep, [])
+    later = ep.cut()
+    add(later, [])
+    chunks = [EpisodeChunk(e, 1, ep.id_) for e in (later.to_numpy(), ep.to_numpy())]
+    assert in_episode_order(chunks) == [1, 0]
+    assert by_env_slot(chunks) == {"slot:1/3": [1, 0]}

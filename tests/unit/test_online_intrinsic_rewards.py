@@ -75,6 +75,15 @@ def test_the_envs_own_message_count_is_n_where_it_reports_one():
     np.testing.assert_allclose(r, [0.4 / 8, 0.4 / 27])
 
 
+def test_a_message_count_of_zero_on_a_step_without_a_message_pays_zero_not_nan():
+    reward = oni("retrieval")
+    reward._queue = idle_queue({NEWT: 1.0})
+    steps = piece(["", NEWT, ""])
+    steps.infos[1]["message_count"], steps.infos[2]["message_count"] = 1, 0
+    (r,) = reward([steps], None)
+    np.testing.assert_array_equal(r, [0.4, 0.0])
+
+
 class StubModel:
     """The learner-only module as the reward sees it: fixed scores, a count of examples."""
 
@@ -131,6 +140,15 @@ def test_ranking_is_normalised_by_running_stats_and_thresholded():
     np.testing.assert_allclose(r, 0.4 * np.array([0.0, 0.0, z[2], z[3]]), atol=1e-9)
 
 
+def test_ranking_normalises_over_the_batchs_steps_so_a_repeated_caption_weighs_more():
+    # Steps a, a, b with raw 1, 1, 4: mean 2, std sqrt(2) over the steps (over the distinct
+    # captions it would be 2.5 and 1.5). Threshold -10 keeps every reward, beta 0 no decay.
+    reward = oni("ranking", ranking_threshold=-10.0, beta=0.0, min_examples=0)
+    reward._queue = idle_queue({})
+    (r,) = reward([piece(["", "a", "a", "b"])], {ONI_MODULE_ID: StubModel({"a": 1.0, "b": 4.0})})
+    np.testing.assert_allclose(r, 0.4 * np.array([-1.0, -1.0, 2.0]) / np.sqrt(2.0))
+
+
 def test_motif_thresholds_at_a_quantile_of_its_dataset():
     from rl_bk.algorithms.oni_ppo.motif import MotifModel, weighted_quantiles
 
@@ -147,6 +165,10 @@ def test_motif_thresholds_at_a_quantile_of_its_dataset():
     reward._motif = Fixed(_Net(), 0.0, 1.0, table)  # as load_motif_model gives it
     (r,) = reward([piece(["", "a", "b", "c"])], None)
     np.testing.assert_allclose(r, 0.4 * np.array([0.0, 0.5, 2.0]))  # above 0, the 0.8 quantile
+    # With the dataset's mean 1 and std 2, the scores normalise to -1, -0.25 and 0.5.
+    reward._motif = Fixed(_Net(), 1.0, 2.0, table)
+    (r,) = reward([piece(["", "a", "b", "c"], episode_id="e2")], None)
+    np.testing.assert_allclose(r, 0.4 * np.array([0.0, 0.0, 0.5]))
     with pytest.raises(ValueError, match=r"no 0\.33 quantile"):
         reward._motif.threshold_at(0.33)
 
@@ -270,6 +292,7 @@ def test_the_connector_adds_the_bonus_to_scaled_rewards_and_leaves_the_artificia
     )
     np.testing.assert_allclose(ep.get_rewards(), [0.5, 10.0, 0.25, 0.0])
     assert logger.peek("intrinsic_reward_mean") == pytest.approx(0.25)
+    assert logger.peek("intrinsic_return_mean") == pytest.approx(0.75)  # per chunk
     assert logger.peek("intrinsic/labels_pending") == 3.0
 
 

@@ -106,3 +106,122 @@ def test_merge_moments_equals_the_moments_of_everything_seen():
 def test_intrinsic_rewards_are_divided_by_the_return_std_without_centering():
     np.testing.assert_allclose(scale_by_return_std(np.array([2.0, 4.0, 0.0]), 4.0),
                                [1.0, 2.0, 0.0], rtol=1e-6)  # fmt: skip
+
+
+def test_both_heads_use_the_given_lambda():
+    h = heads(terminated=True, lambda_=0.5)
+    np.testing.assert_allclose(h.ext_advantages, [0.02875, 0.175, 0.5])  # as gae's test above
+    # Intrinsic, int_gamma 0.5: d2 = 3 + 0.5 * 4 - 1 = 4, d1 = 2 + 0.5 - 1 = 1.5, d0 = 0.5;
+    # A_t = d_t + 0.5 * 0.5 * A_{t+1}.
+    np.testing.assert_allclose(h.int_advantages, [1.125, 2.5, 4.0])
+    np.testing.assert_allclose(h.int_returns, [2.125, 3.5, 5.0])
+
+
+# --------------------------------------------------------------------------- connectors
+def chunks_with_artificial_steps(*specs):
+    """Episode chunks ``(id, n observations, terminated)`` as the learner pipeline has them
+    once PPO's AddOneTsToEpisodesAndTruncate has appended each one's artificial step."""
+    from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+    episodes = [SingleAgentEpisode(id_=eid, observations=[np.zeros(1, np.float32)] * n,
+                                   actions=[0] * (n - 1), rewards=[0.0] * (n - 1),
+                                   terminated=ends, len_lookback_buffer=0)
+                for eid, n, ends in specs]  # fmt: skip
+    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=episodes, shared_data={})
+    return episodes
+
+
+class StubRND:
+    """The RND module as the reward piece sees it: novelty = the observation itself, a
+    fixed intrinsic-return variance of 4 (std 2)."""
+
+    intrinsic_return_var = 4.0
+
+    def unwrapped(self):
+        return self
+
+    def update_observation_stats(self, obs):
+        self.obs_seen = obs[:, 0].tolist()
+
+    def novelty(self, obs):
+        return obs[:, 0]
+
+    def update_intrinsic_return_stats(self, filtered):
+        self.filtered = list(filtered)
+
+
+def test_rnd_reward_of_a_step_is_the_novelty_of_the_next_observation_scaled():
+    import torch
+    from ray.rllib.core import DEFAULT_MODULE_ID
+    from ray.rllib.core.columns import Columns
+
+    from rl_bk.algorithms.rnd_ppo.intrinsic_reward import ComputeIntrinsicRewards
+    from rl_bk.algorithms.rnd_ppo.rl_module import RND_MODULE_ID
+
+    episodes = chunks_with_artificial_steps(("a", 4, False), ("b", 2, True))
+    # Rows: chunk a's observations 1, 2, 3 and its artificial row 4 (= its last observation);
+    # chunk b's 10 and artificial 20.
+    obs = torch.tensor([[1.0], [2.0], [3.0], [4.0], [10.0], [20.0]])
+    real = torch.tensor([True, True, True, False, True, False])
+    batch = {DEFAULT_MODULE_ID: {Columns.OBS: obs, Columns.LOSS_MASK: real}}
+    rnd = StubRND()
+    ComputeIntrinsicRewards(int_gamma=0.5)(rl_module={RND_MODULE_ID: rnd}, batch=batch,
+                                           episodes=episodes)  # fmt: skip
+    # r_t = novelty(s_{t+1}) / 2; the artificial rows get 0.
+    np.testing.assert_allclose(batch[DEFAULT_MODULE_ID][Columns.INTRINSIC_REWARDS].numpy(),
+                               [1.0, 1.5, 2.0, 0.0, 10.0, 0.0])  # fmt: skip
+    assert rnd.obs_seen == [1.0, 2.0, 3.0, 10.0]  # real rows only
+    # Discounted sums per chunk (gamma 0.5) of the raw rewards: 2, 1 + 3, 2 + 4; then 20.
+    np.testing.assert_allclose(rnd.filtered, [2.0, 4.0, 6.0, 20.0])
+
+
+class StubTwoHeads:
+    """A policy whose value heads read their predictions from the batch."""
+
+    def unwrapped(self):
+        return self
+
+    def compute_critic_embeddings(self, batch):
+        return None
+
+    def compute_values(self, batch, embeddings=None):
+        return batch["ext_v"]
+
+    def compute_intrinsic_values(self, batch, embeddings=None):
+        return batch["int_v"]
+
+
+def test_two_headed_gae_bootstraps_by_episode_end_and_standardizes_real_steps_only():
+    import torch
+    from ray.rllib.core import DEFAULT_MODULE_ID
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.evaluation.postprocessing import Postprocessing
+
+    from rl_bk.algorithms.rnd_ppo.two_headed_gae import (
+        INT_VALUE_TARGETS,
+        TwoHeadedGeneralAdvantageEstimation,
+    )
+
+    # Two one-step chunks (a real row, then the artificial one holding the bootstrap values):
+    # "a" terminated, "b" cut by the sampler.
+    episodes = chunks_with_artificial_steps(("a", 2, True), ("b", 2, False))
+    column = lambda *x: torch.tensor(x)  # noqa: E731
+    batch = {DEFAULT_MODULE_ID: {
+        Columns.REWARDS: column(1.0, 0.0, 0.0, 0.0),
+        Columns.INTRINSIC_REWARDS: column(0.5, 0.0, 0.0, 0.0),
+        Columns.LOSS_MASK: column(True, False, True, False),
+        "ext_v": column(0.0, 10.0, 0.0, 2.0),
+        "int_v": column(0.0, 1.0, 0.0, 0.0),
+    }}  # fmt: skip
+    TwoHeadedGeneralAdvantageEstimation(gamma=0.9, int_gamma=0.5, lambda_=1.0, ext_coeff=1.0,
+                                        int_coeff=0.5)(
+        rl_module={DEFAULT_MODULE_ID: StubTwoHeads()}, batch=batch, episodes=episodes
+    )  # fmt: skip
+    out = batch[DEFAULT_MODULE_ID]
+    # "a": G_ext = 1 (terminated: V_ext = 10 unused), G_int = 0.5 + 0.5 * 1 (non-episodic).
+    # "b": G_ext = 0.9 * 2. Combined: 1 + 0.5 * 1 = 1.5 and 1.8, standardized: -1 and 1.
+    np.testing.assert_allclose(out[Postprocessing.ADVANTAGES].numpy(), [-1.0, 0.0, 1.0, 0.0],
+                               atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(out[Postprocessing.VALUE_TARGETS].numpy(), [1.0, 10.0, 1.8, 2.0])
+    np.testing.assert_allclose(out[INT_VALUE_TARGETS].numpy(), [1.0, 1.0, 0.0, 0.0])
