@@ -40,10 +40,6 @@ class RunningStd:
     def std(self) -> float:
         return float(np.sqrt(self.var))
 
-    def scale(self, values: np.ndarray) -> np.ndarray:
-        """``values`` divided by the running std (no mean removed)."""
-        return np.asarray(values, dtype=np.float64) / (self.std + self.epsilon)
-
 
 class RewardForwardFilter:
     """Discounted running sums of reward streams: ``f_t = gamma * f_{t-1} + r_t``.
