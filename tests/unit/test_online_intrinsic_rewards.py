@@ -257,6 +257,19 @@ def test_ellm_pays_matches_with_the_previous_states_suggestions_once_per_episode
     assert reward.metrics()["steps_without_suggestions"] == 1
 
 
+def test_ellm_asks_the_labeler_only_about_states_a_step_achieved_something_from():
+    reward = ELLMIntrinsicReward(suggester="llm", labeler=LabelerSpec(), family="crafter",
+                                 label_timeout_s=0.0)  # fmt: skip
+    reward.matcher = GoalMatcher(embedder=TableEmbedder(), threshold=0.9)
+    q = AsyncLabelQueue(lambda: None, "goals", lambda k: k, start=False)
+    reward._queue = q
+    steps = piece(["grass", "tree", "stump"], key="caption", achieved={2: ["collect wood"]})
+    (r,) = reward([steps], None)
+    np.testing.assert_allclose(r, [0.0, 0.0])  # asked, not waited for: nothing paid yet
+    assert ("tree", None) in q._pending  # the step from "tree" collected wood
+    assert ("grass", None) not in q._pending  # the step from "grass" achieved nothing
+
+
 def test_ellm_novelty_pays_every_first_achievement_of_an_episode():
     reward = ELLMIntrinsicReward(suggester="novelty", family="crafter")
     reward.matcher = GoalMatcher(embedder=TableEmbedder(), threshold=0.9)
