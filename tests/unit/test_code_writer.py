@@ -190,6 +190,15 @@ def test_code_potential_gives_one_value_per_state_in_one_call():
     same = [chunk(["X."] * 4, eid=str(i)) for i in range(5)]
     potential(same)  # 20 windows, 3 distinct (the last two of each chunk are alike)
     assert potential.unique_windows == 10 + 3 and potential.windows == 10 + 20
+    potential.close()
+
+
+def test_windows_alike_but_for_their_actions_are_scored_apart():
+    code = f"{SIGNATURE}:\n    return float(window[0]['action'] == 'go forward')\n"
+    potential = CodePotential(code, family="babyai", horizon=2)
+    forward, left = potential([chunk(["X.", "X."], [2], "f"), chunk(["X.", "X."], [0], "l")])
+    assert forward.tolist() == [0.0, 1.0] and left.tolist() == [0.0, 0.0]
+    potential.close()
 
 
 def test_code_potential_survives_failures_at_rl_time(caplog):
@@ -202,6 +211,13 @@ def test_code_potential_survives_failures_at_rl_time(caplog):
     assert potential.metrics()["code_errors"] == 1.0 and "using zeros" in caplog.text
     potential([wandering()])
     assert potential.errors == 2
+    potential.close()
+
+    # A failure of one batch (here: raising on one caption) leaves the next batch its values.
+    picky = f"{SIGNATURE}:\n    assert 'key' not in window[-1]['caption']\n    return 1.0\n"
+    potential = CodePotential(picky, family="babyai")
+    assert potential([wandering()])[0].tolist() == [0.0] * 6 and potential.errors == 1
+    assert potential([toward_red_ball()])[0].tolist() == [1.0] * 7 and potential.errors == 1
     potential.close()
 
     broken = CodePotential("def nothing():\n    pass\n", family="babyai")

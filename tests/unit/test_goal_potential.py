@@ -53,6 +53,7 @@ def goal_list():
         (1, 0.5, [1.0, 0.0]),  # state 1 retrieves only kB, whose goal is orthogonal to T1
         (2, 0.5, [1.0, 0.6]),  # with kA's goal too, T1 matches "go to a" at 0.6
         (2, 0.7, [1.0, 0.0]),  # 0.6 is below the threshold: Phi = 0, not 0.6
+        (2, 1.0, [0.0, 0.0]),  # BK's strict ">": a match equal to the threshold gives 0
     ],
 )
 def test_top_k_retrieval_and_threshold_by_hand(top_k, threshold, expected):

@@ -116,9 +116,14 @@ def test_padding_changes_nothing():
         other = actions.clone()
         other[0, 0] = 1
         assert model.potential(junk, other, valid).item() == pytest.approx(phi.item(), abs=1e-6)
+        # Nor the segment logit the loss trains on (a padded slot attends to itself only).
+        logit = model(obs, actions, valid)[0]
+        assert model(junk, other, valid)[0].item() == pytest.approx(logit.item(), abs=1e-6)
         # Three right-aligned slots without padding are the same window.
         short = model.potential(obs[:, 1:], actions[:, 1:], valid[:, 1:])
         assert short.item() == pytest.approx(phi.item(), abs=1e-6)
+        assert model(obs[:, 1:], actions[:, 1:], valid[:, 1:])[0].item() == pytest.approx(
+            logit.item(), abs=1e-6)  # fmt: skip
 
 
 def test_windows_are_right_aligned_with_no_action_on_the_current_state():
@@ -128,6 +133,11 @@ def test_windows_are_right_aligned_with_no_action_on_the_current_state():
     assert actions.tolist() == [[7, 7, 7], [7, 0, 7], [0, 1, 7], [1, 2, 7]]
     np.testing.assert_array_equal(obs[3], chunk.observations[1:])
     assert flat_inputs(obs, actions, valid).shape == (4, 3 * (3 + 2))
+    # A window longer than the horizon keeps its last states and the actions between them.
+    (last,) = windows(chunk, 4)[3:]
+    obs4, actions4, valid4 = encode_windows([last], 3, 3, n_actions=7)
+    assert len(last.captions) == 4 and actions4.tolist() == [[1, 2, 7]] and valid4.all()
+    np.testing.assert_array_equal(obs4[0], chunk.observations[1:])
     # The potential's copy-free form: an index into the chunks' stacked states.
     other = Chunk(np.ones((2, 3), np.float32), ["e", "f"], [1])
     states, index, actions2, valid2 = chunk_windows([chunk, other], 3, n_actions=7)
@@ -251,6 +261,17 @@ def test_windows_seen_before_are_looked_up_with_the_same_values(tmp_path, episod
             direct = model.potential(torch.from_numpy(obs), torch.from_numpy(actions),
                                      torch.from_numpy(valid)).numpy()  # fmt: skip
         np.testing.assert_allclose(phi, direct, rtol=1e-5, atol=1e-5)
+    # A shorter horizon than the trained one reads only the last states of each window.
+    short = PreferencePotential.from_dir(tmp_path / "pref", horizon=2)(episodes[7:8])[0]
+    obs, actions, valid = encode_windows(windows(episodes[7], 2), config.horizon, config.obs_dim,
+                                         config.n_actions)  # fmt: skip
+    with torch.no_grad():
+        direct = model.potential(torch.from_numpy(obs), torch.from_numpy(actions),
+                                 torch.from_numpy(valid)).numpy()  # fmt: skip
+    assert valid.sum(axis=1).max() == 2
+    np.testing.assert_allclose(short, direct, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="trained on windows of 5 states"):
+        PreferencePotential.from_dir(tmp_path / "pref", horizon=6)(episodes[7:8])
 
 
 @pytest.mark.parametrize("n_layers", [1, 2])
