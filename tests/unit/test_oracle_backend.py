@@ -118,6 +118,48 @@ def test_babyai_code_without_a_mission_is_the_task_agnostic_potential():
     assert values == [task_agnostic_potential(w) for w in windows]  # one rule set
 
 
+KEY_AHEAD = "You see a blue key 1 step forward."
+KEY_ASIDE = "You see a blue key 1 step left and 1 step forward."
+
+
+@pytest.mark.parametrize(
+    ("caption", "action", "wasted"),
+    [
+        (KEY_ASIDE, "go forward", False),  # the key is not in front: the move goes ahead
+        (KEY_AHEAD, "go forward", True),  # blocked by the key
+        ("You see an open red door 1 step forward.", "go forward", False),
+        ("You see a locked red door 1 step forward.", "go forward", True),
+        ("You see a closed red door 1 step forward.", "go forward", True),
+        (KEY_AHEAD, "pick up the front object", False),
+        ("You see a closed red door 1 step forward.", "pick up the front object", True),
+        (f"{KEY_AHEAD} You carry a red ball.", "pick up the front object", True),
+        ("You see a wall 2 steps forward. You carry a red ball.", "drop the carried object", False),
+        (f"{KEY_AHEAD} You carry a red ball.", "drop the carried object", True),  # cell taken
+        ("You see a wall 2 steps forward.", "drop the carried object", True),  # nothing carried
+        ("You see a grey box 1 step forward.", "toggle the front object", False),  # opens it
+        ("You see a closed red door 1 step forward.", "toggle the front object", False),
+        (KEY_AHEAD, "toggle the front object", True),
+        (KEY_AHEAD, "done", True),
+        (KEY_AHEAD, "turn left", False),
+    ],
+)
+def test_task_agnostic_wasted_actions_by_hand(caption, action, wasted):
+    """Each rule of a wasted action, one case apiece: the window's current state shows nothing,
+    so its potential is 0, minus 0.5 when the previous action was wasted."""
+    from env_registry.babyai.oracle import task_agnostic_potential
+
+    window = [{"caption": caption, "action": action},
+              {"caption": "You see a wall 2 steps forward.", "action": None}]  # fmt: skip
+    assert task_agnostic_potential(window) == (-0.5 if wasted else 0.0)
+
+
+def test_task_agnostic_closeness_stays_above_zero_while_something_is_in_view():
+    from env_registry.babyai.oracle import task_agnostic_potential
+
+    far = "You see a red ball 3 steps left and 9 steps forward."  # 12 steps: 1 - 1.1 < 0.1
+    assert task_agnostic_potential([{"caption": far, "action": None}]) == pytest.approx(0.1)
+
+
 def test_babyai_helpful_needs_the_target_colour_and_type():
     assert one("helpful", HelpfulRequest(caption=NEAR, task="go to the red ball")).helpful
     assert not one("helpful", HelpfulRequest(caption=NEAR, task="go to the blue ball")).helpful
