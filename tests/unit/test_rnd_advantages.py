@@ -206,13 +206,12 @@ def test_two_headed_gae_bootstraps_by_episode_end_and_standardizes_real_steps_on
     # Two one-step chunks (a real row, then the artificial one holding the bootstrap values):
     # "a" terminated, "b" cut by the sampler.
     episodes = chunks_with_artificial_steps(("a", 2, True), ("b", 2, False))
-    column = lambda *x: torch.tensor(x)  # noqa: E731
     batch = {DEFAULT_MODULE_ID: {
-        Columns.REWARDS: column(1.0, 0.0, 0.0, 0.0),
-        Columns.INTRINSIC_REWARDS: column(0.5, 0.0, 0.0, 0.0),
-        Columns.LOSS_MASK: column(True, False, True, False),
-        "ext_v": column(0.0, 10.0, 0.0, 2.0),
-        "int_v": column(0.0, 1.0, 0.0, 0.0),
+        Columns.REWARDS: torch.tensor([1.0, 0.0, 0.0, 0.0]),
+        Columns.INTRINSIC_REWARDS: torch.tensor([0.5, 0.0, 0.0, 0.0]),
+        Columns.LOSS_MASK: torch.tensor([True, False, True, False]),
+        "ext_v": torch.tensor([0.0, 10.0, 0.0, 2.0]),
+        "int_v": torch.tensor([0.0, 1.0, 0.0, 0.0]),
     }}  # fmt: skip
     TwoHeadedGeneralAdvantageEstimation(gamma=0.9, int_gamma=0.5, lambda_=1.0, ext_coeff=1.0,
                                         int_coeff=0.5)(
