@@ -12,7 +12,7 @@ def keys_of(memo: WindowMemo, states: list[str], windows: list[list[int]],
     """Window keys for windows given as indices into ``states`` (-1: padding)."""
     ids = memo.state_ids(states)
     index = np.asarray(windows)
-    slots = np.where(index >= 0, ids[np.clip(index, 0, None)], -1)
+    slots = memo.window_slots(ids, index)
     return memo.window_keys(slots, np.asarray(actions))
 
 
@@ -55,3 +55,9 @@ def test_a_full_memo_clears_both_tables_so_reused_ids_never_find_old_values():
 def test_capacity_must_be_positive():
     with pytest.raises(ValueError, match="capacity must be >= 1"):
         WindowMemo(capacity=0)
+
+
+def test_padding_keeps_its_own_slot_apart_from_the_first_state():
+    # Clipping -1 to row 0 alone would give padding the first state's id.
+    slots = WindowMemo.window_slots(np.array([5, 7]), np.array([[-1, 0], [0, 0], [-1, 1]]))
+    assert slots.tolist() == [[-1, 5], [5, 5], [-1, 7]]

@@ -47,6 +47,12 @@ class WindowMemo:
         return np.fromiter((ids.setdefault(s, len(ids)) for s in states), np.int64)
 
     @staticmethod
+    def window_slots(ids: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """(N, H) state ids of each window from its (N, H) rows into ``ids`` (-1: padding,
+        kept as -1 so that padding never shares a key with a state)."""
+        return np.where(index >= 0, ids[np.clip(index, 0, None)], -1)
+
+    @staticmethod
     def window_keys(slots: np.ndarray, actions: np.ndarray) -> list[bytes]:
         """One key per window from its (N, H) state ids (-1: padding) and (N, H) action ids."""
         rows = np.ascontiguousarray(np.concatenate([slots, actions], axis=1), np.int64)

@@ -261,7 +261,7 @@ class GoalPotential:
         memo = self._memo
         memo.start_batch()
         ids = memo.state_ids(captions)
-        slots = np.where(index >= 0, ids[np.clip(index, 0, None)], -1)
+        slots = memo.window_slots(ids, index)
         values, missing = memo.lookup(memo.window_keys(slots, actions))
         if missing:
             first = np.fromiter((rows[0] for rows in missing.values()), np.int64)
