@@ -78,18 +78,29 @@ def is_built(folder: Path) -> bool:
     return (folder / DONE).is_file()
 
 
+#: What a build records about itself rather than what a run loads: BK-Code's round-by-round
+#: log names the dataset episodes it showed the labeler by their random ids, so it differs on
+#: every build even when the code it chose does not.
+BUILD_LOGS = frozenset({DONE, "history.json"})
+#: JSON keys that are the moment of a build, not its content.
+BUILD_TIME_KEYS = frozenset({"created_at", "finished_at"})
+
+
 def artifact_fingerprint(folder: Path) -> str:
     """A digest of what a build made, so that two builds (on two machines, or after a cache
     was lost) can be told apart or shown equal: every file's name and bytes in name order,
-    leaving out ``DONE.json`` and the timings a JSON file records (keys ``seconds*``), which
-    differ on every build. For a dataset, use :func:`dataset_fingerprint`."""
+    leaving out the build's logs (:data:`BUILD_LOGS`), and from a JSON file its timings (keys
+    ``seconds*``) and timestamps (:data:`BUILD_TIME_KEYS`), which differ on every build. For a
+    dataset, use :func:`dataset_fingerprint`."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.name != DONE):
+    for path in sorted(p for p in Path(folder).rglob("*")
+                       if p.is_file() and p.name not in BUILD_LOGS):  # fmt: skip
         data = path.read_bytes()
         if path.suffix == ".json":
             facts = json.loads(data)
             if isinstance(facts, dict):
-                facts = {k: v for k, v in facts.items() if not k.startswith("seconds")}
+                facts = {k: v for k, v in facts.items()
+                         if not k.startswith("seconds") and k not in BUILD_TIME_KEYS}  # fmt: skip
             data = json.dumps(facts, sort_keys=True).encode()
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + data + b"\0")
     return digest.hexdigest()[:16]

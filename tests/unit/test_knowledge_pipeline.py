@@ -194,6 +194,20 @@ def test_artifact_fingerprint_ignores_build_timings_and_done_but_not_content(tmp
     assert first != build(tmp_path / "c", b"\x01\x03", 4.0)  # other weights
 
 
+
+def test_artifact_fingerprint_of_bk_code_is_its_code_and_settings_not_its_build_log(tmp_path):
+    # BK-Code's writer stamps meta.json with the time and logs dataset episodes by random id.
+    def build(folder, code, created, episode):
+        folder.mkdir()
+        (folder / "code-final.py").write_text(code)
+        (folder / "meta.json").write_text(f'{{"horizon": 5, "created_at": "{created}"}}')
+        (folder / "history.json").write_text(f'[{{"round": 1, "segments": ["{episode}"]}}]')
+        return artifacts.artifact_fingerprint(folder)
+
+    first = build(tmp_path / "a", "def f(w): return 0.0", "2026-11-27T04:20", "9f1c")
+    assert first == build(tmp_path / "b", "def f(w): return 0.0", "2026-11-28T10:04", "e4db")
+    assert first != build(tmp_path / "c", "def f(w): return 1.0", "2026-11-27T04:20", "9f1c")
+
 def test_knowledge_show_prints_each_built_folders_fingerprint(task, tmp_path, capsys, monkeypatch):
     from rl_bk.cli import main
     from rl_bk.knowledge.dataset import write_episodes
