@@ -14,6 +14,7 @@ import pytest
 from env_registry.babyai.oracle import parse_mission
 from rl_bk.algorithms.bk_ppo.code.descriptions import SIGNATURE, describe_env, window_records
 from rl_bk.algorithms.bk_ppo.code.potential import CodePotential
+from rl_bk.algorithms.bk_ppo.code.sandbox import Sandbox
 from rl_bk.algorithms.bk_ppo.code.writer import FALLBACK_CODE, write_potential_code
 from rl_bk.knowledge.trajectory import Chunk, windows
 from rl_bk.labeling.backends.base import BackendError
@@ -201,7 +202,7 @@ def test_windows_alike_but_for_their_actions_are_scored_apart():
     potential.close()
 
 
-def test_code_potential_survives_failures_at_rl_time(caplog):
+def test_code_potential_survives_failures_at_rl_time(caplog, monkeypatch):
     sneaky = f"{SIGNATURE}:\n    open('/tmp/bk-code-was-here', 'w')\n    return 1.0\n"
     potential = CodePotential(sneaky, family="babyai", time_limit_s=2.0)
     with caplog.at_level(logging.WARNING):
@@ -220,10 +221,21 @@ def test_code_potential_survives_failures_at_rl_time(caplog):
     assert potential([toward_red_ball()])[0].tolist() == [1.0] * 7 and potential.errors == 1
     potential.close()
 
+    # Code that cannot define the function is loaded once: a new sandbox per batch would cost
+    # a process start on every train batch of the trial.
+    loads = []
+    load = Sandbox.load
+
+    def counted_load(sandbox, *args, **kwargs):
+        loads.append(args)
+        return load(sandbox, *args, **kwargs)
+
+    monkeypatch.setattr(Sandbox, "load", counted_load)
     broken = CodePotential("def nothing():\n    pass\n", family="babyai")
     broken([wandering()])
-    broken([wandering()])  # not retried: it cannot define the function
+    broken([wandering()])
     assert broken.errors == 2 and "no function named" in broken.last_error
+    assert len(loads) == 1
 
 
 def test_code_potential_pickles_without_its_sandbox():
