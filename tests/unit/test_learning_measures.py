@@ -32,6 +32,24 @@ def test_last_evaluation_short_of_the_budget_counts_within_the_tolerance():
     assert value_at_budget(curve, 300, tolerance=20) == 0.9
 
 
+
+def test_a_point_exactly_one_tolerance_short_of_the_budget_completes_the_curve():
+    # The tolerance is one evaluation interval: a run evaluated every 100 steps whose last
+    # evaluation falls 100 steps before the budget has covered it.
+    curve = [(100.0, 0.2), (200.0, 0.6)]
+    assert normalised_area(curve, 300, tolerance=100).complete
+    assert value_at_budget(curve, 300, tolerance=100) == 0.6
+    assert not normalised_area(curve, 300, tolerance=99).complete
+
+
+def test_points_out_of_order_are_read_in_env_step_order():
+    # The value at the budget is the point with the most env steps up to it, not the last
+    # listed nor the best.
+    curve = [(300.0, 0.5), (100.0, 0.9), (200.0, 0.1)]
+    area = normalised_area(curve, 300, tolerance=50)
+    assert area.last_step == 300.0 and area.complete
+    assert value_at_budget(curve, 300, tolerance=50) == 0.5
+
 def test_curve_that_stops_before_the_budget_is_flagged_incomplete():
     curve = [(100.0, 0.1), (200.0, 0.4)]
     area = normalised_area(curve, 300, tolerance=50)
@@ -47,6 +65,12 @@ def test_curve_with_no_point_before_the_budget_has_no_area():
 
 def test_curve_points_skip_reports_without_an_evaluation():
     assert curve_points([1, 2, 3, 4], [None, 0.5, float("nan"), 0.7]) == [(2.0, 0.5), (4.0, 0.7)]
+
+
+def test_curve_points_refuse_columns_of_different_lengths():
+    # A progress column cut short would otherwise pair values with the wrong env steps.
+    with pytest.raises(ValueError):
+        curve_points([1, 2, 3], [0.5, 0.7])
 
 
 def test_paired_difference_uses_only_the_seeds_both_have():
@@ -75,6 +99,15 @@ def test_interval_of_mixed_differences_contains_zero_and_is_reproducible():
     assert paired_difference(method, baseline).ci == d.ci  # fixed random state
 
 
+def test_two_shared_seeds_give_an_interval_spanning_their_differences():
+    from bench.learning_measures import interval_text
+
+    d = paired_difference({0: 0.5, 1: 0.3}, {0: 0.4, 1: 0.8})  # +0.1, -0.5
+    low, high = d.ci
+    assert low == pytest.approx(-0.5) and high == pytest.approx(0.1)  # 4 resamples: ends
+    assert interval_text(d) == "[−0.500, +0.100]"  # as the tables print it, low end first
+
+
 def test_a_single_shared_seed_gives_no_interval():
     d = paired_difference({0: 0.7, 1: 0.8}, {1: 0.5, 2: 0.1})
     assert d.seeds == [1]
@@ -97,7 +130,21 @@ def test_unpaired_difference_compares_means_of_groups_that_share_no_seeds():
     low, high = d.ci
     assert 0.0 <= low <= d.mean <= high <= 0.2 + 1e-12  # resampled within the observed range
     assert unpaired_difference([0.5], [0.1, 0.2]).ci is None  # one run: no interval
+    assert unpaired_difference([0.1, 0.2], [0.5]).ci is None  # on either side
+    two = unpaired_difference([0.1, 0.3], [0.0, 0.0])  # two runs a side: an interval
+    assert two.ci == pytest.approx((0.1, 0.3))
     assert math.isnan(unpaired_difference([], [0.1]).mean)
+
+
+def test_pooled_difference_resamples_a_task_of_two_seeds():
+    from bench.learning_measures import pooled_difference
+
+    two = paired_difference({0: 0.5, 1: 0.9}, {0: 0.4, 1: 0.4})  # +0.1, +0.5
+    one = paired_difference({0: 0.3}, {0: 0.1})  # +0.2, fixed in every resample
+    d = pooled_difference({"a": two, "b": one})
+    assert d.mean == pytest.approx(0.25)
+    low, high = d.ci
+    assert low == pytest.approx(0.15) and high == pytest.approx(0.35)
 
 
 def test_pooled_difference_weighs_tasks_equally_and_resamples_seeds_within_each():
