@@ -75,20 +75,34 @@ def test_the_goal_counts_a_task_only_when_every_seed_is_above_ppo():
     assert tally["bk-code"]["budget"] is None
 
 
+def test_a_seed_that_ties_ppo_keeps_the_task_from_counting():
+    # Both at the floor on one seed (both 0.0 greedy success, common on a hard task): the
+    # interval's lower end is exactly zero, which is not above it.
+    trials: dict = {}
+    _study(trials, "purpleball-s23", 500_000, [0.0, 0.2, 0.2], bk_code=[0.0, 0.4, 0.4],
+           bk_pref=[0.0, 0.2, 0.2])
+    tally = study.goal_tally(trials)
+    assert tally["bk-code"]["decided"] == ["purpleball-s23"] and tally["bk-code"]["above"] == []
+    assert tally["bk-code"]["mean_above_zero"] == ["purpleball-s23"]
+    assert tally["bk-pref"]["mean_above_zero"] == []  # a mean of exactly zero is not above
+
+
 def test_the_goal_is_decided_when_it_can_no_longer_change():
     trials: dict = {}
-    for name in study.TRANSFER[:4]:  # bk-code above on 3, bk-pref on none of four
-        above = name != study.TRANSFER[3]
-        _study(trials, name, 500_000, [0.2] * 3, bk_code=[0.5 if above else 0.1] * 3,
-               bk_pref=[0.1] * 3)
+    for i, name in enumerate(study.TRANSFER[:4]):  # above ppo on: bk-code 3, bk-pref none,
+        _study(trials, name, 500_000, [0.2] * 3,  # bk-goal the first only
+               bk_code=[0.5 if i < 3 else 0.1] * 3, bk_pref=[0.1] * 3,
+               bk_goal=[0.5 if i == 0 else 0.1] * 3)  # fmt: skip
     tally = study.goal_tally(trials)
     assert tally["bk-code"]["verdict"] == "open"  # the 5M study is still to come
     assert tally["bk-pref"]["verdict"] == "not met"  # at most 2 of 6 now
+    assert tally["bk-goal"]["verdict"] == "open"  # 3 of 6 still possible, just
     _study(trials, study.BUDGET_STUDY, 5_000_000, [0.5] * 3, bk_code=[0.6] * 3,
-           bk_pref=[0.6] * 3)
+           bk_pref=[0.6] * 3, bk_goal=[0.4] * 3)
     tally = study.goal_tally(trials)
     assert tally["bk-code"]["verdict"] == "met" and tally["bk-code"]["budget"] is True
     assert tally["bk-pref"]["verdict"] == "not met"
+    assert tally["bk-goal"]["verdict"] == "not met" and tally["bk-goal"]["budget"] is False
     (line,) = [x for x in study.goal_lines(trials) if x.startswith("| bk-code")]
     assert "| 4 of 6 | 3 (" in line and line.endswith("| yes | met |")
 
