@@ -3,7 +3,10 @@ runs once, in the layout the plan says, on the narrowed task."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+
+import pytest
 
 from bench import bk_budget_transfer as study
 
@@ -45,6 +48,41 @@ def test_the_report_says_which_build_of_the_knowledge_each_trial_used():
     assert "ppo" not in line and blank == ""
     assert study.knowledge_lines("purplekey-s30", trials) == []
 
+
+
+def test_the_knowledge_a_run_used_is_read_from_its_knowledge_json(tmp_path):
+    from rl_bk.experiments.artifacts import DONE, artifact_fingerprint
+
+    assert study.knowledge_used(tmp_path) == {}  # a run without bk-* trials
+    built, gone = tmp_path / "built", tmp_path / "gone"
+    built.mkdir()
+    (built / "model.pt").write_bytes(b"\x01")
+    (built / DONE).write_text("{}")
+    (tmp_path / "knowledge.json").write_text(json.dumps({
+        "bk-code backend=oracle": {"path": str(gone), "fingerprint": "ab12",
+                                   "dataset_fingerprint": "ds01"},
+        "bk-pref backend=oracle": {"path": str(built)},  # recorded before fingerprints were
+        "bk-goal backend=oracle": {"path": str(gone)},  # the same, its cache not here
+    }))
+    assert study.knowledge_used(tmp_path) == {
+        "bk-code": {"fingerprint": "ab12", "dataset_fingerprint": "ds01"},
+        "bk-pref": {"fingerprint": artifact_fingerprint(built), "dataset_fingerprint": None}}
+
+
+def test_a_trial_short_of_its_env_steps_is_refused_by_name(monkeypatch, tmp_path):
+    from rl_bk import metrics as M
+
+    def curves(label, seed, last):
+        return {"label": label, "seed": seed,
+                "progress": {M.ENV_STEPS: [None, 1024.0, last]}, "restored_from": []}
+
+    found = [curves("ppo extrinsic_coeff=10.0", 0, 500_000.0),
+             curves("bk-code backend=oracle", 0, 500_594.0)]
+    monkeypatch.setattr("bench.study.trial_curves", lambda run_dir, extra=(): found)
+    assert set(study.finished_trials(tmp_path, 500_000)) == {"ppo", "bk-code"}
+    found.append(curves("bk-pref backend=oracle", 2, 499_000.0))
+    with pytest.raises(SystemExit, match=r"bk-pref backend=oracle seed 2 .* stopped at 499,000"):
+        study.finished_trials(tmp_path, 500_000)
 
 def _flat(value: float, steps: int) -> dict:
     """A trial whose greedy success is ``value`` at every evaluation to ``steps``."""
