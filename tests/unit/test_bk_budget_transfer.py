@@ -169,7 +169,7 @@ def test_a_stored_curve_from_a_resumed_trial_is_cut_back_once_and_marked():
         "run_dir": "bench/runs/not-on-this-machine",
         "progress": {M.ENV_STEPS: steps, M.EVAL_SUCCESS_RATE: greedy}}}
     (line,) = study.drop_superseded_reports(trials)
-    assert line.startswith("redkey-s23/ppo/1: stored curve cut back")
+    assert line == "redkey-s23/ppo/1: stored curve cut back by env steps: run folder not here"
     kept = trials[study.trial_id("redkey-s23", "ppo", 1)]["progress"]
     assert kept[M.ENV_STEPS] == [20_000, 40_000, 61_000, 81_000, 101_000]
     assert kept[M.EVAL_SUCCESS_RATE] == [0.1, 0.2, 0.3, 0.4, 0.5]
@@ -182,6 +182,26 @@ def test_a_stored_curve_from_a_resumed_trial_is_cut_back_once_and_marked():
     text, _ = study.resumed_lines("redkey-s23", trials)
     assert "; bk-goal seed 0 (from 38,912, 265,000 env steps)." in text
     assert "bk-code" not in text
+
+
+def test_a_resumed_trial_whose_run_folder_is_here_is_read_again_from_it(monkeypatch, tmp_path):
+    from rl_bk import metrics as M
+
+    read = []
+    fresh = {M.ENV_STEPS: [20_000, 40_000, 61_000], M.EVAL_SUCCESS_RATE: [0.1, 0.2, 0.3]}
+
+    def finished_trials(run_dir, steps):
+        read.append((run_dir, steps))
+        return {"bk-goal": {"progress": fresh, "restored_from": [40_000.0]}}
+
+    monkeypatch.setattr(study, "finished_trials", finished_trials)
+    key = study.trial_id("purplekey-s25", "bk-goal", 2)
+    trials = {key: {"run_dir": str(tmp_path), "progress": {
+        M.ENV_STEPS: [20_000, 40_000, 60_000, 41_000], M.EVAL_SUCCESS_RATE: [0.1] * 4}}}
+    assert study.drop_superseded_reports(trials) == [
+        f"{key}: curve read again from its run folder"]
+    assert read == [(tmp_path, 500_000)]  # checked against the study's own env steps
+    assert trials[key]["progress"] == fresh and trials[key]["restored_from"] == [40_000.0]
 
 
 def test_what_the_goal_can_detect_uses_the_spread_of_complete_transfer_tasks_only():
