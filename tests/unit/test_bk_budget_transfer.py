@@ -204,6 +204,26 @@ def test_a_resumed_trial_whose_run_folder_is_here_is_read_again_from_it(monkeypa
     assert trials[key]["progress"] == fresh and trials[key]["restored_from"] == [40_000.0]
 
 
+def test_where_each_trial_went_on_from_is_read_once_per_run_folder(monkeypatch, tmp_path):
+    read = []
+
+    def finished_trials(run_dir, steps):
+        read.append((run_dir, steps))
+        return {"ppo": {"restored_from": []}, "bk-code": {"restored_from": [40_960.0]}}
+
+    monkeypatch.setattr(study, "finished_trials", finished_trials)
+    pair = {"run_dir": str(tmp_path)}
+    trials = {study.trial_id("redkey-s28", "ppo", 0): dict(pair),
+              study.trial_id("redkey-s28", "bk-code", 0): dict(pair),
+              study.trial_id("redkey-s28", "bk-pref", 0): {**pair, "restored_from": []},
+              study.trial_id("redkey-s28", "bk-goal", 0): {"run_dir": str(tmp_path / "gone")}}
+    assert study.note_restores(trials) == ["redkey-s28/bk-code/0"]
+    assert read == [(tmp_path, 500_000)]  # the pair's folder read once, for both trials
+    assert trials["redkey-s28/bk-code/0"]["restored_from"] == [40_960.0]
+    assert trials["redkey-s28/ppo/0"]["restored_from"] == []
+    assert "restored_from" not in trials["redkey-s28/bk-goal/0"]  # its folder is not here
+
+
 def test_what_the_goal_can_detect_uses_the_spread_of_complete_transfer_tasks_only():
     trials: dict = {}
     # bk-code minus ppo: 0.1, 0.2, 0.3 (deviations −0.1, 0, +0.1); bk-pref: 0, 0, 0
