@@ -48,9 +48,10 @@ SEEDS = [0, 1, 2]
 SWEEP = {"ppo": {"extrinsic_coeff": [10.0]}, "bk-code": {"include_mission": [False]},
          "bk-pref": {"include_mission": [False]}, "bk-goal": {"include_mission": [False]}}
 #: (study, task file, env steps, budgets, trials at once): run in this order, the transfer
-#: suite first (each of its tasks is decided within a session or two; the 5M study takes
-#: about 19 hours). Every trial runs two at a time, 1 CPU each: 1.89 x the env steps/s of one
-#: trial alone on 2 CPUs, 1.37 x one alone with its learner on 2 threads
+#: suite first (each of its tasks is decided within a session or two; each of the 5M study's
+#: six pairs takes 5 to 8 hours, at the ~270 and ~170 env steps/s a trial measured on the two
+#: machines the suite has run on). Every trial runs two at a time, 1 CPU each: 1.89 x the env
+#: steps/s of one trial alone on 2 CPUs, 1.37 x one alone with its learner on 2 threads
 #: (bench/results/bk_layout.md). A pair cut by a session's end resumes from its checkpoints
 #: (every 25 iterations, about 2 minutes) when the command runs again on the same machine.
 STUDIES = [

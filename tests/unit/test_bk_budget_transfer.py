@@ -156,6 +156,10 @@ def test_the_pooled_reading_takes_only_complete_transfer_tasks():
     # (0.1 + 0.1 − 0.1) / 3 on purpleball-s23 and 0.2 on redkey-s23: their mean, 0.117
     assert row.startswith("| bk-code | greedy area | 2 | 5 of 6 | +0.117 | [")
     assert not [x for x in lines if x.startswith("| bk-pref")]  # no bk-pref trial at all
+    # a seed tied with ppo (both at the floor) is not counted as above it
+    _study(trials, "purpleball-s28", 500_000, [0.0] * 3, bk_goal=[0.0, 0.1, 0.1])
+    (row,) = [x for x in study.pooled_lines(trials) if x.startswith("| bk-goal | greedy area")]
+    assert row.startswith("| bk-goal | greedy area | 1 | 2 of 3 | +0.067 | [")
     assert study.pooled_lines({}) == []
 
 
@@ -236,4 +240,6 @@ def test_what_the_goal_can_detect_uses_the_spread_of_complete_transfer_tasks_onl
     assert "differences, 0.071 (4 degrees of freedom, 2 method-task groups" in text
     assert "ppo's greedy area on those tasks: 0.200 on average (3 runs)" in text
     assert "| 0 (no effect) | 0.12 | 0.03 |" in text  # 1/8 a task; 3 of 6 at 1/8
+    # Φ(0.1 / 0.0707)³ = 0.921³ = 0.782 a task; at least 3 of 6 tasks at 0.782: 0.977
+    assert "| +0.100 | 0.78 | 0.98 |" in text
     assert study.detection_lines({}) == []
