@@ -49,7 +49,6 @@ def test_the_report_says_which_build_of_the_knowledge_each_trial_used():
     assert study.knowledge_lines("purplekey-s30", trials) == []
 
 
-
 def test_the_knowledge_a_run_used_is_read_from_its_knowledge_json(tmp_path):
     from rl_bk.experiments.artifacts import DONE, artifact_fingerprint
 
@@ -83,6 +82,7 @@ def test_a_trial_short_of_its_env_steps_is_refused_by_name(monkeypatch, tmp_path
     found.append(curves("bk-pref backend=oracle", 2, 499_000.0))
     with pytest.raises(SystemExit, match=r"bk-pref backend=oracle seed 2 .* stopped at 499,000"):
         study.finished_trials(tmp_path, 500_000)
+
 
 def _flat(value: float, steps: int) -> dict:
     """A trial whose greedy success is ``value`` at every evaluation to ``steps``."""
@@ -243,3 +243,44 @@ def test_what_the_goal_can_detect_uses_the_spread_of_complete_transfer_tasks_onl
     # Φ(0.1 / 0.0707)³ = 0.921³ = 0.782 a task; at least 3 of 6 tasks at 0.782: 0.977
     assert "| +0.100 | 0.78 | 0.98 |" in text
     assert study.detection_lines({}) == []
+
+
+def _trial(label: str, greedy: list[float], sampled: list[float], training: list[float]) -> dict:
+    """Evaluated every 20k env steps up to 100k."""
+    from rl_bk import metrics as M
+
+    return {"label": label, "progress": {
+        M.ENV_STEPS: [20_000, 40_000, 60_000, 80_000, 100_000], M.EVAL_SUCCESS_RATE: greedy,
+        M.EVAL_SAMPLED_SUCCESS_RATE: sampled, M.SUCCESS_RATE: training}}
+
+
+def test_a_study_table_reads_each_measure_at_its_budgets_and_pairs_bk_with_ppo_by_seed():
+    ppo, code = "ppo extrinsic_coeff=10.0", "bk-code backend=oracle"
+    trials = {
+        study.trial_id("redkey-s28", "ppo", 0): _trial(ppo, [0.0, 0.2, 0.4, 0.6, 0.8],
+                                                     [0.5] * 5, [0.6] * 5),
+        study.trial_id("redkey-s28", "ppo", 1): _trial(ppo, [0.2] * 5, [0.5] * 5, [0.6] * 5),
+        study.trial_id("redkey-s28", "bk-code", 0): _trial(code, [0.2, 0.4, 0.9, 0.9, 1.0],
+                                                           [0.7] * 5, [0.6] * 5),
+        study.trial_id("redkey-s28", "bk-code", 1): _trial(code, [0.2, 0.2, 0.2, 0.2, 0.3],
+                                                           [0.5] * 5, [0.4] * 5)}
+    lines = study.study_lines("redkey-s28", 100_000, [60_000, 100_000], trials)
+    assert lines[0] == "### redkey-s28 (100,000 env steps)"
+    assert lines[2] == ("| variant | seeds | greedy area | sampled area | training area | "
+                        "greedy @60k | greedy @100k | greedy steps to 0.9 |")
+    # greedy areas: ppo 2.0/5 = 0.40 and 1.0/5 = 0.20; bk-code 3.4/5 = 0.68 and 1.1/5 = 0.22
+    assert lines[4] == ("| ppo extrinsic_coeff=10.0 | 2 | 0.30 ± 0.14 | 0.50 ± 0.00 | "
+                        "0.60 ± 0.00 | 0.30 ± 0.14 | 0.50 ± 0.42 | never, never |")
+    assert lines[5] == ("| bk-code backend=oracle | 2 | 0.45 ± 0.33 | 0.60 ± 0.14 | "
+                        "0.50 ± 0.14 | 0.55 ± 0.49 | 0.65 ± 0.49 | 60k, never |")
+    paired = {line.split(" | ")[1]: line for line in lines if line.startswith("| bk-code |")}
+    # seed by seed: 0.68 − 0.40 and 0.22 − 0.20; two seeds resample to three means
+    assert paired["greedy area"].endswith("| +0.280, +0.020 | +0.150 | [+0.020, +0.280] |")
+    assert paired["sampled area"].endswith("| +0.200, +0.000 | +0.100 | [+0.000, +0.200] |")
+    assert paired["training area"].endswith("| +0.000, −0.200 | −0.100 | [−0.200, +0.000] |")
+    # no paired table without ppo or without a bk-*; a study with no trial is not run yet
+    for method in ("ppo", "bk-code"):
+        alone = {k: v for k, v in trials.items() if f"/{method}/" in k}
+        assert not [x for x in study.study_lines("redkey-s28", 100_000, [100_000], alone)
+                    if x.startswith("Paired")]
+    assert study.study_lines("purplekey-s30", 500_000, [500_000], trials)[2] == "Not run yet."
