@@ -119,6 +119,33 @@ def test_rllib_loss_is_unchanged_by_default():
     assert (loss - other).item() == pytest.approx(0.5 * (rllib_v - cleanrl_v).item(), rel=1e-4)
 
 
+def test_rllib_value_loss_with_minibatch_advantages_is_rllib_formula_on_normalised_advantages():
+    """RLlib's value loss (the squared error, clipped at ``vf_clip_param``) with CleanRL's
+    per-minibatch advantage normalisation: rl-bk's loss, not RLlib's, which has no such
+    option. A value target far off makes the clip act on one row."""
+    learner = bk_config(advantage_normalization="minibatch", vf_clip_param=3.0).build_learner()
+    module = learner.module[DEFAULT_MODULE_ID].unwrapped()
+    batch = tiny_batch(module)
+    batch[Postprocessing.VALUE_TARGETS][0] = 4.0
+    fwd = module.forward_train(batch)
+    loss = learner.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=learner.config,
+                                           batch=batch, fwd_out=fwd)  # fmt: skip
+
+    real = batch[Columns.LOSS_MASK]
+    logits = fwd[Columns.ACTION_DIST_INPUTS][real]
+    logp_new = torch.log_softmax(logits, -1).gather(1, batch[Columns.ACTIONS][real, None])[:, 0]
+    ratio = torch.exp(logp_new - batch[Columns.ACTION_LOGP][real])
+    a = batch[Postprocessing.ADVANTAGES][real]
+    a = (a - a.mean()) / (a.std() + 1e-8)
+    pg = torch.max(-a * ratio, -a * torch.clamp(ratio, 0.9, 1.1)).mean()
+    v = module.compute_values(batch, embeddings=fwd[Columns.EMBEDDINGS])[real]
+    squared = (v - batch[Postprocessing.VALUE_TARGETS][real]) ** 2
+    assert squared[0] > 3.0 and (squared[1:] < 3.0).all()  # the clip acts on row 0 only
+    v_loss = torch.clamp(squared, 0.0, 3.0).mean()
+    entropy = torch.distributions.Categorical(logits=logits).entropy().mean()
+    assert loss.item() == pytest.approx((pg + 0.5 * v_loss - 0.01 * entropy).item(), rel=1e-5)
+
+
 def test_adam_epsilon_reaches_the_optimiser():
     learner = bk_config(adam_epsilon=1e-5).build_learner()
     (optimizer,) = [o for _, o in learner.get_optimizers_for_module(DEFAULT_MODULE_ID)]
