@@ -80,11 +80,9 @@ def loss_on_tiny_batch(learner):
     return loss, module, batch, fwd
 
 
-def test_cleanrl_loss_is_bk_formula():
-    learner = bk_config(value_loss="cleanrl", advantage_normalization="minibatch").build_learner()
-    loss, module, batch, fwd = loss_on_tiny_batch(learner)
-
-    # BK's train_rs.py, on the five real rows
+def policy_terms_by_hand(batch, fwd):
+    """BK's ``train_rs.py`` on the real rows: the clipped surrogate (clip 0.1) on advantages
+    normalised over the minibatch, and the mean entropy."""
     real = batch[Columns.LOSS_MASK]
     logits = fwd[Columns.ACTION_DIST_INPUTS][real]
     logp_new = torch.log_softmax(logits, -1).gather(1, batch[Columns.ACTIONS][real, None])[:, 0]
@@ -92,11 +90,21 @@ def test_cleanrl_loss_is_bk_formula():
     a = batch[Postprocessing.ADVANTAGES][real]
     a = (a - a.mean()) / (a.std() + 1e-8)
     pg = torch.max(-a * ratio, -a * torch.clamp(ratio, 0.9, 1.1)).mean()
+    entropy = torch.distributions.Categorical(logits=logits).entropy().mean()
+    return pg, entropy
+
+
+def test_cleanrl_loss_is_bk_formula():
+    learner = bk_config(value_loss="cleanrl", advantage_normalization="minibatch").build_learner()
+    loss, module, batch, fwd = loss_on_tiny_batch(learner)
+
+    # BK's train_rs.py, on the five real rows
+    pg, entropy = policy_terms_by_hand(batch, fwd)
+    real = batch[Columns.LOSS_MASK]
     v = module.compute_values(batch, embeddings=fwd[Columns.EMBEDDINGS])[real]
     v_old, ret = batch[Columns.VF_PREDS][real], batch[Postprocessing.VALUE_TARGETS][real]
     v_clipped = v_old + torch.clamp(v - v_old, -0.1, 0.1)
     v_loss = 0.5 * torch.max((v - ret) ** 2, (v_clipped - ret) ** 2).mean()
-    entropy = torch.distributions.Categorical(logits=logits).entropy().mean()
     expected = pg - 0.01 * entropy + 0.5 * v_loss
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
 
@@ -131,18 +139,12 @@ def test_rllib_value_loss_with_minibatch_advantages_is_rllib_formula_on_normalis
     loss = learner.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=learner.config,
                                            batch=batch, fwd_out=fwd)  # fmt: skip
 
+    pg, entropy = policy_terms_by_hand(batch, fwd)
     real = batch[Columns.LOSS_MASK]
-    logits = fwd[Columns.ACTION_DIST_INPUTS][real]
-    logp_new = torch.log_softmax(logits, -1).gather(1, batch[Columns.ACTIONS][real, None])[:, 0]
-    ratio = torch.exp(logp_new - batch[Columns.ACTION_LOGP][real])
-    a = batch[Postprocessing.ADVANTAGES][real]
-    a = (a - a.mean()) / (a.std() + 1e-8)
-    pg = torch.max(-a * ratio, -a * torch.clamp(ratio, 0.9, 1.1)).mean()
     v = module.compute_values(batch, embeddings=fwd[Columns.EMBEDDINGS])[real]
     squared = (v - batch[Postprocessing.VALUE_TARGETS][real]) ** 2
     assert squared[0] > 3.0 and (squared[1:] < 3.0).all()  # the clip acts on row 0 only
     v_loss = torch.clamp(squared, 0.0, 3.0).mean()
-    entropy = torch.distributions.Categorical(logits=logits).entropy().mean()
     assert loss.item() == pytest.approx((pg + 0.5 * v_loss - 0.01 * entropy).item(), rel=1e-5)
 
 
