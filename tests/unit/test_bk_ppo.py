@@ -70,10 +70,12 @@ def tiny_batch(module, n=6, seed=0):
     }  # fmt: skip
 
 
-def loss_on_tiny_batch(learner):
-    """(the learner's loss on a tiny batch, its module, the batch, the forward output)."""
+def loss_on_tiny_batch(learner, edit_batch=lambda batch: None):
+    """(the learner's loss on a tiny batch, its module, the batch, the forward output);
+    ``edit_batch`` changes the batch in place before the loss is taken."""
     module = learner.module[DEFAULT_MODULE_ID].unwrapped()
     batch = tiny_batch(module)
+    edit_batch(batch)
     fwd = module.forward_train(batch)
     loss = learner.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=learner.config,
                                            batch=batch, fwd_out=fwd)  # fmt: skip
@@ -132,13 +134,11 @@ def test_rllib_value_loss_with_minibatch_advantages_is_rllib_formula_on_normalis
     per-minibatch advantage normalisation: rl-bk's loss, not RLlib's, which has no such
     option. A value target far off makes the clip act on one row."""
     learner = bk_config(advantage_normalization="minibatch", vf_clip_param=3.0).build_learner()
-    module = learner.module[DEFAULT_MODULE_ID].unwrapped()
-    batch = tiny_batch(module)
-    batch[Postprocessing.VALUE_TARGETS][0] = 4.0
-    fwd = module.forward_train(batch)
-    loss = learner.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=learner.config,
-                                           batch=batch, fwd_out=fwd)  # fmt: skip
 
+    def far_target(batch):
+        batch[Postprocessing.VALUE_TARGETS][0] = 4.0
+
+    loss, module, batch, fwd = loss_on_tiny_batch(learner, far_target)
     pg, entropy = policy_terms_by_hand(batch, fwd)
     real = batch[Columns.LOSS_MASK]
     v = module.compute_values(batch, embeddings=fwd[Columns.EMBEDDINGS])[real]
