@@ -9,7 +9,13 @@ RL module plays ``--episodes`` episodes of the trial's task env (fixed reset see
 carries, and the grid (which a pick-up changes); a greedy policy is a function of the
 observation, which is a function of that state, so once a state comes back within an episode
 the greedy agent cycles until the time limit. Reported: success of both policies, and of the
-failed greedy episodes the share that came back to a state (a loop).
+failed greedy episodes the share that came back to a state (a loop) and the share in which the
+target (an object the mission names) was never in the agent's view: the agent never sees the
+mission, so a failure that never saw the target is a failed search, and one that saw it a
+failed approach.
+
+``--out`` names the folder the table and JSON go to (``bench/results`` by default), so that a
+check of other trials keeps the earlier table.
 """
 
 from __future__ import annotations
@@ -34,12 +40,17 @@ def play(env, module, seed: int, greedy: bool, rng) -> dict:
 
     obs, _ = env.reset(seed=seed)
     level, seen, looped, actions = env.unwrapped.level, set(), False, Counter()
+    targets, saw_target = level.instrs.desc.obj_set, False
     while True:
         # The whole state: the agent, what it carries and the grid (a pick-up changes it).
         state = (tuple(level.agent_pos), int(level.agent_dir), repr(level.carrying),
                  level.grid.encode().tobytes())  # fmt: skip
         looped |= state in seen
         seen.add(state)
+        # A carried target has cur_pos (-1, -1); it was seen to be picked up.
+        saw_target = saw_target or any(
+            obj.cur_pos is not None and obj.cur_pos[0] >= 0 and level.agent_sees(*obj.cur_pos)
+            for obj in targets)  # fmt: skip
         with torch.no_grad():
             logits = module.forward_inference({Columns.OBS: torch.as_tensor(obs[None])})[
                 Columns.ACTION_DIST_INPUTS][0].numpy()  # fmt: skip
@@ -52,7 +63,7 @@ def play(env, module, seed: int, greedy: bool, rng) -> dict:
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             return {"success": bool(info.get("success")), "looped": looped,
-                    "actions": dict(actions)}
+                    "saw_target": saw_target, "actions": dict(actions)}  # fmt: skip
 
 
 def check_run(run: Path, episodes: int) -> dict:
@@ -77,7 +88,11 @@ def check_run(run: Path, episodes: int) -> dict:
             "greedy_success": sum(g["success"] for g in greedy) / episodes,
             "sampled_success": sum(s["success"] for s in sampled) / episodes,
             "greedy_failed": len(failed),
-            "greedy_failed_looped": sum(g["looped"] for g in failed)}  # fmt: skip
+            "greedy_failed_looped": sum(g["looped"] for g in failed),
+            "greedy_failed_never_saw_target": sum(not g["saw_target"] for g in failed),
+            "sampled_failed": sum(not s["success"] for s in sampled),
+            "sampled_failed_never_saw_target": sum(not s["saw_target"] and not s["success"]
+                                                   for s in sampled)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,16 +110,22 @@ def main(argv: list[str] | None = None) -> int:
              f"{args.episodes} episodes per policy from reset seeds 10000 on. A greedy episode "
              "\"looped\" when it came back to a state it had been in (the agent's cell, "
              "direction and load, and the grid): from there a greedy agent repeats itself "
-             "until the time limit. Oracle-knowledge trials are marked as everywhere.", "",
+             "until the time limit. \"Never saw the target\": no object the mission names was "
+             "ever in the agent's view (a failed search, not a failed approach). "
+             "Oracle-knowledge trials are marked as everywhere.", "",
              "| trial | checkpoint | greedy success | sampled success | failed greedy episodes "
-             "| of which looped |", "|---|---|---|---|---|---|"]  # fmt: skip
+             "| of which looped | of which never saw the target | failed sampled episodes "
+             "| of which never saw the target |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         v = r["variant"]
         name = display_label(" ".join([v["method"], *(f"{k}={x}" for k, x in
                                                      sorted(v["params"].items()))]))  # fmt: skip
         lines.append(f"| {name} seed={r['seed']} | {r['checkpoint']} | {r['greedy_success']:.2f}"
                      f" | {r['sampled_success']:.2f} | {r['greedy_failed']} | "
-                     f"{r['greedy_failed_looped']} |")  # fmt: skip
+                     f"{r['greedy_failed_looped']} | {r['greedy_failed_never_saw_target']} | "
+                     f"{r['sampled_failed']} | "
+                     f"{r['sampled_failed_never_saw_target']} |")  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "greedy_loops.json").write_text(json.dumps(rows, indent=2))
     (args.out / "greedy_loops.md").write_text("\n".join(lines) + "\n")
