@@ -14,8 +14,8 @@ target (an object the mission names) was never in the agent's view: the agent ne
 mission, so a failure that never saw the target is a failed search, and one that saw it a
 failed approach.
 
-``--out`` names the folder the table and JSON go to (``bench/results`` by default), so that a
-check of other trials keeps the earlier table.
+``--name`` names the table and JSON (``bench/results/greedy_loops.{md,json}`` by default), so
+that a check of other trials keeps the earlier table.
 """
 
 from __future__ import annotations
@@ -100,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("runs", nargs="+", type=Path, help="trials' Tune folders")
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    p.add_argument("--name", default="greedy_loops", help="file name, without .md/.json")
     args = p.parse_args(argv)
     from rl_bk.experiments.results import display_label
 
@@ -127,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r['sampled_failed']} | "
                      f"{r['sampled_failed_never_saw_target']} |")  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "greedy_loops.json").write_text(json.dumps(rows, indent=2))
-    (args.out / "greedy_loops.md").write_text("\n".join(lines) + "\n")
+    (args.out / f"{args.name}.json").write_text(json.dumps(rows, indent=2))
+    (args.out / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
