@@ -474,7 +474,8 @@ def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
     if not seen:
         return []
     parts = [f"{method} {f'`{fp}`' if fp else 'not recorded (an earlier machine)'} "
-             f"(seeds {', '.join(s)})" for (method, fp), s in seen.items()]
+             f"(seed{'s' if len(s) > 1 else ''} {', '.join(s)})"
+             for (method, fp), s in seen.items()]
     return ["Knowledge each bk-* trial used (artifact fingerprint, "
             "`rl_bk.experiments.artifacts.artifact_fingerprint`): " + "; ".join(parts) + ".", ""]
 

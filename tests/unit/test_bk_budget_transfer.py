@@ -43,8 +43,8 @@ def test_the_report_says_which_build_of_the_knowledge_each_trial_used():
               study.trial_id("redkey-s23", "bk-pref", 2): {"knowledge": {"fingerprint": "ab12"}},
               study.trial_id("redkey-s23", "bk-goal", 2): {"knowledge": {"fingerprint": "cd34"}}}
     (line, blank) = study.knowledge_lines("redkey-s23", trials)
-    assert "bk-pref not recorded (an earlier machine) (seeds 0)" in line
-    assert "bk-pref `ab12` (seeds 1, 2)" in line and "bk-goal `cd34` (seeds 2)" in line
+    assert "bk-pref not recorded (an earlier machine) (seed 0)" in line
+    assert "bk-pref `ab12` (seeds 1, 2)" in line and "bk-goal `cd34` (seed 2)" in line
     assert "ppo" not in line and blank == ""
     assert study.knowledge_lines("purplekey-s30", trials) == []
 
