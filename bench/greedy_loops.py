@@ -66,6 +66,25 @@ def play(env, module, seed: int, greedy: bool, rng) -> dict:
                     "saw_target": saw_target, "actions": dict(actions)}  # fmt: skip
 
 
+def checkpoint_env_steps(run: Path, checkpoint: Path) -> int | None:
+    """The env steps the trial had sampled at ``checkpoint``: its training iteration (in the
+    checkpoint's state) looked up in the run folder's ``result.json``."""
+    import pickle
+
+    with open(checkpoint / "algorithm_state.pkl", "rb") as f:
+        iteration = pickle.load(f).get("training_iteration")
+    steps, results = None, run / "result.json"
+    if iteration is not None and results.is_file():
+        for line in results.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # a running trial's partly written last line
+                continue
+            if row.get("training_iteration") == iteration:
+                steps = row.get("num_env_steps_sampled_lifetime")
+    return None if steps is None else int(steps)
+
+
 def check_run(run: Path, episodes: int) -> dict:
     import numpy as np
     from ray.rllib.core.rl_module.rl_module import RLModule
@@ -83,7 +102,8 @@ def check_run(run: Path, episodes: int) -> dict:
     greedy = [play(env, module, 10_000 + i, True, rng) for i in range(episodes)]
     sampled = [play(env, module, 10_000 + i, False, rng) for i in range(episodes)]
     failed = [g for g in greedy if not g["success"]]
-    return {"run": str(run), "checkpoint": checkpoint.name, "variant": params["variant"],
+    return {"run": str(run), "checkpoint": checkpoint.name,
+            "env_steps": checkpoint_env_steps(run, checkpoint), "variant": params["variant"],
             "seed": params["seed"], "env": env_name, "episodes": episodes,
             "greedy_success": sum(g["success"] for g in greedy) / episodes,
             "sampled_success": sum(s["success"] for s in sampled) / episodes,
@@ -114,15 +134,17 @@ def main(argv: list[str] | None = None) -> int:
              "until the time limit. \"Never saw the target\": no object the mission names was "
              "ever in the agent's view (a failed search, not a failed approach). "
              "Oracle-knowledge trials are marked as everywhere.", "",
-             "| trial | checkpoint | greedy success | sampled success | failed greedy episodes "
-             "| of which looped | of which never saw the target | failed sampled episodes "
-             "| of which never saw the target |",
+             "| trial | checkpoint (env steps) | greedy success | sampled success "
+             "| failed greedy episodes | of which looped | of which never saw the target "
+             "| failed sampled episodes | of which never saw the target |",
              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         v = r["variant"]
         name = display_label(" ".join([v["method"], *(f"{k}={x}" for k, x in
                                                      sorted(v["params"].items()))]))  # fmt: skip
-        lines.append(f"| {name} seed={r['seed']} | {r['checkpoint']} | {r['greedy_success']:.2f}"
+        steps = "" if r["env_steps"] is None else f" ({r['env_steps']:,})"
+        lines.append(f"| {name} seed={r['seed']} | {r['checkpoint']}{steps} | "
+                     f"{r['greedy_success']:.2f}"
                      f" | {r['sampled_success']:.2f} | {r['greedy_failed']} | "
                      f"{r['greedy_failed_looped']} | {r['greedy_failed_never_saw_target']} | "
                      f"{r['sampled_failed']} | "
