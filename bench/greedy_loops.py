@@ -40,7 +40,7 @@ def play(env, module, seed: int, greedy: bool, rng) -> dict:
 
     obs, _ = env.reset(seed=seed)
     level, seen, looped, actions = env.unwrapped.level, set(), False, Counter()
-    targets, saw_target = level.instrs.desc.obj_set, False
+    targets, saw_target, at_reset = level.instrs.desc.obj_set, False, None
     while True:
         # The whole state: the agent, what it carries and the grid (a pick-up changes it).
         state = (tuple(level.agent_pos), int(level.agent_dir), repr(level.carrying),
@@ -51,6 +51,7 @@ def play(env, module, seed: int, greedy: bool, rng) -> dict:
         saw_target = saw_target or any(
             obj.cur_pos is not None and obj.cur_pos[0] >= 0 and level.agent_sees(*obj.cur_pos)
             for obj in targets)  # fmt: skip
+        at_reset = saw_target if at_reset is None else at_reset
         with torch.no_grad():
             logits = module.forward_inference({Columns.OBS: torch.as_tensor(obs[None])})[
                 Columns.ACTION_DIST_INPUTS][0].numpy()  # fmt: skip
@@ -63,7 +64,8 @@ def play(env, module, seed: int, greedy: bool, rng) -> dict:
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             return {"success": bool(info.get("success")), "looped": looped,
-                    "saw_target": saw_target, "actions": dict(actions)}  # fmt: skip
+                    "saw_target": saw_target, "target_in_view_at_reset": at_reset,
+                    "actions": dict(actions)}  # fmt: skip
 
 
 def checkpoint_env_steps(run: Path, checkpoint: Path) -> int | None:
@@ -105,6 +107,8 @@ def check_run(run: Path, episodes: int) -> dict:
     return {"run": str(run), "checkpoint": checkpoint.name,
             "env_steps": checkpoint_env_steps(run, checkpoint), "variant": params["variant"],
             "seed": params["seed"], "env": env_name, "episodes": episodes,
+            # The same reset seeds for both policies: the levels, and what is in view at reset.
+            "target_in_view_at_reset": sum(g["target_in_view_at_reset"] for g in greedy),
             "greedy_success": sum(g["success"] for g in greedy) / episodes,
             "sampled_success": sum(s["success"] for s in sampled) / episodes,
             "greedy_failed": len(failed),
@@ -134,16 +138,18 @@ def main(argv: list[str] | None = None) -> int:
              "until the time limit. \"Never saw the target\": no object the mission names was "
              "ever in the agent's view (a failed search, not a failed approach). "
              "Oracle-knowledge trials are marked as everywhere.", "",
-             "| trial | checkpoint (env steps) | greedy success | sampled success "
+             "| trial | checkpoint (env steps) | target in view at reset | greedy success "
+             "| sampled success "
              "| failed greedy episodes | of which looped | of which never saw the target "
              "| failed sampled episodes | of which never saw the target |",
-             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         v = r["variant"]
         name = display_label(" ".join([v["method"], *(f"{k}={x}" for k, x in
                                                      sorted(v["params"].items()))]))  # fmt: skip
         steps = "" if r["env_steps"] is None else f" ({r['env_steps']:,})"
         lines.append(f"| {name} seed={r['seed']} | {r['checkpoint']}{steps} | "
+                     f"{r['target_in_view_at_reset']} of {r['episodes']} | "
                      f"{r['greedy_success']:.2f}"
                      f" | {r['sampled_success']:.2f} | {r['greedy_failed']} | "
                      f"{r['greedy_failed_looped']} | {r['greedy_failed_never_saw_target']} | "

@@ -41,3 +41,4 @@ def test_a_policy_that_never_moves_loops_and_saw_the_target_only_if_it_was_in_vi
         assert episode["looped"] and not episode["success"]
         assert set(episode["actions"]) == {DONE}
     assert seen["saw_target"] and not unseen["saw_target"]
+    assert seen["target_in_view_at_reset"] and not unseen["target_in_view_at_reset"]
