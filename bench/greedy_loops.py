@@ -10,9 +10,8 @@ carries, and the grid (which a pick-up changes); a greedy policy is a function o
 observation, which is a function of that state, so once a state comes back within an episode
 the greedy agent cycles until the time limit. Reported: success of both policies, and of the
 failed greedy episodes the share that came back to a state (a loop) and the share in which the
-target (an object the mission names) was never in the agent's view: the agent never sees the
-mission, so a failure that never saw the target is a failed search, and one that saw it a
-failed approach.
+target (an object the mission names) was never in the agent's view: a failure that never saw
+the target is a failed search, one that saw it a failed approach.
 
 ``--name`` names the table and JSON (``bench/results/greedy_loops.{md,json}`` by default), so
 that a check of other trials keeps the earlier table.
