@@ -19,7 +19,11 @@ The primary measure is the mean greedy success over every evaluation up to the b
 normalised area under the greedy curve), each ``bk-*`` paired by seed against ``ppo`` with a
 95% bootstrap interval of the mean difference (:mod:`bench.learning_measures`).
 A secondary reading, added after the first tasks were seen, pools each ``bk-*``'s paired
-differences over the complete transfer tasks (:func:`pooled_lines`).
+differences over the complete transfer tasks (:func:`pooled_lines`). After each pair of the 5M
+study, a diagnosis added after its first pair was seen: each trial's last checkpoint plays 200
+levels greedy and sampled (``bench/greedy_loops.py``), into
+``bench/results/bk-budget-transfer-greedy-loops.{md,json}``, while the checkpoints are still on
+the machine; it changes no trial and no measure.
 """
 
 from __future__ import annotations
@@ -65,6 +69,11 @@ STUDIES = [
 PAIR_LAYOUT = {"num_env_runners": 0, "num_envs_per_env_runner": 8}
 #: One evaluation interval (1,024-step updates, every 20 of them): the budget edge's slack.
 TOLERANCE = 21_000
+#: Studies whose trials' last checkpoints are played greedy and sampled once a pair is done
+#: (``bench/greedy_loops.py``: why greedy success lags sampled), while they are on the machine.
+DIAGNOSED = {"redball-s20-5m"}
+DIAGNOSIS_EPISODES = 200
+GREEDY_LOOPS = ROOT / "bench" / "results" / "bk-budget-transfer-greedy-loops"
 
 
 def study_task(task_name: str, steps: int, budgets: list[int], seed: int, at_once: int):
@@ -132,6 +141,57 @@ def knowledge_used(run_dir: Path) -> dict[str, dict]:
             out[method_of(label)] = {"fingerprint": used["fingerprint"],
                                      "dataset_fingerprint": used.get("dataset_fingerprint")}
     return out
+
+
+def diagnose_greedy_failures(study: str, run_dir: Path) -> dict[str, dict]:
+    """trial id -> :func:`bench.greedy_loops.check_run`'s row for each of the run's trials
+    (its last checkpoint, :data:`DIAGNOSIS_EPISODES` levels, greedy and sampled)."""
+    from bench.greedy_loops import check_run
+
+    out = {}
+    for folder in sorted(p for p in (run_dir / "tune").iterdir() if p.is_dir()):
+        if any(folder.glob("checkpoint_*")):
+            row = check_run(folder, DIAGNOSIS_EPISODES)
+            if folder.is_relative_to(ROOT):  # the repository's own path, not this machine's
+                row["run"] = str(folder.relative_to(ROOT))
+            out[trial_id(study, row["variant"]["method"], row["seed"])] = row
+    return out
+
+
+def record_greedy_failures(runs: list[tuple[str, Path]], stem: Path = GREEDY_LOOPS) -> None:
+    """Adds each (study, run folder)'s :func:`diagnose_greedy_failures` to ``stem``.json and
+    rewrites ``stem``.md. A check that fails is said loudly and skipped: it is a diagnosis,
+    and must not stop a study of many hours (its command is printed to run it by hand)."""
+    from bench.greedy_loops import table_lines
+
+    path = stem.with_suffix(".json")
+    rows = json.loads(path.read_text()) if path.is_file() else {}
+    for study, run_dir in runs:
+        try:
+            rows.update(diagnose_greedy_failures(study, run_dir))
+        except Exception as e:  # any failure: see the docstring
+            print(f"[bk-budget-transfer] WARNING: the greedy-failure check of {run_dir} failed "
+                  f"({type(e).__name__}: {e}); the study goes on. By hand: python "
+                  f"bench/greedy_loops.py {run_dir}/tune/* --episodes {DIAGNOSIS_EPISODES} "
+                  "--name <a new name>", flush=True)  # fmt: skip
+    if not rows:
+        return
+    path.write_text(json.dumps(rows, indent=1))
+    command = ("python -m bench.bk_budget_transfer (after each pair of the studies "
+               f"{', '.join(sorted(DIAGNOSED))}, on its trials' last checkpoints)")
+    lines = table_lines([rows[k] for k in sorted(rows)], command)
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+def undiagnosed_runs(trials: dict[str, dict], stem: Path = GREEDY_LOOPS) -> list[tuple[str, Path]]:
+    """(study, run folder) of the finished trials of :data:`DIAGNOSED` studies that have no
+    greedy-failure row yet and whose run folders are on this machine."""
+    path = stem.with_suffix(".json")
+    done = set(json.loads(path.read_text())) if path.is_file() else set()
+    runs = {(key.split("/")[0], ROOT / trial["run_dir"]) for key, trial in trials.items()
+            if key.split("/")[0] in DIAGNOSED and key not in done
+            and (ROOT / trial["run_dir"]).is_dir()}  # fmt: skip
+    return sorted(runs)
 
 
 # ----------------------------------------------------------------------------- the report
@@ -574,6 +634,7 @@ def main() -> int:
     save(facts, trials)
     if args.report_only:
         return 0
+    record_greedy_failures(undiagnosed_runs(trials))  # pairs that ended before this check was
     spec = {s[0]: s for s in STUDIES}
     for study, seed, methods in batches():
         todo = [m for m in methods if trial_id(study, m, seed) not in trials]
@@ -590,6 +651,8 @@ def main() -> int:
                                                      "knowledge": used.get(method)}
         save(facts, trials)
         print(f"[bk-budget-transfer] {study} seed {seed} {'+'.join(todo)} done", flush=True)
+        if study in DIAGNOSED:
+            record_greedy_failures([(study, run_dir)])
     return 0
 
 

@@ -118,20 +118,15 @@ def check_run(run: Path, episodes: int) -> dict:
                                                    for s in sampled)}  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("runs", nargs="+", type=Path, help="trials' Tune folders")
-    p.add_argument("--episodes", type=int, default=100)
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    p.add_argument("--name", default="greedy_loops", help="file name, without .md/.json")
-    args = p.parse_args(argv)
+def table_lines(rows: list[dict], command: str) -> list[str]:
+    """The markdown table of :func:`check_run`'s rows, under the command that made them."""
     from rl_bk.experiments.results import display_label
 
-    rows = [check_run(run, args.episodes) for run in args.runs]
-    command = " ".join(["python bench/greedy_loops.py", *(sys.argv[1:] if argv is None else argv)])
+    episodes = sorted({r["episodes"] for r in rows})
     lines = ["# Greedy evaluation: failures from loops", "",
              f"`{command}` ({time.strftime('%Y-%m-%d %H:%M')}). Each trial's last checkpoint, "
-             f"{args.episodes} episodes per policy from reset seeds 10000 on. A greedy episode "
+             f"{', '.join(map(str, episodes))} episodes per policy from reset seeds 10000 on. "
+             "A greedy episode "
              "\"looped\" when it came back to a state it had been in (the agent's cell, "
              "direction and load, and the grid): from there a greedy agent repeats itself "
              "until the time limit. \"Never saw the target\": no object the mission names was "
@@ -154,6 +149,20 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r['greedy_failed_looped']} | {r['greedy_failed_never_saw_target']} | "
                      f"{r['sampled_failed']} | "
                      f"{r['sampled_failed_never_saw_target']} |")  # fmt: skip
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", type=Path, help="trials' Tune folders")
+    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    p.add_argument("--name", default="greedy_loops", help="file name, without .md/.json")
+    args = p.parse_args(argv)
+
+    rows = [check_run(run, args.episodes) for run in args.runs]
+    command = " ".join(["python bench/greedy_loops.py", *(sys.argv[1:] if argv is None else argv)])
+    lines = table_lines(rows, command)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(rows, indent=2))
     (args.out / f"{args.name}.md").write_text("\n".join(lines) + "\n")

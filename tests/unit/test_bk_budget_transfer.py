@@ -284,3 +284,64 @@ def test_a_study_table_reads_each_measure_at_its_budgets_and_pairs_bk_with_ppo_b
         assert not [x for x in study.study_lines("redkey-s28", 100_000, [100_000], alone)
                     if x.startswith("Paired")]
     assert study.study_lines("purplekey-s30", 500_000, [500_000], trials)[2] == "Not run yet."
+
+
+def _fake_row(method: str, seed: int) -> dict:
+    return {"run": "somewhere", "checkpoint": "checkpoint_000199", "env_steps": 5_000_000,
+            "variant": {"method": method, "params": {}}, "seed": seed, "episodes": 200,
+            "target_in_view_at_reset": 24, "greedy_success": 0.8, "sampled_success": 0.97,
+            "greedy_failed": 40, "greedy_failed_looped": 40,
+            "greedy_failed_never_saw_target": 30, "sampled_failed": 6,
+            "sampled_failed_never_saw_target": 5}  # fmt: skip
+
+
+def test_a_pairs_trials_are_checked_for_greedy_loops_and_a_failed_check_does_not_stop_the_study(
+        tmp_path, monkeypatch, capsys):  # fmt: skip
+    from bench import greedy_loops
+
+    run_dir = tmp_path / "0-bk-pref+bk-goal"
+    for name, method in (("t_00000", "bk-pref"), ("t_00001", "bk-goal")):
+        (run_dir / "tune" / name / "checkpoint_000199").mkdir(parents=True)
+        (run_dir / "tune" / name / "params.json").write_text(json.dumps({"method": method}))
+    (run_dir / "tune" / "t_00002").mkdir()  # a trial folder without checkpoints is skipped
+    checked = []
+
+    def fake_check_run(folder, episodes):
+        checked.append((folder.name, episodes))
+        method = json.loads((folder / "params.json").read_text())["method"]
+        return _fake_row(method, 0)
+
+    monkeypatch.setattr(greedy_loops, "check_run", fake_check_run)
+    stem = tmp_path / "loops"
+    study.record_greedy_failures([("redball-s20-5m", run_dir)], stem)
+    assert checked == [("t_00000", study.DIAGNOSIS_EPISODES), ("t_00001", study.DIAGNOSIS_EPISODES)]
+    rows = json.loads(stem.with_suffix(".json").read_text())
+    assert set(rows) == {"redball-s20-5m/bk-pref/0", "redball-s20-5m/bk-goal/0"}
+    table = stem.with_suffix(".md").read_text()
+    assert ("| bk-pref seed=0 | checkpoint_000199 (5,000,000) | 24 of 200 | 0.80 | 0.97 | 40 |"
+            in table)
+
+    def broken_check_run(folder, episodes):
+        raise RuntimeError("no such module")
+
+    monkeypatch.setattr(greedy_loops, "check_run", broken_check_run)
+    (tmp_path / "1-ppo+bk-code" / "tune" / "t_00000" / "checkpoint_000199").mkdir(parents=True)
+    study.record_greedy_failures([("redball-s20-5m", tmp_path / "1-ppo+bk-code")], stem)
+    said = capsys.readouterr().out
+    assert "WARNING: the greedy-failure check" in said and "RuntimeError: no such module" in said
+    assert set(json.loads(stem.with_suffix(".json").read_text())) == set(rows)  # kept
+
+
+def test_only_finished_trials_of_diagnosed_studies_still_here_and_unchecked_are_checked(tmp_path):
+    here, gone = tmp_path / "here", tmp_path / "gone"
+    here.mkdir()
+    trials = {"redball-s20-5m/ppo/1": {"run_dir": str(here)},
+              "redball-s20-5m/bk-code/1": {"run_dir": str(here)},
+              "redball-s20-5m/ppo/0": {"run_dir": str(gone)},  # an earlier machine's
+              "redball-s20-5m/bk-pref/0": {"run_dir": str(here)},  # already checked
+              "redkey-s28/ppo/0": {"run_dir": str(here)}}  # not a diagnosed study
+    stem = tmp_path / "loops"
+    stem.with_suffix(".json").write_text(json.dumps({"redball-s20-5m/bk-pref/0": {}}))
+    assert study.undiagnosed_runs(trials, stem) == [("redball-s20-5m", here)]
+    trials.pop("redball-s20-5m/ppo/1"), trials.pop("redball-s20-5m/bk-code/1")
+    assert study.undiagnosed_runs(trials, stem) == []
