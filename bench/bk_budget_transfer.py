@@ -166,16 +166,18 @@ def record_greedy_failures(runs: list[tuple[str, Path]], stem: Path = GREEDY_LOO
 
     path = stem.with_suffix(".json")
     rows = json.loads(path.read_text()) if path.is_file() else {}
+    added = {}
     for study, run_dir in runs:
         try:
-            rows.update(diagnose_greedy_failures(study, run_dir))
+            added.update(diagnose_greedy_failures(study, run_dir))
         except Exception as e:  # any failure: see the docstring
             print(f"[bk-budget-transfer] WARNING: the greedy-failure check of {run_dir} failed "
                   f"({type(e).__name__}: {e}); the study goes on. By hand: python "
                   f"bench/greedy_loops.py {run_dir}/tune/* --episodes {DIAGNOSIS_EPISODES} "
                   "--name <a new name>", flush=True)  # fmt: skip
-    if not rows:
+    if not added:  # nothing new: the files (and their date) stay as they are
         return
+    rows.update(added)
     path.write_text(json.dumps(rows, indent=1))
     command = ("python -m bench.bk_budget_transfer (after each pair of the studies "
                f"{', '.join(sorted(DIAGNOSED))}, on its trials' last checkpoints)")

@@ -325,11 +325,13 @@ def test_a_pairs_trials_are_checked_for_greedy_loops_and_a_failed_check_does_not
         raise RuntimeError("no such module")
 
     monkeypatch.setattr(greedy_loops, "check_run", broken_check_run)
+    written = stem.with_suffix(".md").stat().st_mtime_ns
     (tmp_path / "1-ppo+bk-code" / "tune" / "t_00000" / "checkpoint_000199").mkdir(parents=True)
     study.record_greedy_failures([("redball-s20-5m", tmp_path / "1-ppo+bk-code")], stem)
     said = capsys.readouterr().out
     assert "WARNING: the greedy-failure check" in said and "RuntimeError: no such module" in said
     assert set(json.loads(stem.with_suffix(".json").read_text())) == set(rows)  # kept
+    assert stem.with_suffix(".md").stat().st_mtime_ns == written  # nothing new: not rewritten
 
 
 def test_only_finished_trials_of_diagnosed_studies_still_here_and_unchecked_are_checked(tmp_path):
