@@ -636,7 +636,9 @@ def main() -> int:
     save(facts, trials)
     if args.report_only:
         return 0
-    record_greedy_failures(undiagnosed_runs(trials))  # pairs that ended before this check was
+    # Finished pairs still on this machine that ended before the check existed, or whose
+    # check failed last time.
+    record_greedy_failures(undiagnosed_runs(trials))
     spec = {s[0]: s for s in STUDIES}
     for study, seed, methods in batches():
         todo = [m for m in methods if trial_id(study, m, seed) not in trials]
