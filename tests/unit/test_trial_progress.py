@@ -39,6 +39,21 @@ def test_one_line_per_trial_follows_env_steps_and_ends_with_its_state():
     assert "ERROR" in bar_b.postfix
 
 
+def test_a_resumed_trial_counts_only_this_runs_env_steps_towards_its_rate():
+    progress = TrialProgress(1_000_000, str)
+    a = _trial("a", 0)
+    progress.on_trial_start(0, [a], a)
+    # Its first report after a resume already holds the 600k env steps of the run before.
+    progress.on_trial_result(1, [a], a, {M.ENV_STEPS: 600_000})
+    progress.on_trial_result(2, [a], a, {M.ENV_STEPS: 610_000})
+    bar = progress.bars["a"]
+    assert (bar.n, bar.format_dict["initial"]) == (610_000, 600_000)
+    # A fresh trial's first report is its first iteration: the bar starts there.
+    b = _trial("b", 1)
+    progress.on_trial_result(3, [a, b], b, {M.ENV_STEPS: 1_024})
+    assert (progress.bars["b"].n, progress.bars["b"].initial) == (1_024, 1_024)
+
+
 def test_success_is_the_mean_over_the_last_window_of_episodes():
     mean = EpisodeMean(window=10)
     assert mean.add(4, 0.25) == 0.25
