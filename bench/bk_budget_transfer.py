@@ -179,9 +179,8 @@ def record_greedy_failures(runs: list[tuple[str, Path]], stem: Path = GREEDY_LOO
         return
     rows.update(added)
     path.write_text(json.dumps(rows, indent=1))
-    command = ("python -m bench.bk_budget_transfer (after each pair of the studies "
-               f"{', '.join(sorted(DIAGNOSED))}, on its trials' last checkpoints)")
-    lines = table_lines([rows[k] for k in sorted(rows)], command)
+    when = f", after each pair of {', '.join(sorted(DIAGNOSED))}"
+    lines = table_lines([rows[k] for k in sorted(rows)], "python -m bench.bk_budget_transfer", when)
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 

@@ -118,14 +118,16 @@ def check_run(run: Path, episodes: int) -> dict:
                                                    for s in sampled)}  # fmt: skip
 
 
-def table_lines(rows: list[dict], command: str) -> list[str]:
-    """The markdown table of :func:`check_run`'s rows, under the command that made them."""
+def table_lines(rows: list[dict], command: str, when: str = "") -> list[str]:
+    """The markdown table of :func:`check_run`'s rows, under the command that made them
+    (``when``: in what step of that command, if it does more than this check)."""
     from rl_bk.experiments.results import display_label
 
     episodes = sorted({r["episodes"] for r in rows})
     lines = ["# Greedy evaluation: failures from loops", "",
-             f"`{command}` ({time.strftime('%Y-%m-%d %H:%M')}). Each trial's last checkpoint, "
-             f"{', '.join(map(str, episodes))} episodes per policy from reset seeds 10000 on. "
+             f"`{command}`{when} ({time.strftime('%Y-%m-%d %H:%M')}). Each trial's last "
+             f"checkpoint, {', '.join(map(str, episodes))} episodes per policy from reset seeds "
+             "10000 on. "
              "A greedy episode "
              "\"looped\" when it came back to a state it had been in (the agent's cell, "
              "direction and load, and the grid): from there a greedy agent repeats itself "
