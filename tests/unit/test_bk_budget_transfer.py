@@ -145,6 +145,26 @@ def test_the_goal_is_decided_when_it_can_no_longer_change():
     assert "| 4 of 6 | 3 (" in line and line.endswith("| yes | met |")
 
 
+def test_the_5m_study_is_decided_once_the_seeds_in_keep_it_below_whatever_comes():
+    # With 3 seeds the percentile interval's lower end is the smallest paired difference
+    # (1 resample in 27 is that seed three times), so one seed at or below ppo decides it.
+    trials: dict = {}
+    _study(trials, study.BUDGET_STUDY, 5_000_000, [0.5], bk_code=[0.5], bk_pref=[0.4],
+           bk_goal=[0.6])
+    tally = study.goal_tally(trials)
+    assert tally["bk-pref"]["budget"] is False and tally["bk-pref"]["verdict"] == "not met"
+    assert round(tally["bk-pref"]["budget_best_case"], 6) == -0.1
+    assert tally["bk-code"]["budget"] is False  # a tie is not above
+    assert tally["bk-goal"]["budget"] is None and tally["bk-goal"]["verdict"] == "open"
+    assert tally["bk-goal"]["budget_best_case"] is None
+    (line,) = [x for x in study.goal_lines(trials) if x.startswith("| bk-pref")]
+    assert "no, before all seeds are in (lower end at best −0.100)" in line
+    # ppo's seed not in yet: nothing is decided by the method's seed alone.
+    trials = {}
+    _study(trials, study.BUDGET_STUDY, 5_000_000, [], bk_pref=[0.1])
+    assert study.goal_tally(trials)["bk-pref"]["budget"] is None
+
+
 def test_the_pooled_reading_takes_only_complete_transfer_tasks():
     trials: dict = {}
     _study(trials, "purpleball-s23", 500_000, [0.2] * 3, bk_code=[0.3, 0.3, 0.1])
