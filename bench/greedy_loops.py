@@ -127,10 +127,9 @@ def table_lines(rows: list[dict], command: str, when: str = "") -> list[str]:
     lines = ["# Greedy evaluation: failures from loops", "",
              f"`{command}`{when} ({time.strftime('%Y-%m-%d %H:%M')}). Each trial's last "
              f"checkpoint, {', '.join(map(str, episodes))} episodes per policy from reset seeds "
-             "10000 on. "
-             "A greedy episode "
-             "\"looped\" when it came back to a state it had been in (the agent's cell, "
-             "direction and load, and the grid): from there a greedy agent repeats itself "
+             "10000 on. A greedy episode \"looped\" when it came back to a state it had been "
+             "in (the agent's cell, direction and load, and the grid): from there a greedy "
+             "agent repeats itself "
              "until the time limit. \"Never saw the target\": no object the mission names was "
              "ever in the agent's view (a failed search, not a failed approach). "
              "Oracle-knowledge trials are marked as everywhere.", "",

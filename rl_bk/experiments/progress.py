@@ -101,15 +101,17 @@ class TrialProgress(tune.Callback):
     def on_trial_result(self, iteration, trials, trial, result, **info):
         bar = self._bar(trial)
         steps = _number(result, M.ENV_STEPS)
-        if not math.isnan(steps) and trial.trial_id not in self.reported:
-            # A trial resumed from a checkpoint reports all its env steps so far at once:
-            # the bar starts there, so that its rate and time left count this run's steps.
-            self.reported.add(trial.trial_id)
-            bar.reset(total=self.stop)
-            bar.n = bar.initial = bar.last_print_n = max(0, min(int(steps), self.stop))
-            bar.refresh()
-        elif not math.isnan(steps):
-            bar.update(max(0, min(int(steps), self.stop) - bar.n))
+        if not math.isnan(steps):
+            steps = max(0, min(int(steps), self.stop))
+            if trial.trial_id in self.reported:
+                bar.update(max(0, steps - bar.n))
+            else:
+                # A trial resumed from a checkpoint reports all its env steps so far at once:
+                # the bar starts there, so that its rate and time left count this run's steps.
+                self.reported.add(trial.trial_id)
+                bar.reset(total=self.stop)
+                bar.n = bar.initial = bar.last_print_n = steps
+                bar.refresh()
         value = self.means.setdefault(trial.trial_id, EpisodeMean()).add(
             _number(result, M.EPISODES_THIS_ITER), _number(result, self.main)
         )
