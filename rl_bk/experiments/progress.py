@@ -81,6 +81,15 @@ class TrialProgress(tune.Callback):
         self.reported: set[str] = set()  # trials whose first result has come
         self.interactive = sys.stderr.isatty()
 
+    # ``Tuner.restore`` unpickles the callbacks pickled when the sweep began, perhaps by an
+    # older version of this class: keep only the settings, and start with fresh bars for
+    # the terminal the resumed run writes to.
+    def __getstate__(self) -> dict:
+        return {"stop": self.stop, "name_of": self.name_of, "main": self.main}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["stop"], state["name_of"], state["main"])
+
     def _bar(self, trial):
         from tqdm import tqdm
 

@@ -1,6 +1,7 @@
 """One progress line per trial: env steps towards the stop, the latest success and greedy
 evaluation, and how the trial ended."""
 
+import pickle
 from types import SimpleNamespace
 
 from rl_bk import metrics as M
@@ -52,6 +53,22 @@ def test_a_resumed_trial_counts_only_this_runs_env_steps_towards_its_rate():
     b = _trial("b", 1)
     progress.on_trial_result(3, [a, b], b, {M.ENV_STEPS: 1_024})
     assert (progress.bars["b"].n, progress.bars["b"].initial) == (1_024, 1_024)
+
+
+def test_a_resumed_sweep_unpickles_its_callback_from_an_older_version_with_fresh_bars():
+    # ``Tuner.restore`` unpickles the callback pickled when the sweep began; the object then
+    # held only what that version's ``__init__`` set (here: before ``reported`` existed).
+    older = {"stop": 1_000, "name_of": str, "main": M.SUCCESS_RATE, "bars": {}, "means": {},
+             "interactive": True}  # fmt: skip
+    progress = TrialProgress.__new__(TrialProgress)
+    progress.__setstate__(older)
+    a = _trial("a", 0)
+    progress.on_trial_result(1, [a], a, {M.ENV_STEPS: 600})
+    assert progress.bars["a"].n == 600
+    # Pickled mid-run, it keeps its settings and none of its bars.
+    again = pickle.loads(pickle.dumps(progress))
+    assert (again.stop, again.main, again.bars, again.reported) == (1_000, M.SUCCESS_RATE, {},
+                                                                     set())  # fmt: skip
 
 
 def test_success_is_the_mean_over_the_last_window_of_episodes():
