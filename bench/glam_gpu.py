@@ -38,7 +38,7 @@ def write_random_smollm2_1_7b(folder: Path) -> None:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from rl_bk.labeling.backends.llamacpp import packaged_model_path
+    from rl_bk.labeling.backends.packaged_models import packaged_model_path
 
     config = LlamaConfig(vocab_size=49152, hidden_size=2048, intermediate_size=8192,
                          num_hidden_layers=24, num_attention_heads=32, num_key_value_heads=32,

@@ -1,167 +1,361 @@
-"""How good is each labelling backend? Accuracy on items with known answers, side by side.
+"""How well does each labeller agree with the oracle, on probe sets made from the envs?
 
-    python bench/labeler_quality.py            # writes bench/results/labeler_quality.{md,json}
+    python -m bench.labeler_quality                                  # every model, every kind
+    python -m bench.labeler_quality --models qwen2.5-coder-1.5b --kinds preference,helpful
 
-Items (templated BabyAI-Text, seeded, balanced):
-- preference: mission "go to the <color> <type>"; one segment's caption shows the target
-  (among distractors), the other shows only distractors or walls; the target's side is A in
-  half of the pairs and B in the other half. Correct = the target's side. A tie is wrong.
-- helpful: a caption and the mission; half the captions show the target. Correct = yes iff shown.
+Writes bench/results/labeler_quality.json (results merged by model and kind, so a run may
+cover a part) and renders bench/results/labeler_quality.md from it.
 
-Backends: the embedded SmolLM2-135M (llama.cpp, grammar-constrained), gemma-3-270m if its
-package is installed, the oracle (environment rules: an upper bound, not an LLM), and MiniLM
-similarity with fixed rules: preference = the segment whose caption is more similar to the
-mission; helpful = cosine(mission, caption) >= 0.5 (fixed in advance, not tuned on these items).
+Probe sets (scripted, fixed seeds; the oracle's answer is the reference):
+- ``preference`` — BK-Pref's question on BabyAI-Text GoToLocal-RedBall-S20: two 5-state
+  segments of random-policy episodes, each state "<caption> You choose the action: <name>.",
+  BK's task-agnostic criteria (no mission). Pairs the task-agnostic oracle calls a tie are
+  skipped; the oracle's preferred side alternates A, B, A, … (balanced).
+- ``helpful`` — ONI's question on NetHack-Text Score: captions (message and status) of
+  random play, one per distinct message, half of them helpful by the oracle's rules.
+- ``goals-crafter`` (ELLM) and ``goals-babyai`` (BK-Goal, no mission) — open: the share of
+  suggested goals that the oracle also suggests in that state (achievable and useful there),
+  and how many states got at least one such goal.
+
+Answer modes for closed kinds: ``token-scores`` (the answers' log-probabilities at the reply's
+first token; ``rl_bk.labeling.closed_answers``), read in one order and in both orders from the
+same two prompts, and ``text`` (the model writes its answer under the grammar; on the first
+``--text-items`` items). Agreement is the share of items where the label equals the oracle's,
+with a 95% Wilson interval; the majority rate is the share of the most frequent answer.
+Position bias: the mean over pairs of log P(A) - log P(B) common to both orders (the part
+that does not follow the content).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import os
-import random
-import sys
+import math
 import time
+from collections import Counter
 from pathlib import Path
 
-from env_registry.babyai.captioner import offset_phrase
-from rl_bk.labeling.tasks import HelpfulRequest, PreferenceRequest
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-
-COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
-TYPES = ("ball", "box", "key")
-N_ITEMS = 40
-MINILM_HELPFUL_THRESHOLD = 0.5
-
-
-def _offset(rng: random.Random) -> str:
-    return offset_phrase(rng.randint(-3, 3), rng.randint(1, 5))  # the captioner's own wording
+RESULTS = ROOT / "bench" / "results" / "labeler_quality"
+MODELS = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2", "gemma3-270m")
+CLOSED = ("preference", "helpful")
+OPEN = ("goals-crafter", "goals-babyai")
+SEED = 0
 
 
-def _caption(rng: random.Random, target: tuple[str, str], show_target: bool) -> str:
-    sentences = []
-    if rng.random() < 0.5:
-        side = rng.choice(["left", "forward", "right"])
-        sentences.append(f"You see a wall {rng.randint(2, 6)} steps {side}")
-    for _ in range(rng.randint(0, 2)):
-        color, kind = rng.choice(COLORS), rng.choice(TYPES)
-        if (color, kind) != target:
-            sentences.append(f"You see a {color} {kind} {_offset(rng)}")
-    if show_target:
-        sentences.insert(rng.randint(0, len(sentences)),
-                         f"You see a {target[0]} {target[1]} {_offset(rng)}")  # fmt: skip
-    if not sentences:
-        sentences.append("You see nothing in front")
-    return ". ".join(sentences) + "."
+# ---------------------------------------------------------------------------------- probes
+def _random_episodes(env_id: str, episodes: int, steps: int, seed: int):
+    """(captions, actions) of random-policy episodes; env and policy seeded per episode."""
+    import env_registry
+
+    env = env_registry.make_env(env_id)
+    out = []
+    for e in range(episodes):
+        rng = np.random.default_rng([seed, e])
+        _, info = env.reset(seed=seed * 10_000 + e)
+        captions, actions = [info["caption"]], []
+        for _ in range(steps):
+            a = int(rng.integers(env.action_space.n))
+            _, _, term, trunc, info = env.step(a)
+            actions.append(a)
+            captions.append(info["caption"])
+            if term or trunc:
+                break
+        out.append((captions, actions))
+    env.close()
+    return out
 
 
-def make_items(seed: int = 0):
-    rng = random.Random(seed)
-    preference, helpful = [], []
-    for i in range(N_ITEMS):
-        target = (rng.choice(COLORS), rng.choice(TYPES))
-        mission = f"go to the {target[0]} {target[1]}"
-        good, bad = _caption(rng, target, True), _caption(rng, target, False)
-        a_is_good = i % 2 == 0
-        preference.append((PreferenceRequest(
-            segment_a=[good if a_is_good else bad], segment_b=[bad if a_is_good else good],
-            criteria=mission, env="babyai"), "A" if a_is_good else "B"))  # fmt: skip
-        shown = i % 2 == 1
-        helpful.append((HelpfulRequest(caption=_caption(rng, target, shown), task=mission,
-                                       env="babyai"), shown))  # fmt: skip
-    return preference, helpful
+def preference_probe(n: int, seed: int = SEED):
+    from env_registry.babyai import oracle
+    from rl_bk.algorithms.bk_ppo.preference.training import GENERIC_CRITERIA
+    from rl_bk.knowledge.trajectory import step_text
+    from rl_bk.labeling.tasks import PreferenceRequest
+
+    eps = [e for e in _random_episodes("BabyAI-Text-GoToLocal-RedBall-S20-v0", 400, 64, seed)
+           if len(e[1]) >= 4]  # fmt: skip
+    rng = np.random.default_rng(seed)
+
+    def segment():
+        captions, actions = eps[int(rng.integers(len(eps)))]
+        start = int(rng.integers(len(actions) - 3))
+        steps = [step_text(captions[start + i], actions[start + i], "babyai") for i in range(4)]
+        return [*steps, captions[start + 4].strip()]
+
+    items = []
+    while len(items) < n:
+        a, b = segment(), segment()
+        truth = oracle.prefer(a, b, GENERIC_CRITERIA)
+        if truth == "tie":
+            continue
+        want = "AB"[len(items) % 2]
+        if truth != want:
+            a, b = b, a
+        items.append((PreferenceRequest(segment_a=a, segment_b=b, criteria=GENERIC_CRITERIA,
+                                        env="babyai"), want))  # fmt: skip
+    return items
 
 
-def accuracy(pairs) -> float:
-    pairs = list(pairs)
-    return sum(p == t for p, t in pairs) / len(pairs)
+def helpful_probe(n: int, seed: int = SEED):
+    from env_registry.nethack.oracle import is_helpful, split_caption
+    from rl_bk.algorithms.oni_ppo.settings import ONISettings
+    from rl_bk.labeling.tasks import HelpfulRequest
+
+    by_message: dict[str, str] = {}
+    for captions, _ in _random_episodes("NetHack-Text-Score-v0", 40, 2000, seed):
+        for c in captions:
+            message, _ = split_caption(c)
+            if message:
+                by_message.setdefault(message, c)
+    rng = np.random.default_rng(seed)
+    yes = [c for c in by_message.values() if is_helpful(c)]
+    no = [c for c in by_message.values() if not is_helpful(c)]
+    k = min(n // 2, len(yes), len(no))
+    yes = [yes[i] for i in rng.permutation(len(yes))[:k]]
+    no = [no[i] for i in rng.permutation(len(no))[:k]]
+    task = ONISettings().goal
+    items = []
+    for y, x in zip(yes, no):
+        items.append((HelpfulRequest(caption=y, task=task, env="nethack"), True))
+        items.append((HelpfulRequest(caption=x, task=task, env="nethack"), False))
+    return items
 
 
-def evaluate_backend(backend, preference, helpful) -> dict:
-    start = time.perf_counter()
-    pref = backend.label("preference", [r for r, _ in preference])
-    help_ = backend.label("helpful", [r for r, _ in helpful])
-    seconds = time.perf_counter() - start
-    choices = [lab.choice for lab in pref]
+def goals_probe(family: str, n: int, seed: int = SEED):
+    from env_registry.babyai import oracle as babyai
+    from env_registry.crafter import oracle as crafter
+    from rl_bk.labeling.tasks import GoalsRequest
+
+    if family == "crafter":
+        eps = _random_episodes("Crafter-Text-v0", 12, 300, seed)
+    else:
+        eps = _random_episodes("BabyAI-Text-GoToLocal-RedBall-S20-v0", 200, 64, seed)
+    rng = np.random.default_rng(seed)
+    items, seen = [], set()
+    tries = 0
+    while len(items) < n and tries < 50 * n:
+        tries += 1
+        captions, _ = eps[int(rng.integers(len(eps)))]
+        c = captions[int(rng.integers(len(captions)))]
+        useful = crafter.suggest_goals(c) if family == "crafter" else babyai.suggest_goals(c, None)
+        if not useful or c in seen:  # a state where the oracle sees nothing to do: no measure
+            continue
+        seen.add(c)
+        items.append((GoalsRequest(caption=c, env=family, max_goals=3), useful))  # type: ignore[arg-type]
+    return items
+
+
+# ------------------------------------------------------------------------------- measures
+def wilson(k: int, n: int) -> list[float]:
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return [math.nan, math.nan]
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return [round(ci.low, 3), round(ci.high, 3)]
+
+
+def agreement(pred: list, truth: list) -> dict:
+    k = sum(p == t for p, t in zip(pred, truth))
+    counts = Counter(map(str, pred))
     return {
-        "preference_accuracy": accuracy(zip(choices, (t for _, t in preference))),
-        "preference_answers": {c: choices.count(c) for c in ("A", "B", "tie")},
-        "helpful_accuracy": accuracy(zip((lab.helpful for lab in help_), (t for _, t in helpful))),
-        "helpful_yes": sum(lab.helpful for lab in help_),
-        "seconds": seconds,
-    }
+        "n": len(pred), "agreement": round(k / len(pred), 3), "ci95": wilson(k, len(pred)),
+        "majority_rate": round(counts.most_common(1)[0][1] / len(pred), 3),
+        "answers": dict(counts),
+    }  # fmt: skip
 
 
-def evaluate_minilm(preference, helpful) -> dict:
-    from rl_bk.labeling.embedding import SentenceEmbedder
+# --------------------------------------------------------------------------------- runners
+def run_closed(kind: str, items, backend, text_items: int) -> dict:
+    from rl_bk.labeling.closed_answers import CLOSED_ANSWERS, helpful_label, preference_label
+    from rl_bk.labeling.prompts import render
 
-    emb = SentenceEmbedder()
-    start = time.perf_counter()
-    choices = []
-    for r, _ in preference:
-        sim = emb.similarity([r.criteria], [r.segment_a[-1], r.segment_b[-1]])[0]
-        choices.append("A" if sim[0] > sim[1] else "B" if sim[1] > sim[0] else "tie")
-    answers = [float(emb.similarity([r.task], [r.caption])[0, 0]) >= MINILM_HELPFUL_THRESHOLD
-               for r, _ in helpful]  # fmt: skip
-    return {
-        "preference_accuracy": accuracy(zip(choices, (t for _, t in preference))),
-        "preference_answers": {c: choices.count(c) for c in ("A", "B", "tie")},
-        "helpful_accuracy": accuracy(zip(answers, (t for _, t in helpful))),
-        "helpful_yes": sum(answers),
-        "seconds": time.perf_counter() - start,
-    }
+    gen = backend.generator if hasattr(backend, "generator") else None
+    truth = [t for _, t in items]
+    out: dict = {}
+    if gen is None:  # the oracle: the reference itself
+        started = time.perf_counter()
+        labels = backend.label(kind, [r for r, _ in items])
+        pred = [lab.choice if kind == "preference" else lab.helpful for lab in labels]
+        return {"rules": {**agreement(pred, truth),
+                          "s_per_label": round((time.perf_counter() - started) / len(items), 4)}}  # fmt: skip
+    answers = CLOSED_ANSWERS[kind]
+    one, both, bias = [], [], []
+    started = time.perf_counter()
+    prompts = 0
+    for r, _ in items:
+        o1 = gen.answer_logprobs(render(kind, r).messages, answers)
+        prompts += 1
+        if kind == "preference":
+            swapped = r.model_copy(update={"segment_a": r.segment_b, "segment_b": r.segment_a})
+            o2 = gen.answer_logprobs(render(kind, swapped).messages, answers)
+            prompts += 1
+            one.append(preference_label([o1]).choice)
+            both.append(preference_label([o1, o2]).choice)
+            bias.append(((o1["A"] - o1["B"]) + (o2["A"] - o2["B"])) / 2)
+        else:
+            one.append(helpful_label(o1).helpful)
+    seconds = time.perf_counter() - started
+    s_prompt = round(seconds / prompts, 3)
+    out["token-scores, one order"] = {**agreement(one, truth), "s_per_label": s_prompt}
+    if kind == "preference":
+        out["token-scores, both orders"] = {**agreement(both, truth),
+                                            "s_per_label": round(2 * s_prompt, 3)}  # fmt: skip
+        finite = [b for b in bias if math.isfinite(b)]
+        out["position_bias_logodds_A"] = round(float(np.mean(finite)), 3) if finite else None
+    if text_items:
+        from rl_bk.labeling.backends.llm import LLMBackend
+
+        texter = LLMBackend(gen, backend.name, answer_mode="text")
+        sub = items[:text_items]
+        started = time.perf_counter()
+        pred = []
+        for r, _ in sub:
+            try:
+                lab = texter.label(kind, [r])[0]
+                pred.append(lab.choice if kind == "preference" else lab.helpful)
+            except Exception:  # a malformed answer counts as a wrong one
+                pred.append(None)
+        out["text (grammar)"] = {**agreement(pred, [t for _, t in sub]),
+                                 "s_per_label": round((time.perf_counter() - started) / len(sub), 3)}  # fmt: skip
+    return out
 
 
-def main() -> int:
-    os.environ.setdefault("OMP_NUM_THREADS", "2")
-    preference, helpful = make_items()
-    rows: dict[str, dict] = {}
-    from rl_bk.labeling.backends.oracle import OracleBackend
+def run_goals(items, backend) -> dict:
+    from rl_bk.labeling.grammars import normalize_goal
 
-    rows["oracle (rules; upper bound, not an LLM)"] = evaluate_backend(
-        OracleBackend(), preference, helpful)  # fmt: skip
-    for packaged, label in (("smollm2", "SmolLM2-135M-Instruct (llama.cpp, embedded)"),
-                            ("gemma3-270m", "gemma-3-270m base (llama.cpp)")):  # fmt: skip
+    started = time.perf_counter()
+    suggested = hits = states_hit = failures = 0
+    examples = []
+    for r, useful in items:
         try:
-            from rl_bk.labeling.backends.llamacpp import LlamaCppGenerator
-            from rl_bk.labeling.backends.llm import LLMBackend
-
-            backend = LLMBackend(LlamaCppGenerator(packaged=packaged), name="llamacpp",
-                                 use_chat=packaged == "smollm2")  # fmt: skip
-        except Exception as err:  # not installed: say so in the table
-            rows[label] = {"skipped": str(err).splitlines()[0][:160]}
+            goals = backend.label("goals", [r])[0].goals
+        except Exception:
+            failures += 1
             continue
-        rows[label] = evaluate_backend(backend, preference, helpful)
-    try:
-        rows[f"MiniLM similarity (fixed rules, helpful >= {MINILM_HELPFUL_THRESHOLD})"] = (
-            evaluate_minilm(preference, helpful))  # fmt: skip
-    except Exception as err:
-        rows["MiniLM similarity"] = {"skipped": str(err).splitlines()[0][:160]}
+        family = r.env
+        norm = [normalize_goal(family, g) or g for g in goals]
+        good = [g for g in norm if g in useful]
+        suggested += len(norm)
+        hits += len(good)
+        states_hit += bool(good)
+        if len(examples) < 3:
+            examples.append({"caption": r.caption[:160], "goals": goals, "oracle": useful[:5]})
+    n = len(items)
+    return {"n_states": n, "goals_suggested": suggested,
+            "share_useful": round(hits / suggested, 3) if suggested else None,
+            "ci95": wilson(hits, suggested) if suggested else None,
+            "states_with_a_useful_goal": round(states_hit / n, 3), "failed": failures,
+            "s_per_label": round((time.perf_counter() - started) / n, 3),
+            "examples": examples}  # fmt: skip
 
-    lines = ["# Labeler quality on items with known answers", "",
-             f"Command: `python bench/labeler_quality.py` — {time.strftime('%Y-%m-%d %H:%M')}. "
-             f"{N_ITEMS} templated BabyAI-Text preference pairs (target side balanced A/B) and "
-             f"{N_ITEMS} helpfulness items (half show the target); seed 0. Chance is 0.50.", "",
-             "| labeler | preference accuracy | answers A/B/tie | helpful accuracy | "
-             "said yes (of 40) | seconds |", "|---|---|---|---|---|---|"]  # fmt: skip
-    for name, r in rows.items():
-        if "skipped" in r:
-            lines.append(f"| {name} | not run: {r['skipped']} | | | | |")
-            continue
-        a = r["preference_answers"]
-        lines.append(
-            f"| {name} | {r['preference_accuracy']:.2f} | {a['A']}/{a['B']}/{a['tie']} | "
-            f"{r['helpful_accuracy']:.2f} | {r['helpful_yes']} | {r['seconds']:.1f} |"
-        )
-        print(f"{name:55s} preference {r['preference_accuracy']:.2f}  helpful "
-              f"{r['helpful_accuracy']:.2f}")  # fmt: skip
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "labeler_quality.md").write_text("\n".join(lines) + "\n")
-    (out / "labeler_quality.json").write_text(json.dumps(rows, indent=2))
-    print(f"wrote {out / 'labeler_quality.md'}")
+
+# -------------------------------------------------------------------------------- backends
+def make(model: str):
+    from rl_bk.labeling.backends.registry import make_backend
+    from rl_bk.labeling.config import LabelerConfig
+
+    if model == "oracle":
+        return make_backend(LabelerConfig(backend="oracle"))
+    return make_backend(LabelerConfig(backend="llamacpp", packaged=model))  # type: ignore[arg-type]
+
+
+def render_markdown(data: dict) -> str:
+    lines = [
+        "# Labeller quality: agreement with the oracle on probe sets made from the envs",
+        "",
+        f"Command: `{data.get('command', 'python -m bench.labeler_quality')}` (parts of it per "
+        "model, merged). Machine: 2 cores; llama.cpp, 2 threads. Probe sets, answer modes and "
+        "measures: the docstring of `bench/labeler_quality.py`. The oracle's rules are the "
+        "reference (they are not an LLM); chance on the closed kinds is 0.50 (balanced answers).",
+        "",
+        "## Closed questions",
+        "",
+        "| kind | labeller | answer mode | n | agreement [95% Wilson] | majority answer rate | "
+        "answers | s / label |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for kind in CLOSED:
+        for model, res in data.get("results", {}).items():
+            r = res.get(kind)
+            if not r:
+                continue
+            for mode, m in r["modes"].items():
+                if not isinstance(m, dict):
+                    continue
+                lines.append(
+                    f"| {kind} | {res['model']} | {mode} | {m['n']} | {m['agreement']:.3f} "
+                    f"[{m['ci95'][0]:.3f}, {m['ci95'][1]:.3f}] | {m['majority_rate']:.2f} | "
+                    f"{', '.join(f'{k} {v}' for k, v in sorted(m['answers'].items()))} | "
+                    f"{m['s_per_label']} |"
+                )
+    lines += ["", "Position bias on preferences (mean log P(A) - log P(B) common to both "
+              "orders; positive favours the first-shown segment):", ""]  # fmt: skip
+    for model, res in data.get("results", {}).items():
+        r = res.get("preference")
+        if r and r["modes"].get("position_bias_logodds_A") is not None:
+            lines.append(f"- {res['model']}: {r['modes']['position_bias_logodds_A']:+.2f} nats")
+    lines += ["", "## Open questions (goals)", "",
+              "| kind | labeller | states | goals suggested | share the oracle also suggests "
+              "[95% Wilson] | states with one such goal | failed | s / label |",
+              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for kind in OPEN:
+        for model, res in data.get("results", {}).items():
+            m = res.get(kind)
+            if not m:
+                continue
+            share = "–" if m["share_useful"] is None else (
+                f"{m['share_useful']:.3f} [{m['ci95'][0]:.3f}, {m['ci95'][1]:.3f}]")
+            lines.append(f"| {kind} | {res['model']} | {m['n_states']} | {m['goals_suggested']} "
+                         f"| {share} | {m['states_with_a_useful_goal']:.2f} | {m['failed']} | "
+                         f"{m['s_per_label']} |")  # fmt: skip
+    lines += ["", *data.get("notes", [])]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--models", default="oracle," + ",".join(MODELS))
+    p.add_argument("--kinds", default=",".join(CLOSED + OPEN))
+    p.add_argument("--items", type=int, default=200, help="items per closed kind")
+    p.add_argument("--goal-states", type=int, default=50, help="states per open kind")
+    p.add_argument("--text-items", type=int, default=200,
+                   help="items of each closed kind also asked as text (0: none)")
+    args = p.parse_args(argv)
+    path = RESULTS.with_suffix(".json")
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data.setdefault("results", {})
+    data["command"] = "python -m bench.labeler_quality"
+    kinds = args.kinds.split(",")
+    probes = {}
+    for kind in kinds:
+        if kind == "preference":
+            probes[kind] = preference_probe(args.items)
+        elif kind == "helpful":
+            probes[kind] = helpful_probe(args.items)
+        elif kind in OPEN:
+            probes[kind] = goals_probe(kind.split("-")[1], args.goal_states)
+        else:
+            p.error(f"unknown kind {kind!r}")
+    for model in args.models.split(","):
+        backend = make(model)
+        entry = data["results"].setdefault(model, {})
+        entry["model"] = "oracle (rules; the reference)" if model == "oracle" else backend.model
+        for kind in kinds:
+            started = time.strftime("%Y-%m-%d %H:%M")
+            print(f"[{started}] {model} {kind} ({len(probes[kind])} items)", flush=True)
+            if kind in CLOSED:
+                entry[kind] = {"modes": run_closed(kind, probes[kind], backend, args.text_items),
+                               "ran": started}  # fmt: skip
+            elif model != "oracle":
+                entry[kind] = {**run_goals(probes[kind], backend), "ran": started}
+            path.write_text(json.dumps(data, indent=1))
+            RESULTS.with_suffix(".md").write_text(render_markdown(data))
+        del backend
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

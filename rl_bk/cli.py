@@ -10,6 +10,12 @@ a ``.txt`` file is one caption per line (with ``--criteria`` as the task or miss
 default it labels in this process with the configured backend and the shared label store;
 ``--url`` sends the batches to a running server instead.
 
+    rl-bk labels export FILE [--model M] [--task T]   the label store's rows as JSON lines
+    rl-bk labels import FILE                        add an export's rows (a build made elsewhere)
+
+An exported row names its backend and model (file name and SHA-256 prefix for a local GGUF)
+and the template version it was asked under, so imported labels key exactly as made.
+
     rl-bk knowledge collect --task T               BK stage 1: the trajectory dataset
     rl-bk knowledge build --task T [--kinds bk-code,...,ptgm,bc] [--backend oracle]
     rl-bk knowledge show --task T                  what is built, where, from whose labels
@@ -39,8 +45,14 @@ def _add_backend_flags(p: argparse.ArgumentParser) -> None:
                    help="who labels: oracle (hand-written rules, default), llamacpp (the "
                    "embedded model), vllm or openai (a server at --base-url), "
                    "fake (tests)")  # fmt: skip
-    p.add_argument("--packaged", choices=PACKAGED_MODELS, help="embedded model")
+    p.add_argument("--packaged", choices=PACKAGED_MODELS,
+                   help="embedded model (default qwen2.5-coder-1.5b; smollm2 for plumbing)")
     p.add_argument("--model-path", help="a GGUF file (llamacpp)")
+    p.add_argument("--answer-mode", choices=("token-scores", "text"),
+                   help="closed questions (preference, helpful) from the answers' token "
+                   "scores (default) or written under a grammar")  # fmt: skip
+    p.add_argument("--preference-orders", type=int, choices=(1, 2),
+                   help="ask each preference pair in both orders (2, default) or as given")
     p.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://host:8000/v1")
     p.add_argument("--model", help="the model name on that server")
     p.add_argument("--api-key-env", help="env variable holding its key (default OPENAI_API_KEY)")
@@ -50,7 +62,8 @@ def _add_backend_flags(p: argparse.ArgumentParser) -> None:
 def _config(args: argparse.Namespace) -> LabelerAppConfig:
     import json
 
-    fields = ("backend", "packaged", "model_path", "base_url", "model", "api_key_env",
+    fields = ("backend", "packaged", "model_path", "answer_mode", "preference_orders",
+              "base_url", "model", "api_key_env",
               "store_path", "host", "port", "app_name", "num_replicas", "max_replicas",
               "num_cpus", "num_gpus")  # fmt: skip
     overrides = {f: getattr(args, f, None) for f in fields}
@@ -133,11 +146,25 @@ def label_main(args: argparse.Namespace) -> int:
             batch = requests[i : i + args.batch_size]
             for request, label in zip(batch, labeler(args.task, batch)):
                 out.write(json.dumps({"request": request.model_dump(),
-                                      "label": label.model_dump()}) + "\n")  # fmt: skip
+                                      "label": label.model_dump(exclude_none=True)}) + "\n")  # fmt: skip
             progress.advance(bar, len(batch))
     if args.out:
         out.close()
         print(f"wrote {len(requests)} labels to {args.out}", file=sys.stderr)
+    return 0
+
+
+def labels_main(args: argparse.Namespace) -> int:
+    from rl_bk.labeling.store import LabelStore
+
+    with LabelStore(args.store_path) as store:
+        if args.action == "export":
+            n = store.export_jsonl(args.file, backend=args.backend, model=args.model,
+                                   task=args.task)  # fmt: skip
+            print(f"exported {n} labels from {store.path} to {args.file}")
+        else:
+            inserted, skipped = store.import_jsonl(args.file)
+            print(f"imported {inserted} labels into {store.path} ({skipped} already there)")
     return 0
 
 
@@ -219,6 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=32,
                    help="requests per labeler call (default 32)")  # fmt: skip
     _add_backend_flags(p)
+    p = sub.add_parser("labels", help="export the label store's rows to JSONL, or import them")
+    p.add_argument("action", choices=["export", "import"])
+    p.add_argument("file", help="the JSONL file to write or read")
+    p.add_argument("--backend", help="export only this backend's labels")
+    p.add_argument("--model", help="export only this model's labels (as stored)")
+    p.add_argument("--task", help="export only this task's labels")
+    p.add_argument("--store", dest="store_path", help="the SQLite label store file")
     p = sub.add_parser("knowledge", help="run the knowledge pipeline's stages (collect, "
                        "build, show): BK's potentials, Motif's reward model, PTGM's "
                        "pre-trained models, BC-PPO's data")  # fmt: skip
@@ -249,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     from rl_bk.labeling.backends.base import BackendError
     from rl_bk.labeling.tasks import UnknownTaskError
 
-    commands = {"serve": serve_main, "label": label_main, "knowledge": knowledge_main}
+    commands = {"serve": serve_main, "label": label_main, "labels": labels_main,
+                "knowledge": knowledge_main}  # fmt: skip
     try:
         return commands[args.command](args)
     except (ConfigError, MissingDependencyError, BackendError, UnknownTaskError, ValueError,

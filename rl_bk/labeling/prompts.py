@@ -10,6 +10,11 @@ in long ones, so captions are clipped, segments keep their last steps and histor
 entries (the nearest-first caption format puts what matters at the start of each caption).
 The answer's form is not left to the prompt alone: the grammar (``grammars.py``) enforces it.
 
+Closed questions name their answers in the question's last words ("Answer with one letter, A
+or B, or with the word tie"): the reply then begins with the answer, where token scores are
+read (``closed_answers.py``); asked "Answer A, B or tie", a 1.5B model put most
+of its first token's mass on other words.
+
 A template's ``version`` must equal ``TaskSpec.template_version`` (``tasks.py``): the label
 store keys on it, so a change of wording here goes with a version bump there.
 """
@@ -38,8 +43,9 @@ from rl_bk.labeling.tasks import (
 CAPTION_CHARS = 300  # per caption line
 SEGMENT_STEPS = 5  # BK's segment length: longer segments keep their last steps
 HISTORY_STEPS = 2
-DESCRIPTION_CHARS = 1200
-FEEDBACK_CHARS = 600
+DESCRIPTION_CHARS = 4000  # the whole description: its caption format is what the code parses
+FEEDBACK_CHARS = 1500
+EXAMPLE_CHARS = 1500
 
 #: One line about each env family, so a model knows which game it is judging.
 ENV_DESCRIPTIONS: dict[str, str] = {
@@ -134,7 +140,8 @@ def _preference(req: PreferenceRequest) -> tuple[str, str]:
         f"{_game_line(req.env)}Criteria: {clip(req.criteria, CAPTION_CHARS)}\n"
         f"Segment A:\n{_steps(req.segment_a)}\n"
         f"Segment B:\n{_steps(req.segment_b)}\n"
-        "Which segment meets the criteria better? Answer A, B or tie."
+        "Which segment meets the criteria better? Answer with one letter, A or B, or with "
+        "the word tie if they are equal."
     )
     return user, "Answer:"
 
@@ -143,7 +150,8 @@ def _helpful(req: HelpfulRequest) -> tuple[str, str]:
     user = (
         f"{_game_line(req.env)}Task: {clip(req.task, CAPTION_CHARS)}\n"
         f"Observation: {clip(req.caption, CAPTION_CHARS)}\n"
-        "Does this observation show progress toward the task? Answer yes or no."
+        "Does this observation show progress toward the task? Answer with one word, yes or "
+        "no."
     )
     return user, "Answer:"
 
@@ -151,6 +159,11 @@ def _helpful(req: HelpfulRequest) -> tuple[str, str]:
 def _reward_code(req: RewardCodeRequest) -> tuple[str, str]:
     lines = [
         f"Environment: {clip_end(req.env_description, DESCRIPTION_CHARS)}",
+    ]
+    if req.example_input:
+        lines.append("One real argument from the agent's data, exactly as the function "
+                     f"receives it:\n{clip_end(req.example_input, EXAMPLE_CHARS)}")  # fmt: skip
+    lines += [
         "Write a Python function with exactly this signature:",
         normalize_signature(req.signature),
         "It returns a potential: a number that grows as the agent gets closer to success. "
@@ -180,7 +193,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         ),
         PromptTemplate(
             "preference",
-            "preference-v1",
+            "preference-v2",
             "You compare two parts of a game played by an agent.",
             _preference,  # type: ignore[arg-type]
             lambda r: 4,
@@ -188,7 +201,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         ),
         PromptTemplate(
             "helpful",
-            "helpful-v1",
+            "helpful-v2",
             "You judge observations from a game played by an agent.",
             _helpful,  # type: ignore[arg-type]
             lambda r: 4,
@@ -196,7 +209,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         ),
         PromptTemplate(
             "reward_code",
-            "reward_code-v1",
+            "reward_code-v2",
             "You write short, correct Python reward functions for game-playing agents.",
             _reward_code,  # type: ignore[arg-type]
             lambda r: 384,

@@ -61,7 +61,8 @@ class LabelService:
         requests = [r if isinstance(r, spec.request) else spec.request.model_validate(r)
                     for r in requests]  # fmt: skip
         b = self.backend
-        found = self.store.get_many(b.name, b.model, task, list(requests))
+        found = self.store.get_many(b.name, b.model, task, list(requests),
+                                   asked_as=b.asked_as(task))
         hits = sum(lab is not None for lab in found)
         if hits:
             with self._lock:
@@ -83,7 +84,7 @@ class LabelService:
         keys, distinct = list(unique), list(unique.values())
 
         b = self.backend
-        stored = self.store.get_many(b.name, b.model, task, distinct)
+        stored = self.store.get_many(b.name, b.model, task, distinct, asked_as=b.asked_as(task))
         found = {k: lab for k, lab in zip(keys, stored) if lab is not None}
         misses = [(k, r) for k, r in zip(keys, distinct) if k not in found]
         if misses:
@@ -97,7 +98,7 @@ class LabelService:
                     self.store.put_many(
                         b.name, b.model, task, [r for r, _ in good], [lab for _, lab in good],
                         latency_s=(time.perf_counter() - start) / len(misses),
-                        is_oracle=b.is_oracle,
+                        is_oracle=b.is_oracle, asked_as=b.asked_as(task),
                     )  # fmt: skip
                 with self._lock:
                     self.metrics.backend_errors += 1
@@ -110,6 +111,7 @@ class LabelService:
             self.store.put_many(
                 b.name, b.model, task, [r for _, r in misses], answers,
                 latency_s=seconds / len(misses), is_oracle=b.is_oracle,
+                asked_as=b.asked_as(task),
             )  # fmt: skip
             new = {k: lab for (k, _), lab in zip(misses, answers)}
         else:

@@ -77,6 +77,11 @@ def default_path() -> Path:
     return Path(os.environ.get(ENV_VAR) or DEFAULT_PATH).expanduser()
 
 
+def template_version(spec: TaskSpec, asked_as: str = "") -> str:
+    """The key's template version: the task's, with how it was asked ("preference-v2+scores-2")."""
+    return f"{spec.template_version}+{asked_as}" if asked_as else spec.template_version
+
+
 def input_hash(request: BaseModel) -> str:
     """sha256 (hex) of the request's canonical JSON: the request part of the store's key."""
     return hashlib.sha256(canonical_json(request).encode("utf-8")).hexdigest()
@@ -222,13 +227,17 @@ class LabelStore:
 
     # ------------------------------------------------------------------------------- labels
     def get_many(
-        self, backend: str, model: str, task: str, requests: Sequence[BaseModel]
-    ) -> list[BaseModel | None]:
+        self, backend: str, model: str, task: str, requests: Sequence[BaseModel], *,
+        asked_as: str = "",
+    ) -> list[BaseModel | None]:  # fmt: skip
         """The stored label of each request (None where there is none), in request order.
 
-        One query per 500 requests; counts hits and misses.
+        One query per 500 requests; counts hits and misses. ``asked_as``: how the backend
+        asked (:meth:`~rl_bk.labeling.backends.base.Backend.asked_as`), kept in the key's
+        template version.
         """
         spec = get_task(task)
+        version = template_version(spec, asked_as)
         hashes = [input_hash(_as_request(spec, r)) for r in requests]
         found: dict[str, str] = {}
         unique = list(dict.fromkeys(hashes))
@@ -239,7 +248,7 @@ class LabelStore:
                 "SELECT input_hash, label_json FROM labels WHERE backend = ? AND model = ? "
                 f"AND task = ? AND template_version = ? AND input_hash IN "
                 f"({', '.join('?' * len(chunk))})",
-                (backend, model, task, spec.template_version, *chunk),
+                (backend, model, task, version, *chunk),
             )
             found.update(rows)
         parsed = {h: spec.label.model_validate_json(j) for h, j in found.items()}
@@ -260,6 +269,7 @@ class LabelStore:
         *,
         latency_s: float,
         is_oracle: bool = False,
+        asked_as: str = "",
     ) -> int:
         """Store labels in one transaction; returns how many were new.
 
@@ -272,6 +282,7 @@ class LabelStore:
         if not (math.isfinite(latency_s) and latency_s >= 0):
             raise ValueError(f"latency_s must be finite and >= 0, not {latency_s!r}")
         now = time.time()
+        version = template_version(spec, asked_as)
         rows = []
         for request, label in zip(requests, labels):
             request = _as_request(spec, request)
@@ -279,7 +290,7 @@ class LabelStore:
             text = canonical_json(request)
             rows.append(
                 (
-                    backend, model, task, spec.template_version,
+                    backend, model, task, version,
                     hashlib.sha256(text.encode("utf-8")).hexdigest(), text,
                     label.model_dump_json(), int(is_oracle), now, float(latency_s),
                 )

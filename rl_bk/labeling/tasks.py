@@ -60,6 +60,9 @@ class RewardCodeRequest(_Model):
     env_description: Text
     signature: ShortText  # e.g. "def compute_potential(window: list[dict]) -> float"
     feedback: Annotated[str, StringConstraints(max_length=MAX_TEXT)] = ""
+    # a real argument, printed as the function receives it: small models misread a format
+    # they are only told about
+    example_input: Annotated[str, StringConstraints(max_length=MAX_TEXT)] = ""
 
 
 class ActionScoresRequest(_Model):
@@ -72,12 +75,19 @@ class GoalsLabel(_Model):
     goals: list[ShortText] = Field(max_length=10)
 
 
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
 class PreferenceLabel(_Model):
     choice: Literal["A", "B", "tie"]
+    # From token scores (``closed_answers``); None for text answers and rules.
+    p_a: Probability | None = None  # P(segment A is better | not a tie)
+    p_tie: Probability | None = None
 
 
 class HelpfulLabel(_Model):
     helpful: bool
+    p_yes: Probability | None = None  # from token scores; None for text answers and rules
 
 
 class RewardCodeLabel(_Model):
@@ -102,9 +112,9 @@ TASKS: dict[str, TaskSpec] = {
     spec.name: spec
     for spec in (
         TaskSpec("goals", GoalsRequest, GoalsLabel, "goals-v1"),
-        TaskSpec("preference", PreferenceRequest, PreferenceLabel, "preference-v1"),
-        TaskSpec("helpful", HelpfulRequest, HelpfulLabel, "helpful-v1"),
-        TaskSpec("reward_code", RewardCodeRequest, RewardCodeLabel, "reward_code-v1"),
+        TaskSpec("preference", PreferenceRequest, PreferenceLabel, "preference-v2"),
+        TaskSpec("helpful", HelpfulRequest, HelpfulLabel, "helpful-v2"),
+        TaskSpec("reward_code", RewardCodeRequest, RewardCodeLabel, "reward_code-v2"),
         TaskSpec("action_scores", ActionScoresRequest, ActionScoresLabel, "action_scores-v1"),
     )
 }

@@ -32,7 +32,7 @@ def test_typed_label_then_the_same_request_from_the_store(http, service):
     assert first.status_code == 200
     body = first.json()
     assert body["backend"] == "fake" and body["from_store"] == [False]
-    assert set(body["labels"][0]) == {"helpful"}
+    assert set(body["labels"][0]) == {"helpful", "p_yes"}
     again = http.post("/v1/labels/helpful", json={"requests": [HELPFUL, HELPFUL]}).json()
     assert again["from_store"] == [True, True] and again["labels"][0] == body["labels"][0]
     metrics = http.get("/metrics").json()

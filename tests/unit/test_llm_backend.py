@@ -31,7 +31,7 @@ def test_identity_comes_from_construction_and_generator():
 
 def test_uses_grammar_when_supported_and_chat_by_default():
     gen = FakeGenerator()
-    label = LLMBackend(gen, "llamacpp").label("preference", [PREF])[0]
+    label = LLMBackend(gen, "llamacpp", answer_mode="text").label("preference", [PREF])[0]
     assert label.choice in ("A", "B", "tie")
     (call,) = gen.calls
     assert call["method"] == "chat" and call["grammar"] == PREFERENCE_GRAMMAR
@@ -40,7 +40,7 @@ def test_uses_grammar_when_supported_and_chat_by_default():
 
 def test_no_grammar_without_support_and_complete_when_not_chat():
     gen = FakeGenerator(["The answer is B."], supports_grammar=False)
-    label = LLMBackend(gen, "openai", use_chat=False).label("preference", [PREF])[0]
+    label = LLMBackend(gen, "openai", use_chat=False, answer_mode="text").label("preference", [PREF])[0]
     assert label == PreferenceLabel(choice="B")
     (call,) = gen.calls
     assert call["method"] == "complete" and call["grammar"] is None
@@ -58,7 +58,7 @@ def test_goals_grammar_is_the_envs_and_the_answer_parses():
 
 def test_retries_once_on_malformed_output_then_succeeds():
     gen = FakeGenerator(["I cannot decide.", "yes"])
-    label = LLMBackend(gen, "llamacpp").label("helpful", [HelpfulRequest(caption="c", task="t")])
+    label = LLMBackend(gen, "llamacpp", answer_mode="text").label("helpful", [HelpfulRequest(caption="c", task="t")])
     assert label[0].helpful is True
     assert [c["temperature"] for c in gen.calls] == [0.0, 0.7]  # the retry is not greedy
 
@@ -66,7 +66,7 @@ def test_retries_once_on_malformed_output_then_succeeds():
 def test_raises_backend_error_after_one_retry():
     gen = FakeGenerator(["garbage one", "garbage two", "yes"])
     with pytest.raises(BackendError) as info:
-        LLMBackend(gen, "llamacpp").label("helpful", [HelpfulRequest(caption="c", task="t")])
+        LLMBackend(gen, "llamacpp", answer_mode="text").label("helpful", [HelpfulRequest(caption="c", task="t")])
     assert "helpful" in str(info.value) and "garbage two" in str(info.value)
     assert len(gen.calls) == 2
 
@@ -77,7 +77,7 @@ def test_generator_exceptions_become_backend_errors():
             raise ConnectionError("refused")
 
     with pytest.raises(BackendError, match="refused"):
-        LLMBackend(Broken(), "openai").label("preference", [PREF])
+        LLMBackend(Broken(), "openai", answer_mode="text").label("preference", [PREF])
 
 
 def test_reward_code_through_the_grammar():

@@ -42,6 +42,8 @@ class PreferenceSettings(SettingsSection):
     horizon: int = Field(5, gt=0)
     epochs: int = Field(5, gt=0)
     served: bool = False
+    #: train on the labels' probabilities (token-score labels carry them); BK: hard labels
+    soft_labels: bool = False
 
 
 class GoalSettings(SettingsSection):

@@ -146,7 +146,7 @@ def _smollm2_folder() -> Path:
     target = model_cache_dir() / SMOLLM2_CACHE_NAME
     if (target / "config.json").is_file():
         return target
-    from rl_bk.labeling.backends.llamacpp import packaged_model_path
+    from rl_bk.labeling.backends.packaged_models import packaged_model_path
 
     gguf = packaged_model_path("smollm2")  # MissingDependencyError with the install hint
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -81,6 +81,7 @@ def _build_pref(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
     report = train_preference_potential(
         labeler, episodes, folder, family=family_of(task.env), mission=task_mission(task),
         pairs=p.pairs, horizon=p.horizon, epochs=p.epochs, seed=task.knowledge.dataset.seed,
+        soft_labels=p.soft_labels,
     )  # fmt: skip
     return {"report": repr(report)}
 

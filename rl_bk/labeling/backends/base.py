@@ -87,6 +87,16 @@ class TextGenerator(ABC):
         """Sum of token log-probabilities of each continuation after ``prompt``."""
         raise UnsupportedError(f"{type(self).__name__} cannot score continuations")
 
+    def answer_logprobs(
+        self, messages: Sequence[dict[str, str]], answers: Sequence[str]
+    ) -> dict[str, float]:
+        """The log-probability of each closed answer as the first token of the reply to
+        ``messages`` (its one-token spellings summed: ``closed_answers.surface_forms``);
+        nothing is sampled."""
+        raise UnsupportedError(
+            f"{type(self).__name__} gives no token log-probabilities: set answer_mode: text"
+        )
+
 
 class Backend(ABC):
     """Answers typed labelling requests, a batch at a time."""
@@ -94,6 +104,12 @@ class Backend(ABC):
     name: str  # "llamacpp", "vllm", "openai", "oracle" or "fake"
     model: str
     is_oracle: bool = False  # oracle labels are never presented as an LLM's
+
+    def asked_as(self, task: str) -> str:
+        """How this backend asks ``task`` (e.g. "scores-2": token scores, both orders), ""
+        for the task's one way. Part of the label store's key: labels asked differently
+        never mix."""
+        return ""
 
     @abstractmethod
     def label(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:

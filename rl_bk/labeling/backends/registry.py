@@ -17,14 +17,15 @@ def preflight(config: LabelerConfig) -> None:
     if config.backend == "llamacpp":
         from pathlib import Path
 
-        from rl_bk.labeling.backends.llamacpp import _import_llama_cpp, packaged_model_path
+        from rl_bk.labeling.backends.llamacpp import _import_llama_cpp
+        from rl_bk.labeling.backends.packaged_models import check_installed
 
         _import_llama_cpp()
         if config.model_path is not None:
             if not Path(config.model_path).expanduser().is_file():
                 raise FileNotFoundError(f"no GGUF model file at {config.model_path}")
-        elif config.packaged == "smollm2":
-            packaged_model_path("smollm2")  # gemma's file is assembled in the replica
+        else:
+            check_installed(config.packaged)  # split models are joined in the replica
     elif config.backend in ("openai", "vllm") and (not config.base_url or not config.model):
         raise ValueError(f"the {config.backend} backend needs --base-url and --model")
 
@@ -47,7 +48,7 @@ def make_backend(config: LabelerConfig) -> Backend:
             model_path=config.model_path, packaged=config.packaged,
             n_ctx=config.n_ctx, n_threads=config.n_threads,
         )  # fmt: skip
-        return LLMBackend(generator, name="llamacpp")
+        return LLMBackend(generator, name="llamacpp", **_answering(config))
     if name == "openai":
         from rl_bk.labeling.backends.llm import LLMBackend
         from rl_bk.labeling.backends.openai_compat import OpenAICompatGenerator
@@ -59,7 +60,7 @@ def make_backend(config: LabelerConfig) -> Backend:
             base_url=config.base_url, model=config.model, api_key_env=config.api_key_env,
             timeout_s=config.request_timeout_s,
         )  # fmt: skip
-        return LLMBackend(generator, name="openai")
+        return LLMBackend(generator, name="openai", **_answering(config))
     if name == "vllm":
         from rl_bk.labeling.backends.llm import LLMBackend
         from rl_bk.labeling.backends.vllm import VLLMGenerator
@@ -72,8 +73,14 @@ def make_backend(config: LabelerConfig) -> Backend:
             config.base_url, config.model, api_key_env=config.api_key_env,
             timeout_s=config.request_timeout_s,
         )  # fmt: skip
-        return LLMBackend(generator, name="vllm")
+        return LLMBackend(generator, name="vllm", **_answering(config))
     raise ValueError(f"unknown backend {name!r}: use llamacpp, vllm, openai, oracle or fake")
+
+
+def _answering(config: LabelerConfig) -> dict:
+    """How an LLM backend answers closed questions (``closed_answers.py``)."""
+    return {"answer_mode": config.answer_mode, "preference_orders": config.preference_orders,
+            "helpful_threshold": config.helpful_threshold}  # fmt: skip
 
 
 def build_label_service(config: LabelerConfig) -> LabelService:

@@ -3,8 +3,10 @@ rounds from what the sandbox saw it do.
 
 For each candidate (Eureka-style: several independent codes, compared later as trials):
 
-1. Round 1 asks for the function with the env description and the signature
-   (:mod:`rl_bk.algorithms.bk_ppo.code.descriptions`), and no feedback.
+1. Round 1 asks for the function with the env description, the signature
+   (:mod:`rl_bk.algorithms.bk_ppo.code.descriptions`) and one real window from the dataset,
+   printed as the function will receive it (a small model told only about the format misread
+   it: it took a window for a dict), and no feedback.
 2. Every answer is loaded into the sandbox and run on ``segments_per_round`` freshly
    sampled segments of the dataset (one window per state, as at RL time).
 3. The next round's feedback carries the previous code and what happened: the refusal or the
@@ -124,6 +126,7 @@ def write_potential_code(labeler: Labeler, episodes: Sequence[Chunk], out_dir: s
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     description = describe_env(family, mission, horizon=horizon, caption_style=caption_style)
+    example = example_window(episodes, horizon, family, seed)
     history: list[dict] = []
     results: list[CandidateResult] = []
     bar = tqdm(total=rounds * candidates, desc="bk-code rounds", unit="round", leave=False,
@@ -131,7 +134,7 @@ def write_potential_code(labeler: Labeler, episodes: Sequence[Chunk], out_dir: s
     with Sandbox(time_limit_s=time_limit_s) as sandbox:
         for index in range(candidates):
             results.append(_write_candidate(
-                labeler, sandbox, episodes, description, history, index=index,
+                labeler, sandbox, episodes, description, example, history, index=index,
                 candidates=candidates, rounds=rounds, segments_per_round=segments_per_round,
                 horizon=horizon, family=family, seed=seed, bar=bar,
             ))  # fmt: skip
@@ -152,14 +155,30 @@ def write_potential_code(labeler: Labeler, episodes: Sequence[Chunk], out_dir: s
         "candidate_results": [{k: v for k, v in asdict(r).items() if k != "code"}
                               for r in results],
         "env_description": description,
+        "example_input": example,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }  # fmt: skip
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     return CodeResult(out, results[best].code, best, results)
 
 
+def example_window(episodes: Sequence[Chunk], horizon: int, family: str, seed: int) -> str:
+    """One full window of the dataset, as the function receives it (``pprint``'s layout, one
+    state a line); the window whose caption has the most sentences, of a few sampled."""
+    import pprint
+
+    rng = np.random.default_rng([seed, 7919])
+    segments = sample_segments(episodes, horizon - 1, 8, rng) if horizon > 1 else []
+    if not segments:
+        return ""
+    chosen = max(segments, key=lambda s: s.captions[-1].count(". "))
+    text = pprint.pformat(window_records(windows(chosen, horizon)[-1], family), width=100,
+                          sort_dicts=False)  # fmt: skip
+    return text if len(text) <= MAX_TEXT else ""
+
+
 def _write_candidate(labeler: Labeler, sandbox: Sandbox, episodes: Sequence[Chunk],
-                     description: str, history: list[dict], *, index: int, candidates: int,
+                     description: str, example: str, history: list[dict], *, index: int, candidates: int,
                      rounds: int, segments_per_round: int, horizon: int, family: str, seed: int,
                      bar) -> CandidateResult:  # fmt: skip
     rng = np.random.default_rng([seed, index])
@@ -172,7 +191,7 @@ def _write_candidate(labeler: Labeler, sandbox: Sandbox, episodes: Sequence[Chun
     for round_ in range(1, rounds + 1):
         entry: dict = {"candidate": index, "round": round_, "feedback": feedback}
         request = RewardCodeRequest(env_description=description, signature=SIGNATURE,
-                                    feedback=feedback)  # fmt: skip
+                                    feedback=feedback, example_input=example)  # fmt: skip
         header = " ".join(p for p in (tag, f"Round {round_ + 1} of {rounds}.") if p)
         try:
             label = labeler("reward_code", [request])[0]

@@ -251,17 +251,25 @@ class FlatPotential(nn.Module):
 
 
 def preference_loss(
-    logits_a: torch.Tensor, logits_b: torch.Tensor, targets: torch.Tensor
+    logits_a: torch.Tensor,
+    logits_b: torch.Tensor,
+    targets: torch.Tensor,
+    ties: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """BK's loss. ``targets``: 0 = A preferred, 1 = B, 0.5 = tie.
+    """BK's loss. ``targets``: P(B preferred): 0 = A, 1 = B, 0.5 = tie (BK's hard labels),
+    or any probability in between (soft labels from token scores). ``ties``: which pairs are
+    ties (default: targets == 0.5, as with hard labels).
 
-    Cross-entropy over (A, B) on the decided pairs, plus 0.3 * mean(-log_softmax) over both
-    entries of every pair: for a tie that pulls the two logits together, for a decided pair it
-    keeps the model from growing over-confident."""
+    Cross-entropy over (A, B) against the target distribution (1 - t, t) on the pairs that
+    are not ties, plus 0.3 * mean(-log_softmax) over both entries of every pair: for a tie
+    that pulls the two logits together, for a decided pair it keeps the model from growing
+    over-confident. With hard labels the cross-entropy is BK's."""
     logits = torch.stack([logits_a, logits_b], dim=-1)
-    decided = targets != 0.5
+    decided = targets != 0.5 if ties is None else ~ties
     if bool(decided.any()):
-        ce = F.cross_entropy(logits[decided], targets[decided].long())
+        t = targets[decided]
+        log_p = torch.log_softmax(logits[decided], dim=-1)
+        ce = -((1 - t) * log_p[:, 0] + t * log_p[:, 1]).mean()
     else:
         ce = logits.sum() * 0.0
     smooth = (-torch.log_softmax(logits, dim=-1)).mean()

@@ -8,7 +8,10 @@ BK's ``label_preference.py`` + ``train_preference_model.py`` in one function:
 2. caption each state as "<caption> You choose the action: <name>." (the last state, with no
    action yet, is its bare caption) and ask the labeler which segment is better;
 3. train with BK's loss (cross-entropy on decided pairs + 0.3 * smoothing that also uses ties),
-   AdamW, gradient clip 1.0; keep the epoch with the best held-out accuracy;
+   AdamW, gradient clip 1.0; keep the epoch with the best held-out accuracy. BK trains on hard
+   labels (the default); with ``soft_labels`` a decided pair's target is the labeller's own
+   probability that B is better (labels read from token scores carry it:
+   :mod:`rl_bk.labeling.closed_answers`), so a pair the model was unsure of pulls less;
 4. write ``model.pt`` (state dict + config), ``report.json``, and optionally register the
    TorchScript export in the reward-model registry.
 
@@ -90,6 +93,7 @@ class PreferenceReport:
     labels: str = "unknown"
     is_oracle: bool | None = None
     mission: str | None = None
+    soft_labels: bool = False
     config: dict = field(default_factory=dict)
     registered: list[str] | None = None
     seconds_labelling: float = 0.0
@@ -99,23 +103,31 @@ class PreferenceReport:
         return asdict(self)
 
 
-def _label_pairs(labeler: Labeler, requests: Sequence[PreferenceRequest]) -> list[str | None]:
-    """One choice per request; None where the labeler failed on it (those pairs are dropped)."""
-    labels = label_in_batches(labeler, "preference", requests, batch_size=LABEL_BATCH,
-                              desc="bk-pref labels", unit="pair")  # fmt: skip
-    return [None if label is None else label.choice for label in labels]  # type: ignore[attr-defined]
+def _label_pairs(labeler: Labeler, requests: Sequence[PreferenceRequest]) -> list:
+    """One PreferenceLabel per request; None where the labeler failed on it (those pairs are
+    dropped)."""
+    return label_in_batches(labeler, "preference", requests, batch_size=LABEL_BATCH,
+                            desc="bk-pref labels", unit="pair")  # fmt: skip
+
+
+def label_target(label, soft: bool) -> float:
+    """The training target of a label: P(B is better); 0.5 for a tie. ``soft`` uses the
+    label's own probability where it has one (token-score labels), else BK's 0 / 1."""
+    if soft and label.choice != "tie" and label.p_a is not None:
+        return 1.0 - float(label.p_a)
+    return _TARGET[label.choice]
 
 
 def _accuracy(model: PreferenceTransformer, data: dict[str, torch.Tensor]) -> float | None:
-    """Held-out accuracy on decided pairs (ties have no right answer), None if there are none."""
-    decided = data["target"] != 0.5
+    """Held-out accuracy on decided pairs (ties have no right answer), None if there are none:
+    the model's choice against the label's (B when its target is above one half)."""
+    decided = ~data["tie"]
     if not bool(decided.any()):
         return None
     with torch.no_grad():
         la = model(data["obs_a"][decided], data["act_a"][decided], data["valid_a"][decided])[0]
         lb = model(data["obs_b"][decided], data["act_b"][decided], data["valid_b"][decided])[0]
-    predicted = (lb > la).float()
-    return float((predicted == data["target"][decided]).float().mean())
+    return float(((lb > la) == (data["target"][decided] > 0.5)).float().mean())
 
 
 def train_preference_potential(
@@ -135,12 +147,14 @@ def train_preference_potential(
     register_as: str | None = None,
     reward_models_root: str | Path | None = None,
     state_encoder: Literal["auto", "mlp", "grid"] = "auto",
+    soft_labels: bool = False,
 ) -> PreferenceReport:
     """Labels ``pairs`` segment pairs, trains the potential, writes out_dir/{model.pt,
     report.json}. ``horizon``: states per segment and per potential window (current
     included). ``register_as``: "name" or "name/version" in the reward-model registry.
     ``state_encoder``: "auto" reads the family's grid with a conv net where it has one
-    (:data:`GRID_LAYOUTS`), else an MLP."""
+    (:data:`GRID_LAYOUTS`), else an MLP. ``soft_labels``: train on the labels' probabilities
+    (module docstring); BK's hard labels by default."""
     if horizon < 2:
         raise ValueError(
             f"horizon must be >= 2 (one step and the state it leads to), got {horizon}"
@@ -158,8 +172,9 @@ def train_preference_potential(
                                   env=family)  # type: ignore[arg-type]
                 for a, b in zip(seg_a, seg_b)]  # fmt: skip
     started = time.perf_counter()
-    choices = _label_pairs(labeler, requests)
+    labels = _label_pairs(labeler, requests)
     seconds_labelling = time.perf_counter() - started
+    choices = [None if lab is None else lab.choice for lab in labels]
 
     kept = [i for i, c in enumerate(choices) if c is not None]
     obs_dim = int(episodes[0].observations.shape[1])
@@ -180,7 +195,9 @@ def train_preference_potential(
             data[f"obs_{side}"] = torch.from_numpy(o)
             data[f"act_{side}"] = torch.from_numpy(a)
             data[f"valid_{side}"] = torch.from_numpy(v)
-        data["target"] = torch.tensor([_TARGET[choices[i]] for i in idx], dtype=torch.float32)  # type: ignore[index]
+        data["target"] = torch.tensor([label_target(labels[i], soft_labels) for i in idx],
+                                      dtype=torch.float32)  # fmt: skip
+        data["tie"] = torch.tensor([choices[i] == "tie" for i in idx], dtype=torch.bool)
         return data
 
     order = rng.permutation(kept).tolist()
@@ -195,9 +212,9 @@ def train_preference_potential(
     report = PreferenceReport(
         pairs=len(kept), ties=sum(choices[i] == "tie" for i in kept),
         dropped=len(choices) - len(kept), train_pairs=len(train_idx),
-        heldout_pairs=len(eval_idx), heldout_decided=int((heldout["target"] != 0.5).sum()),
+        heldout_pairs=len(eval_idx), heldout_decided=int((~heldout["tie"]).sum()),
         labels=str(getattr(labeler, "identity", type(labeler).__name__)),
-        is_oracle=getattr(labeler, "is_oracle", None), mission=mission,
+        is_oracle=getattr(labeler, "is_oracle", None), mission=mission, soft_labels=soft_labels,
         config=config.as_dict(), seconds_labelling=round(seconds_labelling, 3),
     )  # fmt: skip
     best_state, best_acc = None, -1.0
@@ -209,14 +226,14 @@ def train_preference_potential(
         for batch in torch.randperm(n).split(batch_size):
             la = model(train["obs_a"][batch], train["act_a"][batch], train["valid_a"][batch])[0]
             lb = model(train["obs_b"][batch], train["act_b"][batch], train["valid_b"][batch])[0]
-            target = train["target"][batch]
-            loss = preference_loss(la, lb, target)
+            target, tie = train["target"][batch], train["tie"][batch]
+            loss = preference_loss(la, lb, target, tie)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            mask = target != 0.5
-            hits += int(((lb > la).float()[mask] == target[mask]).sum())
+            mask = ~tie
+            hits += int(((lb > la)[mask] == (target[mask] > 0.5)).sum())
             decided += int(mask.sum())
         model.eval()
         acc = _accuracy(model, heldout)
