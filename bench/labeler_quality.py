@@ -16,6 +16,12 @@ Probe sets (scripted, fixed seeds; the oracle's answer is the reference):
 - ``goals-crafter`` (ELLM) and ``goals-babyai`` (BK-Goal, no mission) — open: the share of
   suggested goals that the oracle also suggests in that state (achievable and useful there),
   and how many states got at least one such goal.
+- ``code`` — BK-Code as the pipeline builds it (``write_potential_code``: task-agnostic, 3
+  rounds, on random-policy BabyAI episodes): per round, whether the code ran and the Spearman
+  rank correlation of its potential with the task-agnostic oracle's over held-out windows.
+- ``action-scores`` — GLAM's zero-shot policy on BabyAI-Text GoToRedBall: the prompt of
+  states along the BabyAI bot's path, each action scored by log-likelihood
+  (``action_scores``); agreement of the top-scored action with the bot's (chance about 1/6).
 
 Answer modes for closed kinds: ``token-scores`` (the answers' log-probabilities at the reply's
 first token; ``rl_bk.labeling.closed_answers``), read in one order and in both orders from the
@@ -42,6 +48,7 @@ RESULTS = ROOT / "bench" / "results" / "labeler_quality"
 MODELS = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2", "gemma3-270m")
 CLOSED = ("preference", "helpful")
 OPEN = ("goals-crafter", "goals-babyai")
+OTHER = ("code", "action-scores")
 SEED = 0
 
 
@@ -147,6 +154,71 @@ def goals_probe(family: str, n: int, seed: int = SEED):
     return items
 
 
+def _chunks(env_id: str, episodes: int, steps: int, seed: int):
+    """Random-policy episodes as the knowledge pipeline's Chunks (observations included)."""
+    import env_registry
+    from rl_bk.knowledge.trajectory import Chunk
+
+    env = env_registry.make_env(env_id)
+    out = []
+    for e in range(episodes):
+        rng = np.random.default_rng([seed, e])
+        obs, info = env.reset(seed=seed * 10_000 + e)
+        observations, captions, actions, rewards = [obs], [info["caption"]], [], []
+        term = trunc = False
+        for _ in range(steps):
+            a = int(rng.integers(env.action_space.n))
+            obs, r, term, trunc, info = env.step(a)
+            observations.append(obs)
+            captions.append(info["caption"])
+            actions.append(a)
+            rewards.append(r)
+            if term or trunc:
+                break
+        out.append(Chunk(np.stack(observations).astype(np.float32), captions,
+                         np.asarray(actions, np.int64), np.asarray(rewards, np.float32),
+                         bool(term), bool(trunc), info.get("mission"), f"ep{e}"))  # fmt: skip
+    env.close()
+    return out
+
+
+def action_probe(n: int, seed: int = SEED):
+    """States along the BabyAI bot's path on GoToRedBall: (GLAM prompt, the bot's action)."""
+    from minigrid.utils.baby_ai_bot import BabyAIBot
+
+    import env_registry
+    from rl_bk.algorithms.glam_ppo.prompt_observation import (
+        ACTION_TEXTS,
+        build_prompt,
+        caption_to_observation,
+    )
+    from rl_bk.labeling.tasks import ActionScoresRequest
+
+    env = env_registry.make_env("BabyAI-Text-GoToRedBall-v0")
+    rng = np.random.default_rng(seed)
+    items, e = [], 0
+    while len(items) < n and e < 10 * n:
+        _, info = env.reset(seed=seed * 10_000 + e)
+        e += 1
+        bot = BabyAIBot(env.unwrapped.level)  # the minigrid level inside the text env
+        observations, actions = [caption_to_observation(info["caption"])], []
+        for _ in range(64):
+            action = int(bot.replan())
+            if action >= len(ACTION_TEXTS):  # "done": not among GLAM's actions
+                break
+            if rng.random() < 0.3:  # a few states of each episode, not all
+                prompt = build_prompt(info["mission"], observations[-3:], actions[-2:])
+                items.append((ActionScoresRequest(prompt=prompt, actions=list(ACTION_TEXTS)),
+                              ACTION_TEXTS[action]))  # fmt: skip
+            _, _, term, trunc, info = env.step(action)
+            actions.append(ACTION_TEXTS[action])
+            observations.append(caption_to_observation(info["caption"]))
+            if term or trunc or len(items) >= n:
+                break
+    env.close()
+    return items[:n]
+
+
 # ------------------------------------------------------------------------------- measures
 def wilson(k: int, n: int) -> list[float]:
     from scipy.stats import binomtest
@@ -179,8 +251,8 @@ def run_closed(kind: str, items, backend, text_items: int) -> dict:
         started = time.perf_counter()
         labels = backend.label(kind, [r for r, _ in items])
         pred = [lab.choice if kind == "preference" else lab.helpful for lab in labels]
-        return {"rules": {**agreement(pred, truth),
-                          "s_per_label": round((time.perf_counter() - started) / len(items), 4)}}  # fmt: skip
+        seconds = time.perf_counter() - started
+        return {"rules": {**agreement(pred, truth), "s_per_label": round(seconds / len(items), 4)}}
     answers = CLOSED_ANSWERS[kind]
     one, both, bias = [], [], []
     started = time.perf_counter()
@@ -218,8 +290,9 @@ def run_closed(kind: str, items, backend, text_items: int) -> dict:
                 pred.append(lab.choice if kind == "preference" else lab.helpful)
             except Exception:  # a malformed answer counts as a wrong one
                 pred.append(None)
+        seconds = time.perf_counter() - started
         out["text (grammar)"] = {**agreement(pred, [t for _, t in sub]),
-                                 "s_per_label": round((time.perf_counter() - started) / len(sub), 3)}  # fmt: skip
+                                 "s_per_label": round(seconds / len(sub), 3)}  # fmt: skip
     return out
 
 
@@ -252,6 +325,62 @@ def run_goals(items, backend) -> dict:
             "examples": examples}  # fmt: skip
 
 
+def run_actions(items, backend) -> dict:
+    started = time.perf_counter()
+    pred = []
+    for r, _ in items:
+        scores = backend.label("action_scores", [r])[0].logprobs
+        pred.append(r.actions[int(np.argmax(scores))])
+    return {**agreement(pred, [t for _, t in items]),
+            "s_per_label": round((time.perf_counter() - started) / len(items), 3)}  # fmt: skip
+
+
+def run_code(backend, rounds: int = 3, seed: int = SEED) -> dict:
+    """BK-Code's build with this labeller; each round's code against the oracle potential."""
+    import tempfile
+
+    from scipy.stats import spearmanr
+
+    from env_registry.babyai.oracle import task_agnostic_potential
+    from rl_bk.algorithms.bk_ppo.code.descriptions import FUNCTION_NAME, window_records
+    from rl_bk.algorithms.bk_ppo.code.sandbox import Sandbox, SandboxError
+    from rl_bk.algorithms.bk_ppo.code.writer import write_potential_code
+    from rl_bk.knowledge.trajectory import windows
+
+    env_id = "BabyAI-Text-GoToLocal-RedBall-S20-v0"
+    data = _chunks(env_id, 40, 64, seed)
+    heldout = _chunks(env_id, 20, 64, seed + 1)
+    records = [window_records(w, "babyai") for ep in heldout for w in windows(ep, 5)]
+    oracle = [task_agnostic_potential(r) for r in records]
+
+    def labeler(task, requests):
+        return backend.label(task, requests)
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        write_potential_code(labeler, data, tmp, family="babyai", mission=None, rounds=rounds,
+                             seed=seed, progress=False)  # fmt: skip
+        history = json.loads((Path(tmp) / "history.json").read_text())
+    seconds = time.perf_counter() - started
+    per_round = []
+    with Sandbox(time_limit_s=30.0) as sandbox:
+        for entry in history:
+            row = {"round": entry["round"], "outcome": entry["outcome"]}
+            if entry["outcome"] == "ran":
+                try:
+                    sandbox.load(entry["code"], FUNCTION_NAME)
+                    values = sandbox.call_many([[r] for r in records])
+                    rho = spearmanr(values, oracle).statistic
+                    row["spearman_vs_oracle"] = None if math.isnan(rho) else round(float(rho), 3)
+                    row["distinct_values"] = len(set(values))
+                except SandboxError as err:
+                    row["outcome"] = f"failed on held-out windows: {type(err).__name__}"
+            row["code"] = entry.get("code")
+            per_round.append(row)
+    return {"rounds": per_round, "heldout_windows": len(records),
+            "s_per_round": round(seconds / max(len(history), 1), 1)}  # fmt: skip
+
+
 # -------------------------------------------------------------------------------- backends
 def make(model: str):
     from rl_bk.labeling.backends.registry import make_backend
@@ -278,7 +407,7 @@ def render_markdown(data: dict) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for kind in CLOSED:
-        for model, res in data.get("results", {}).items():
+        for res in data.get("results", {}).values():
             r = res.get(kind)
             if not r:
                 continue
@@ -293,7 +422,7 @@ def render_markdown(data: dict) -> str:
                 )
     lines += ["", "Position bias on preferences (mean log P(A) - log P(B) common to both "
               "orders; positive favours the first-shown segment):", ""]  # fmt: skip
-    for model, res in data.get("results", {}).items():
+    for res in data.get("results", {}).values():
         r = res.get("preference")
         if r and r["modes"].get("position_bias_logodds_A") is not None:
             lines.append(f"- {res['model']}: {r['modes']['position_bias_logodds_A']:+.2f} nats")
@@ -302,7 +431,7 @@ def render_markdown(data: dict) -> str:
               "[95% Wilson] | states with one such goal | failed | s / label |",
               "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for kind in OPEN:
-        for model, res in data.get("results", {}).items():
+        for res in data.get("results", {}).values():
             m = res.get(kind)
             if not m:
                 continue
@@ -311,6 +440,28 @@ def render_markdown(data: dict) -> str:
             lines.append(f"| {kind} | {res['model']} | {m['n_states']} | {m['goals_suggested']} "
                          f"| {share} | {m['states_with_a_useful_goal']:.2f} | {m['failed']} | "
                          f"{m['s_per_label']} |")  # fmt: skip
+    lines += ["", "## GLAM: zero-shot action scores", "",
+              "| labeller | states | agreement with the BabyAI bot [95% Wilson] | "
+              "most frequent action (rate) | s / state |", "|---|---|---|---|---|"]  # fmt: skip
+    for res in data.get("results", {}).values():
+        m = res.get("action-scores")
+        if m:
+            top = max(m["answers"].items(), key=lambda kv: kv[1])[0]
+            lines.append(f"| {res['model']} | {m['n']} | {m['agreement']:.3f} [{m['ci95'][0]:.3f}, "
+                         f"{m['ci95'][1]:.3f}] | {top} ({m['majority_rate']:.2f}) | "
+                         f"{m['s_per_label']} |")  # fmt: skip
+    lines += ["", "## BK-Code: each round's potential against the oracle's", "",
+              "| labeller | round | outcome | Spearman with the oracle potential | distinct "
+              "values | s / round |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for res in data.get("results", {}).values():
+        m = res.get("code")
+        if not m:
+            continue
+        for r in m["rounds"]:
+            rho = r.get("spearman_vs_oracle")
+            lines.append(f"| {res['model']} | {r['round']} | {r['outcome']} | "
+                         f"{'–' if rho is None else f'{rho:+.3f}'} | "
+                         f"{r.get('distinct_values', '–')} | {m['s_per_round']} |")  # fmt: skip
     lines += ["", *data.get("notes", [])]
     return "\n".join(lines) + "\n"
 
@@ -318,7 +469,8 @@ def render_markdown(data: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--models", default="oracle," + ",".join(MODELS))
-    p.add_argument("--kinds", default=",".join(CLOSED + OPEN))
+    p.add_argument("--kinds", default=",".join(CLOSED + OPEN + OTHER))
+    p.add_argument("--action-states", type=int, default=100, help="states for action-scores")
     p.add_argument("--items", type=int, default=200, help="items per closed kind")
     p.add_argument("--goal-states", type=int, default=50, help="states per open kind")
     p.add_argument("--text-items", type=int, default=200,
@@ -337,6 +489,10 @@ def main(argv: list[str] | None = None) -> int:
             probes[kind] = helpful_probe(args.items)
         elif kind in OPEN:
             probes[kind] = goals_probe(kind.split("-")[1], args.goal_states)
+        elif kind == "action-scores":
+            probes[kind] = action_probe(args.action_states)
+        elif kind == "code":
+            probes[kind] = []
         else:
             p.error(f"unknown kind {kind!r}")
     for model in args.models.split(","):
@@ -349,6 +505,12 @@ def main(argv: list[str] | None = None) -> int:
             if kind in CLOSED:
                 entry[kind] = {"modes": run_closed(kind, probes[kind], backend, args.text_items),
                                "ran": started}  # fmt: skip
+            elif model == "oracle" and kind == "action-scores":
+                continue  # the oracle scores no actions
+            elif kind == "action-scores":
+                entry[kind] = {**run_actions(probes[kind], backend), "ran": started}
+            elif kind == "code":
+                entry[kind] = {**run_code(backend), "ran": started}
             elif model != "oracle":
                 entry[kind] = {**run_goals(probes[kind], backend), "ran": started}
             path.write_text(json.dumps(data, indent=1))

@@ -145,8 +145,9 @@ def label_main(args: argparse.Namespace) -> int:
         for i in range(0, len(requests), args.batch_size):
             batch = requests[i : i + args.batch_size]
             for request, label in zip(batch, labeler(args.task, batch)):
-                out.write(json.dumps({"request": request.model_dump(),
-                                      "label": label.model_dump(exclude_none=True)}) + "\n")  # fmt: skip
+                row = {"request": request.model_dump(),
+                       "label": label.model_dump(exclude_none=True)}  # what it carries
+                out.write(json.dumps(row) + "\n")
             progress.advance(bar, len(batch))
     if args.out:
         out.close()

@@ -53,6 +53,27 @@ def curve_metrics(main_metric: str, records: Iterable[TrialRecord] = ()) -> dict
     return curves
 
 
+def whose_knowledge(run_dir: Path) -> str:
+    """A paragraph naming whose labels each knowledge variant holds, from the run's
+    ``knowledge.json``: the oracle, or the model (backend/file@sha256 prefix). Empty without."""
+    import json
+
+    path = run_dir / "knowledge.json"
+    if not path.is_file():
+        return ""
+    lines = []
+    for variant, facts in sorted(json.loads(path.read_text()).items()):
+        labels = facts.get("labels") or "unknown"
+        if facts.get("is_oracle"):
+            who = "ORACLE (rules, not an LLM)"
+        elif str(labels).startswith("hand-written"):
+            who = f"`{labels}` (no labeller)"
+        else:
+            who = f"LLM `{labels}`"
+        lines.append(f"- `{variant}`: {who}")
+    return "Whose knowledge each knowledge variant used:\n\n" + "\n".join(lines) + "\n\n"
+
+
 def display_label(variant: str) -> str:
     """The variant as tables show it: oracle knowledge is marked (see the module)."""
     if "backend=oracle" not in variant.split():
@@ -447,7 +468,8 @@ def write_results(
     summary.to_csv(run_dir / "summary.csv", index=False)
     failed = trials[trials["status"] != DONE]
     (run_dir / "summary.md").write_text(
-        f"# {title}\n\nMean ± std over seeds of each finished trial's last reported values "
+        f"# {title}\n\n{whose_knowledge(run_dir)}"
+        "Mean ± std over seeds of each finished trial's last reported values "
         "(means over its last 100 training episodes; `eval` columns: the last greedy "
         "evaluation). Steps to success: mean over the seeds that reached it.\n\n"
         + _markdown(summary_for_reading(summary))

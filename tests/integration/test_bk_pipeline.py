@@ -19,7 +19,8 @@ pytestmark = pytest.mark.ray
 
 def tiny_task(backend, **knowledge):
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
-    labeler = task.knowledge.labeler.model_copy(update={"backend": backend})
+    # Plumbing: the smallest packaged model where an LLM labels.
+    labeler = task.knowledge.labeler.model_copy(update={"backend": backend, "packaged": "smollm2"})
     k = task.knowledge.model_copy(update={"labeler": labeler, **knowledge})
     runners = task.env_runners.model_copy(update={"num_env_runners": 0})
     return task.model_copy(update={"knowledge": k, "env_runners": runners})

@@ -42,6 +42,8 @@ def test_rl_bk_serve_answers_openai_and_typed_requests_then_stops(tmp_path):
     port, backend = free_port(), "llamacpp" if EMBEDDED else "fake"
     cmd = [sys.executable, "-m", "rl_bk.cli", "serve", "--backend", backend, "--port", str(port),
            "--store", str(tmp_path / "labels.sqlite3")]  # fmt: skip
+    if EMBEDDED:  # plumbing: the smallest packaged model
+        cmd += ["--packaged", "smollm2"]
     # A RAY_ADDRESS naming no cluster: without --address, serve starts a Ray of its own and
     # never tries to attach to whatever a `ray start` left on the machine.
     env = {**os.environ, "RAY_ADDRESS": f"127.0.0.1:{free_port()}"}

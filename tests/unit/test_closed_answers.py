@@ -108,7 +108,8 @@ def test_labels_asked_differently_are_stored_apart(tmp_path):
 
 def test_helpful_from_token_scores_through_the_backend():
     def scores(messages, answers):
-        return {"yes": 0.0 if "Observation: 5 gold" in messages[-1]["content"] else -3.0, "no": -1.0}
+        shows_gold = "Observation: 5 gold" in messages[-1]["content"]
+        return {"yes": 0.0 if shows_gold else -3.0, "no": -1.0}
 
     backend = LLMBackend(FakeGenerator(answer_scores=scores), "fake-llm")
     labels = backend.label("helpful", [

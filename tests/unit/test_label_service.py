@@ -30,7 +30,8 @@ def test_duplicates_and_stored_labels_cost_no_backend_work(tmp_path):
 def test_a_malformed_answer_loses_only_its_own_request(tmp_path):
     # The first request is answered; the second gets garbage twice (answer and retry).
     generator = FakeGenerator(responses=["yes", "garbage", "still garbage"])
-    service = LabelService(LLMBackend(generator, name="llm", answer_mode="text"), LabelStore(tmp_path / "s.sqlite3"))
+    backend = LLMBackend(generator, name="llm", answer_mode="text")
+    service = LabelService(backend, LabelStore(tmp_path / "s.sqlite3"))
     with pytest.raises(BackendError, match=r"1 of 2 helpful requests .* \(1 stored\)"):
         service.label("helpful", [req("a red ball"), req("a wall")])
     again = service.label("helpful", [req("a red ball")])

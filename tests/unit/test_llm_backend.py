@@ -40,7 +40,8 @@ def test_uses_grammar_when_supported_and_chat_by_default():
 
 def test_no_grammar_without_support_and_complete_when_not_chat():
     gen = FakeGenerator(["The answer is B."], supports_grammar=False)
-    label = LLMBackend(gen, "openai", use_chat=False, answer_mode="text").label("preference", [PREF])[0]
+    backend = LLMBackend(gen, "openai", use_chat=False, answer_mode="text")
+    label = backend.label("preference", [PREF])[0]
     assert label == PreferenceLabel(choice="B")
     (call,) = gen.calls
     assert call["method"] == "complete" and call["grammar"] is None
@@ -58,7 +59,8 @@ def test_goals_grammar_is_the_envs_and_the_answer_parses():
 
 def test_retries_once_on_malformed_output_then_succeeds():
     gen = FakeGenerator(["I cannot decide.", "yes"])
-    label = LLMBackend(gen, "llamacpp", answer_mode="text").label("helpful", [HelpfulRequest(caption="c", task="t")])
+    backend = LLMBackend(gen, "llamacpp", answer_mode="text")
+    label = backend.label("helpful", [HelpfulRequest(caption="c", task="t")])
     assert label[0].helpful is True
     assert [c["temperature"] for c in gen.calls] == [0.0, 0.7]  # the retry is not greedy
 
@@ -66,7 +68,8 @@ def test_retries_once_on_malformed_output_then_succeeds():
 def test_raises_backend_error_after_one_retry():
     gen = FakeGenerator(["garbage one", "garbage two", "yes"])
     with pytest.raises(BackendError) as info:
-        LLMBackend(gen, "llamacpp", answer_mode="text").label("helpful", [HelpfulRequest(caption="c", task="t")])
+        backend = LLMBackend(gen, "llamacpp", answer_mode="text")
+        backend.label("helpful", [HelpfulRequest(caption="c", task="t")])
     assert "helpful" in str(info.value) and "garbage two" in str(info.value)
     assert len(gen.calls) == 2
 

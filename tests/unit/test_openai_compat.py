@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +25,7 @@ class _Server:
         self.requests: list[dict] = []
         self.fail_next = 0
         self.echo_supported = True
+        self.top_logprobs: list[tuple[str, float]] | None = None  # for logprobs requests
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -40,7 +42,13 @@ class _Server:
                     outer.fail_next -= 1
                     return self._send(503, {"error": {"message": "overloaded"}})
                 if path.endswith("/v1/chat/completions"):
-                    return self._send(200, _chat_answer())
+                    answer = _chat_answer()
+                    if body.get("logprobs") and outer.top_logprobs is not None:
+                        answer["choices"][0]["logprobs"] = {"content": [
+                            {"token": "Yes", "logprob": -0.5,
+                             "top_logprobs": [{"token": t, "logprob": lp}
+                                              for t, lp in outer.top_logprobs]}]}  # fmt: skip
+                    return self._send(200, answer)
                 if path.endswith("/v1/completions"):
                     if body.get("echo"):
                         if not outer.echo_supported:
@@ -207,6 +215,18 @@ def test_score_unsupported(gen, server):
     server.echo_supported = False
     with pytest.raises(UnsupportedError, match="cannot score continuations"):
         gen.score("p", [" a"])
+
+
+def test_closed_answers_from_top_logprobs(gen, server):
+    server.top_logprobs = [("Yes", -0.5), (" yes", -2.0), ("No", -1.5), ("Sure", -3.0)]
+    got = gen.answer_logprobs([{"role": "user", "content": "Helpful? yes or no"}], ["yes", "no"])
+    assert got["yes"] == pytest.approx(math.log(math.exp(-0.5) + math.exp(-2.0)))
+    assert got["no"] == pytest.approx(-1.5)
+    body = server.requests[-1]["body"]
+    assert (body["logprobs"], body["top_logprobs"], body["max_tokens"]) == (True, 20, 1)
+    server.top_logprobs = None  # a server that ignores logprobs: say so, do not guess
+    with pytest.raises(UnsupportedError, match="answer_mode: text"):
+        gen.answer_logprobs([{"role": "user", "content": "?"}], ["yes", "no"])
 
 
 def test_connection_refused_names_url_not_key(monkeypatch, caplog):

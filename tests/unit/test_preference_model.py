@@ -31,7 +31,7 @@ from rl_bk.knowledge.trajectory import Chunk, windows
 from rl_bk.labeling.backends.oracle import OracleBackend
 from rl_bk.labeling.config import LabelerConfig
 from rl_bk.labeling.labeler import LocalLabeler
-from rl_bk.labeling.tasks import PreferenceRequest
+from rl_bk.labeling.tasks import PreferenceLabel, PreferenceRequest
 from rl_bk.reward_models.scoring import RewardModels
 
 MISSION = "go to the red ball"
@@ -80,6 +80,22 @@ def test_loss_by_hand_with_a_tie():
     # Ties only: the smoothing term alone (log 2 for equal logits).
     only_ties = preference_loss(torch.zeros(2), torch.zeros(2), torch.tensor([0.5, 0.5]))
     assert only_ties.item() == pytest.approx(0.3 * math.log(2), abs=1e-6)
+
+
+def test_soft_targets_by_hand():
+    logits_a, logits_b = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 0.0])
+    targets = torch.tensor([0.2, 0.5])  # pair 0: P(B better) = 0.2; pair 1: a tie
+    ties = torch.tensor([False, True])
+    la = -math.log(1 + math.exp(-1))  # log softmax([1, 0])[0]
+    lb = -math.log(1 + math.exp(1))
+    ce = -(0.8 * la + 0.2 * lb)
+    smooth = (-la - lb + 2 * math.log(2)) / 4
+    loss = preference_loss(logits_a, logits_b, targets, ties)
+    assert loss.item() == pytest.approx(ce + 0.3 * smooth, abs=1e-6)
+    # Hard targets give BK's loss whether or not the ties are passed.
+    hard = torch.tensor([0.0, 0.5])
+    assert preference_loss(logits_a, logits_b, hard, ties).item() == pytest.approx(
+        preference_loss(logits_a, logits_b, hard).item())
 
 
 # ------------------------------------------------------------------------------------ masks
@@ -195,6 +211,37 @@ def test_served_score_equals_the_local_potential(tmp_path, episodes):
     clone = pickle.loads(pickle.dumps(local))
     assert clone._model is None
     np.testing.assert_allclose(clone(chunks)[0], phi_local[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_a_labels_probability_reaches_the_loss_only_when_soft(tmp_path, episodes, monkeypatch,
+                                                              soft):  # fmt: skip
+    from rl_bk.algorithms.bk_ppo.preference import training
+
+    def labeler(task, requests):  # A with p_a 0.7, B with p_a 0.1, a tie: in turn
+        out = [PreferenceLabel(choice="A", p_a=0.7, p_tie=0.1),
+               PreferenceLabel(choice="B", p_a=0.1, p_tie=0.2),
+               PreferenceLabel(choice="tie", p_a=0.5, p_tie=0.8)]  # fmt: skip
+        return [out[i % 3] for i in range(len(requests))]
+
+    seen = []
+
+    def recording_loss(la, lb, targets, ties=None):
+        seen.append((targets.clone(), ties.clone()))
+        return preference_loss(la, lb, targets, ties)
+
+    monkeypatch.setattr(training, "preference_loss", recording_loss)
+    report = train_preference_potential(labeler, episodes[:3], tmp_path / "pref",
+                                        family="babyai", pairs=30, epochs=1,
+                                        soft_labels=soft)  # fmt: skip
+    targets = torch.cat([t for t, _ in seen])
+    ties = torch.cat([t for _, t in seen])
+    want = {0.3, 0.9} if soft else {0.0, 1.0}  # P(B better) = 1 - p_a
+    assert {round(float(t), 4) for t in targets[~ties]} == want
+    heldout_ties = report.heldout_pairs - report.heldout_decided
+    assert set(targets[ties].tolist()) == {0.5}
+    assert int(ties.sum()) == report.ties - heldout_ties  # the training pairs' ties
+    assert report.soft_labels is soft
 
 
 def phi_ranking_accuracy(folder, episodes, count, seed):

@@ -167,6 +167,24 @@ def test_oracle_knowledge_is_marked_in_the_tables(tmp_path):
     assert "| bk-pref backend=oracle (ORACLE) | 1 |" in (tmp_path / "summary.md").read_text()
 
 
+def test_the_summary_names_whose_knowledge_each_variant_used(tmp_path):
+    import json
+
+    (tmp_path / "knowledge.json").write_text(json.dumps({
+        "bk-pref backend=llamacpp include_mission=False": {
+            "labels": "llamacpp/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@sha256:cc324af070c2",
+            "is_oracle": False},
+        "bk-goal backend=oracle include_mission=False": {"labels": "oracle/rules-v2",
+                                                         "is_oracle": True},
+    }))  # fmt: skip
+    records = [TrialRecord("bk-pref backend=llamacpp", 0, progress([100, 200], [0.1, 0.5]))]
+    write_results(records, tmp_path, title="t", success_threshold=0.5)
+    text = (tmp_path / "summary.md").read_text()
+    assert ("- `bk-pref backend=llamacpp include_mission=False`: LLM "
+            "`llamacpp/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@sha256:cc324af070c2`") in text
+    assert "- `bk-goal backend=oracle include_mission=False`: ORACLE (rules, not an LLM)" in text
+
+
 def test_evaluations_repeated_by_rllib_count_once():
     # RLlib repeats an evaluation's values in the next reports; only the report that ran it
     # carries the callback's trained_env_steps.

@@ -158,8 +158,8 @@ class LLMBackend(Backend):
             assert isinstance(request, PreferenceRequest)
             asked = [request]
             if self.preference_orders == 2:
-                asked.append(request.model_copy(
-                    update={"segment_a": request.segment_b, "segment_b": request.segment_a}))  # fmt: skip
+                swap = {"segment_a": request.segment_b, "segment_b": request.segment_a}
+                asked.append(request.model_copy(update=swap))
             return preference_label([self._answer_logprobs(task, r, answers) for r in asked])
         assert isinstance(request, HelpfulRequest)
         scores = self._answer_logprobs(task, request, answers)

