@@ -254,6 +254,25 @@ def note_restores(trials: dict[str, dict]) -> list[str]:
     return found
 
 
+#: What the plan's wording got wrong, said under the plan (which itself stays as it was fixed).
+CORRECTIONS = [
+    "**Corrections to the plan's wording (2026-12-02), from the same data; no run "
+    "changed.** (1) With three seeds the percentile bootstrap interval is the range of "
+    "the three differences (a resample of the smallest difference three times has "
+    "probability 1/27 > 2.5%): it covers the true mean about 75% of the time, not 95%, "
+    "and \"interval above zero\" meant \"every seed above\", which a method with no effect "
+    "passes one time in eight. The tables below print the 95% Student t interval of the "
+    "mean difference instead (`bench.learning_measures.t_interval`; its coverage is "
+    "tested by simulation in `tests/unit/test_learning_measures.py`), and the goal is "
+    "read under both. (2) The knowledge was not one artifact: the cache does not travel "
+    "between machines and a build is not reproducible across them, so each machine built "
+    "its own. Each study's tables end with the fingerprint of the build each trial used: "
+    "each bk-* used at least three builds over the transfer tasks and the 5M study (the "
+    "first trials of PurpleBall-S23 did not record theirs). The 5M study's builds are its "
+    "own, so its verdict and the transfer suite's are about different builds.",
+]
+
+
 def plan_lines(facts: dict) -> list[str]:
     lines = [
         HEADING, "",
@@ -280,20 +299,7 @@ def plan_lines(facts: dict) -> list[str]:
         "over every evaluation up to the budget: the normalised area under the greedy curve. "
         "Each bk-* paired by seed with ppo: the per-seed differences, their mean and a 95% "
         "percentile bootstrap interval (coarse with 3 seeds: about their range).",
-        "",
-        "**Corrections to the plan's wording (2026-12-02), from the same data; no run "
-        "changed.** (1) With three seeds the percentile bootstrap interval is the range of "
-        "the three differences (a resample of the smallest difference three times has "
-        "probability 1/27 > 2.5%): it covers the true mean about 75% of the time, not 95%, "
-        "and \"interval above zero\" meant \"every seed above\", which a method with no effect "
-        "passes one time in eight. The tables below print the 95% Student t interval of the "
-        "mean difference instead (`bench.learning_measures.t_interval`; its coverage is "
-        "tested by simulation in `tests/unit/test_learning_measures.py`), and the goal is "
-        "read under both. (2) The knowledge was not one artifact: the cache does not travel "
-        "between machines and a build is not reproducible across them, so each machine built "
-        "its own. Each study's tables end with the fingerprint of the build each trial used; "
-        "bk-pref and bk-goal used three builds each over the transfer tasks and the 5M "
-        "study, bk-code at least three.",
+
         "- **Secondary**: the same area for the sampled policy's evaluation (the same 50 "
         "episodes' seeds) and for training success (last 100 episodes); greedy success at "
         "each budget; env steps to 0.9 greedy success.",
@@ -308,7 +314,7 @@ def plan_lines(facts: dict) -> list[str]:
     for study, task_name, steps, budgets, _ in STUDIES:
         lines.append(f"| {study} | `{task_name}` | {steps:,} | "
                      f"{', '.join(f'{b // 1000:,}k' for b in budgets)} |")  # fmt: skip
-    return [*lines, ""]
+    return [*lines, "", *CORRECTIONS, ""]
 
 
 def _points(curve: dict, key: str) -> list[tuple[float, float]]:
@@ -506,12 +512,16 @@ def goal_lines(trials: dict[str, dict]) -> list[str]:
 #: Below this mean area, ppo's own measure is at its floor on a study: a difference there says
 #: that ppo's policy rarely succeeds, not how much a bk-* adds.
 FLOOR = 0.10
+#: Above this one, at its ceiling: every method nearly always succeeds, and a difference is
+#: about the last few failures, not about learning faster.
+CEILING = 0.90
 
 
 def verdict_lines(trials: dict[str, dict]) -> list[str]:
     """Each bk-* against ppo on every study and on each of the three areas, under the t
     interval: above (the interval above zero), below (under zero) or neither; and where
-    ppo's mean area is at its floor (:data:`FLOOR`), so that no verdict rests on it."""
+    ppo's mean area is at its floor (:data:`FLOOR`) or ceiling (:data:`CEILING`), so that
+    no verdict rests on it."""
     from bench.learning_measures import signed
 
     studies = [*TRANSFER, BUDGET_STUDY]
@@ -521,14 +531,17 @@ def verdict_lines(trials: dict[str, dict]) -> list[str]:
         ppo = study_areas(study, steps, trials).get("ppo", {})
         for name in MEASURES:
             values = [v for v in ppo.get(name, {}).values() if not math.isnan(v)]
-            floors[study, name] = bool(values) and sum(values) / len(values) < FLOOR
+            mean = sum(values) / len(values) if values else math.nan
+            floors[study, name] = " †" if mean < FLOOR else " ‡" if mean > CEILING else ""
     lines = ["### Every area's verdict under the t interval", "",
              "Each bk-* minus ppo, paired by seed, on each area the study recorded: **above** "
              "where the 95% t interval lies above zero, **below** where it lies under zero, "
              "otherwise the mean alone (neither). † marks a study where ppo's own mean area on "
              f"that measure is under {FLOOR:.2f}: ppo is at the floor there (its greedy policy "
              "rarely succeeds), so a difference says little about how much a bk-* adds, and "
-             "no verdict rests on it. Written by the script from the tables below.", "",
+             f"no verdict rests on it; ‡ marks one where ppo's mean area is over {CEILING:.2f}: "
+             "at the ceiling, where a difference is about the last few failures. Written by "
+             "the script from the tables below.", "",
              "| method | area | " + " | ".join(studies) + " |",
              "|---|---|" + "---|" * len(studies)]  # fmt: skip
     for method in METHODS[1:]:
@@ -541,8 +554,7 @@ def verdict_lines(trials: dict[str, dict]) -> list[str]:
                     continue
                 word = ("**above**" if d.ci and d.ci[0] > 0
                         else "**below**" if d.ci and d.ci[1] < 0 else "")  # fmt: skip
-                cells.append(" ".join(x for x in (word, signed(d.mean)) if x)
-                             + (" †" if floors[study, name] else ""))
+                cells.append(" ".join(x for x in (word, signed(d.mean)) if x) + floors[study, name])
             lines.append(f"| {method} | {name} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
