@@ -10,7 +10,7 @@ the learner's entropy and value loss), each averaged over env-step windows, per 
 potential, rl-bk minus BK with Welch's 95% t interval (unpaired: the two seed their RNGs
 their own way).
 
-    python -m bench.bk_training_stats                # writes bench/results/bk-training-stats.{md,json}
+    python -m bench.bk_training_stats                # bench/results/bk-training-stats.{md,json}
     python -m bench.bk_training_stats --report-only  # the .md again from the .json
 
 Nothing here runs a trial: it needs the reference check's run folders on this machine.
