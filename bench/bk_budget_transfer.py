@@ -267,9 +267,11 @@ CORRECTIONS = [
     "read under both. (2) The knowledge was not one artifact: the cache does not travel "
     "between machines and a build is not reproducible across them, so each machine built "
     "its own. Each study's tables end with the fingerprint of the build each trial used: "
-    "each bk-* used at least three builds over the transfer tasks and the 5M study (the "
-    "first trials of PurpleBall-S23 did not record theirs). The 5M study's builds are its "
-    "own, so its verdict and the transfer suite's are about different builds.",
+    "bk-pref and bk-goal used at least three different builds each over the transfer tasks "
+    "and the 5M study (the first trials of PurpleBall-S23 did not record theirs), and the 5M "
+    "study's are its own, so its verdict and the transfer suite's are about different "
+    "builds; bk-code's oracle code is the same text on every machine (its fingerprints "
+    "differ by build log and build time).",
 ]
 
 
