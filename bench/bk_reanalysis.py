@@ -7,7 +7,7 @@ The plan's measure, env steps until greedy success reaches 0.9, sits at its floo
 ``bench/results/bk-reproduction.json`` (no run is added, dropped or re-run) and summarises
 each run by the normalised area under its greedy-success curve up to the study's budget (the
 mean greedy success over every evaluation up to it, ``bench/learning_measures.py``), and the
-same for training success; each bk-* variant is paired by seed with ppo, with a 95% bootstrap
+same for training success; each bk-* variant is paired by seed with ppo, with a 95% t
 interval of the mean paired difference. Its section (:func:`reanalysis_section`) is part of
 the report ``bench/bk_reproduction.py`` writes, so regenerating the report keeps it; running
 this module draws ``bench/results/bk-reproduction-reanalysis.png`` and puts the section into
@@ -158,9 +158,9 @@ def _study_lines(study: str, budget: int, budgets: list[int],
     if BASELINE in runs:
         measure = ("≈ area: mean of the values at " + ", ".join(f"{b // 1000}k" for b in budgets)
                    if approximate else "area")  # fmt: skip
-        lines += ["", f"Paired by seed, variant minus ppo ({measure}; 95% bootstrap CI of the "
+        lines += ["", f"Paired by seed, variant minus ppo ({measure}; 95% t interval of the "
                   "mean difference):", "",
-                  "| variant | measure | per-seed differences | mean | 95% CI |",
+                  "| variant | measure | per-seed differences | mean | 95% t interval |",
                   "|---|---|---|---|---|"]  # fmt: skip
         for label in runs:
             if label == BASELINE or not label.startswith("bk-"):
@@ -176,8 +176,8 @@ def _study_lines(study: str, budget: int, budgets: list[int],
         "(GOAL-AWARE ORACLE)", "(ORACLE)") for label in runs if "include_mission=True" in label}
     if aware:
         lines += ["", "Paired by seed, goal-aware minus task-agnostic oracle (same method; "
-                  "area; 95% bootstrap CI of the mean difference):", "",
-                  "| method | measure | per-seed differences | mean | 95% CI |",
+                  "area; 95% t interval of the mean difference):", "",
+                  "| method | measure | per-seed differences | mean | 95% t interval |",
                   "|---|---|---|---|---|"]  # fmt: skip
         for label, agnostic in aware.items():
             for which in ("greedy", "training"):
@@ -218,8 +218,8 @@ def _plot(primary: list[tuple], path: Path) -> None:
         ax.set_title(f"{which} area up to the budget: bk-* minus ppo, paired by seed")
         ax.set_ylabel(f"difference in mean {which} success")
     axes[0].legend(title="task-agnostic (ORACLE)", fontsize=8)
-    fig.text(0.01, 0.01, "dot: per-seed difference; marker and bar: mean and 95% percentile "
-             "bootstrap interval (3 seeds, 5 on redball-s20: coarse). (≈) hollow: ppo's curve "
+    fig.text(0.01, 0.01, "dot: per-seed difference; marker and bar: mean and 95% Student t "
+             "interval (3 seeds, 5 on redball-s20). (≈) hollow: ppo's curve "
              "not kept, mean of the values at 100k/200k/300k on both sides.", fontsize=7)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(path, dpi=120)
@@ -247,12 +247,14 @@ def reanalysis_section(finished: dict[str, dict], plot: Path | None = PLOT) -> l
         "episodes, every report of about 2k env steps), from the study's first report by "
         "which every run has ended 100 episodes (before that the few episodes that have ended "
         "are mostly successes and training success reads 1.0).",
-        "- **Paired by seed**: bk-* minus ppo on each seed both ran, the mean, and a 95% "
-        "percentile bootstrap interval of the mean (`scipy.stats.bootstrap`, 10,000 "
-        "resamples, random_state 0). With 3 seeds (5 on RedBall-S20) the interval is coarse: "
-        "it spans about the smallest to the largest per-seed difference; read it as their "
-        "spread, not as a test. Primary: the task-agnostic bk-* rows (BK's setting); the "
-        "goal-aware and rnd rows are shown, not summarised.",
+        "- **Paired by seed**: bk-* minus ppo on each seed both ran, the mean, and the 95% "
+        "Student t interval of the mean difference (n − 1 degrees of freedom; "
+        "`bench.learning_measures.t_interval`). Until 2026-12-02 these tables printed a "
+        "percentile bootstrap interval, which with 3 seeds is the range of the three "
+        "differences and covers the true mean about 75% of the time, not 95%; the t interval "
+        "is wider and its coverage is 95% (a test by simulation: "
+        "`tests/unit/test_learning_measures.py`). Primary: the task-agnostic bk-* rows (BK's "
+        "setting); the goal-aware and rnd rows are shown, not summarised.",
         "- **RedBall-S20's ppo** ran before per-report curves were kept: only its values at "
         "100k, 200k and 300k are left. Its area is not computed; on RedBall-S20 every variant "
         "is paired with ppo on the mean of the values at 100k, 200k and 300k (≈), computed "
@@ -270,7 +272,7 @@ def reanalysis_section(finished: dict[str, dict], plot: Path | None = PLOT) -> l
     if not primary:
         return [*lines, "No study has run yet.", ""]
     methods = list(dict.fromkeys(p[1] for p in primary))
-    lines += ["### Summary: task-agnostic bk-* minus ppo, greedy area (95% CI)", "",
+    lines += ["### Summary: task-agnostic bk-* minus ppo, greedy area (95% t interval)", "",
               "| study | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
     for study in dict.fromkeys(p[0] for p in primary):
         cells = {m: f"{signed(d.mean)} {interval_text(d)}{' ≈' if approximate else ''}"

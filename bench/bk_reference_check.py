@@ -1069,7 +1069,7 @@ def _area_lines(mine: dict[str, list[dict]], steps: int, every: int) -> list[str
     """The primary measure of the BK study on this check: each run's mean greedy success over
     its evaluations from ``every`` / 2 env steps to the budget (BK's evaluation after its
     first update is left out: rl-bk has none there), per implementation, and rl-bk minus BK
-    with a 95% bootstrap interval (unpaired: the two seed their RNGs their own way)."""
+    with Welch's 95% t interval (unpaired: the two seed their RNGs their own way)."""
     from bench.learning_measures import (
         curve_points,
         interval_text,
@@ -1095,8 +1095,8 @@ def _area_lines(mine: dict[str, list[dict]], steps: int, every: int) -> list[str
         for i, a in areas.items())  # fmt: skip
     return [f"Mean greedy success over every evaluation up to {steps:,} env steps (per seed: "
             f"{per_seed}): BK {_cell(list(areas['bk'].values()))}, rl-bk "
-            f"{_cell(list(areas['rl-bk'].values()))}; rl-bk minus BK {signed(d.mean)}, 95% "
-            f"bootstrap interval {interval_text(d)}.", ""]
+            f"{_cell(list(areas['rl-bk'].values()))}; rl-bk minus BK {signed(d.mean)}, "
+            f"Welch's 95% t interval {interval_text(d)}.", ""]
 
 
 def _superseded(facts: dict, potential: str) -> list[dict]:

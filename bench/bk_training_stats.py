@@ -7,10 +7,11 @@ pooled seeds included): BK's TensorBoard scalars (``train/episodic_return``, its
 episodes that ended since the last log, every 20k env steps; the policy's entropy; the value
 loss) and rl-bk's per-iteration results (the env runners' return over the last 100 episodes,
 the learner's entropy and value loss), each averaged over env-step windows, per seed; then per
-potential, rl-bk minus BK with a 95% bootstrap interval (unpaired: the two seed their RNGs
+potential, rl-bk minus BK with Welch's 95% t interval (unpaired: the two seed their RNGs
 their own way).
 
-    python -m bench.bk_training_stats     # writes bench/results/bk-training-stats.{md,json}
+    python -m bench.bk_training_stats                # bench/results/bk-training-stats.{md,json}
+    python -m bench.bk_training_stats --report-only  # the .md again from the .json
 
 Nothing here runs a trial: it needs the reference check's run folders on this machine.
 """
@@ -128,7 +129,7 @@ def report(parts: dict[str, dict]) -> list[str]:
              "included), read from their training logs. Each cell: the mean over seeds of each "
              "run's mean in the env-step window (BK logs every 20k env steps; rl-bk every "
              "iteration, its return and length over the last 100 episodes), ± the std over "
-             "seeds; then rl-bk minus BK with a 95% bootstrap interval (unpaired).",
+             "seeds; then rl-bk minus BK with Welch's 95% t interval (unpaired).",
              ""]  # fmt: skip
     for potential in sorted({p["potential"] for p in parts.values()}):
         lines += [f"## {potential} potential", "",
@@ -150,7 +151,8 @@ def report(parts: dict[str, dict]) -> list[str]:
                 d = unpaired_difference(groups["rl-bk"][:, w], groups["bk"][:, w])
                 diffs.append(f"| {measure} | {head} | {signed(d.mean)} | {interval_text(d)} |")
         if diffs:
-            lines += ["", "rl-bk minus BK:", "", "| measure | window | difference | 95% CI |",
+            lines += ["", "rl-bk minus BK:", "",
+                      "| measure | window | difference | Welch's 95% t interval |",
                       "|---|---|---|---|", *diffs, ""]
         else:
             lines += ["", "rl-bk minus BK: not yet (a side has under two seeds).", ""]
@@ -159,13 +161,18 @@ def report(parts: dict[str, dict]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.parse_args(argv)
-    if not CHECK.is_file():
-        raise SystemExit(f"{CHECK} is missing: run python -m bench.bk_reference_check first")
-    parts = collect(json.loads(CHECK.read_text()))
-    OUT.with_suffix(".json").write_text(json.dumps(
-        {"command": "python -m bench.bk_training_stats", "windows": WINDOWS, "parts": parts},
-        indent=1))  # fmt: skip
+    p.add_argument("--report-only", action="store_true",
+                   help="rewrite the report from the parts its JSON keeps (no training logs)")
+    args = p.parse_args(argv)
+    if args.report_only:
+        parts = json.loads(OUT.with_suffix(".json").read_text())["parts"]
+    else:
+        if not CHECK.is_file():
+            raise SystemExit(f"{CHECK} is missing: run python -m bench.bk_reference_check first")
+        parts = collect(json.loads(CHECK.read_text()))
+        OUT.with_suffix(".json").write_text(json.dumps(
+            {"command": "python -m bench.bk_training_stats", "windows": WINDOWS, "parts": parts},
+            indent=1))  # fmt: skip
     from bench.study import write_keeping_reading
 
     text = "\n".join(report(parts)) + "\n"

@@ -5,9 +5,10 @@ increasing env steps. The primary measure is the normalised area under a curve u
 budget: the mean of its values at every evaluation up to the budget. It uses the whole curve,
 so it can tell methods apart where a threshold that no run reaches cannot (env steps to 0.9
 greedy success, which every BK reproduction run missed). Two methods are compared by the
-per-seed difference of such a statistic, with a bootstrap interval of the mean difference. Over
-several tasks, :func:`pooled_difference` averages the tasks' paired differences and
-resamples the seeds within each task.
+per-seed difference of such a statistic, with the Student t interval of the mean difference
+(:func:`t_interval`), whose coverage is the stated one at three seeds where a bootstrap's is
+not. Over several tasks, :func:`pooled_difference` takes tasks as the unit: the t interval
+over the tasks' mean differences.
 
 Env steps to a threshold stay available as a secondary measure where they already live:
 ``rl_bk.experiments.results.steps_to_reach`` per trial and ``bench.study.censored_mean`` over
@@ -78,6 +79,26 @@ def value_at_budget(points: Iterable[Point], budget: float, *, tolerance: float)
     return kept[-1][1] if complete else math.nan
 
 
+def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """The Student t interval of the mean of ``values``: ``mean ± t * sd / sqrt(n)`` with
+    ``n - 1`` degrees of freedom (``scipy.stats.t``). Its coverage is the stated one at any
+    ``n >= 2`` when the values are independent draws from one normal law, which is what a
+    handful of seeds needs: a percentile bootstrap over three values draws the smallest one
+    three times in one resample of 27, so its 95% interval is the range of the values and
+    covers the mean about three times in four. None below two values; when every value is
+    the same, the interval is that value."""
+    from scipy import stats
+
+    xs = [float(x) for x in values]
+    n = len(xs)
+    if n < 2:
+        return None
+    mean = sum(xs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
+    return (mean - half, mean + half)
+
+
 @dataclass(frozen=True)
 class PairedDifference:
     """Method minus baseline, seed by seed (:func:`paired_difference`)."""
@@ -85,44 +106,30 @@ class PairedDifference:
     seeds: list[int]  # the seeds both have, in order
     diffs: list[float]  # method - baseline on each of those seeds
     mean: float  # the mean of ``diffs``; NaN when no seed is shared
-    ci: tuple[float, float] | None  # bootstrap interval of the mean; None below 2 seeds
+    ci: tuple[float, float] | None  # t interval of the mean (:func:`t_interval`); None below 2
     confidence: float = 0.95
 
 
 def paired_difference(method: Mapping[int, float], baseline: Mapping[int, float], *,
-                      confidence: float = 0.95, resamples: int = 10_000,
-                      random_state: int = 0) -> PairedDifference:  # fmt: skip
+                      confidence: float = 0.95) -> PairedDifference:
     """The per-seed difference ``method[seed] - baseline[seed]`` of a per-run statistic (an
     area, a value at a budget, env steps to a threshold), over the seeds both have a value for
     (a missing or NaN value leaves that seed out: pairing by seed removes what a seed does to
-    both runs, so an unpaired run is not used), their mean, and a percentile bootstrap
-    interval of the mean difference (``scipy.stats.bootstrap``: ``resamples`` resamples of the
-    seeds, fixed ``random_state``, so a report is reproducible).
+    both runs, so an unpaired run is not used), their mean, and the Student t interval of the
+    mean difference over the seeds (:func:`t_interval`; ``n - 1`` degrees of freedom).
 
-    With 5 seeds or fewer the interval is coarse: there are only a few distinct resamples
-    (10 for 3 seeds), the percentile interval then spans about the smallest to the largest
-    difference, and it tends to be too narrow rather than too wide (small-sample bootstrap
-    under-covers). Read it as the spread of the paired differences, not as a test. With a
-    single shared seed there is no interval (``ci`` None), and none is made up; when every
-    difference is the same, the interval is that one value.
+    The interval's coverage is the stated one when the paired differences are independent and
+    about normal; with three seeds it is wide (``t`` at 2 degrees of freedom is 4.30), and
+    that width is what three seeds know. With a single shared seed there is no interval
+    (``ci`` None), and none is made up.
     """
-    import numpy as np
-    from scipy import stats
-
     seeds = sorted(s for s in method.keys() & baseline.keys()
                    if not (math.isnan(method[s]) or math.isnan(baseline[s])))  # fmt: skip
     diffs = [float(method[s] - baseline[s]) for s in seeds]
     if not diffs:
         return PairedDifference([], [], math.nan, None, confidence)
-    mean = sum(diffs) / len(diffs)
-    ci = None
-    if len(diffs) > 1:
-        result = stats.bootstrap((np.asarray(diffs),), np.mean, n_resamples=resamples,
-                                 confidence_level=confidence, method="percentile",
-                                 random_state=random_state)  # fmt: skip
-        low, high = result.confidence_interval
-        ci = (float(low), float(high))
-    return PairedDifference(seeds, diffs, mean, ci, confidence)
+    return PairedDifference(seeds, diffs, sum(diffs) / len(diffs),
+                            t_interval(diffs, confidence), confidence)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -132,53 +139,37 @@ class PooledDifference:
     tasks: list[str]  # the tasks pooled, in order
     diffs: list[float]  # every (task, seed) difference, task by task
     mean: float  # the mean over tasks of each task's mean difference; NaN with no task
-    ci: tuple[float, float] | None  # stratified bootstrap interval; None if no task has 2 seeds
+    ci: tuple[float, float] | None  # t interval over the task means; see pooled_difference
     confidence: float = 0.95
+    task_means: list[float] | None = None  # each task's mean difference, in ``tasks`` order
 
 
-def pooled_difference(per_task: Mapping[str, PairedDifference], *, confidence: float = 0.95,
-                      resamples: int = 10_000, random_state: int = 0) -> PooledDifference:
-    """The mean paired difference over tasks (each task weighs the same), with a percentile
-    bootstrap interval that resamples the seeds within each task (stratified by task: a task's
-    seeds are never traded for another task's). The interval is about these tasks and seeds;
-    it does not resample the tasks, so it says nothing of tasks outside them. With three seeds
-    a task, one task's interval is about the range of its differences (:func:`paired_difference`);
-    pooling six tasks resamples 18 differences, and its interval narrows with them."""
-    import numpy as np
-    from scipy import stats
-
+def pooled_difference(per_task: Mapping[str, PairedDifference], *,
+                      confidence: float = 0.95) -> PooledDifference:
+    """The mean paired difference over tasks (each task weighs the same), with tasks as the
+    unit: the Student t interval over the tasks' mean differences (``tasks - 1`` degrees of
+    freedom). A task's mean carries both its own seeds' spread and how the effect differs
+    from task to task, so the interval is about tasks like these, not only about these tasks'
+    seeds; resampling seeds within fixed tasks leaves the task-to-task spread out and is too
+    narrow for a claim about a method. With one task it is that task's own interval over its
+    seeds; with one task of one seed there is none."""
     tasks = [t for t, d in per_task.items() if d.diffs]
-    groups = [np.asarray(per_task[t].diffs, dtype=float) for t in tasks]
-    diffs = [float(x) for g in groups for x in g]
-    if not groups:
-        return PooledDifference([], [], math.nan, None, confidence)
-
-    mean = float(np.mean([g.mean() for g in groups]))
-    # A task with one seed has nothing to resample; it enters every resample as it is.
-    varied = [g for g in groups if len(g) > 1]
-    const = sum(float(g.mean()) for g in groups if len(g) == 1)
-    ci = None
-    if varied:
-
-        def statistic(*samples, axis=-1):
-            return (np.sum([s.mean(axis=axis) for s in samples], axis=0) + const) / len(groups)
-
-        result = stats.bootstrap(tuple(varied), statistic, n_resamples=resamples,
-                                 confidence_level=confidence, method="percentile",
-                                 random_state=random_state)  # fmt: skip
-        low, high = result.confidence_interval
-        ci = (float(low), float(high))
-    return PooledDifference(tasks, diffs, mean, ci, confidence)
+    if not tasks:
+        return PooledDifference([], [], math.nan, None, confidence, [])
+    means = [sum(per_task[t].diffs) / len(per_task[t].diffs) for t in tasks]
+    diffs = [float(x) for t in tasks for x in per_task[t].diffs]
+    ci = (t_interval(means, confidence) if len(tasks) > 1
+          else t_interval(per_task[tasks[0]].diffs, confidence))  # fmt: skip
+    return PooledDifference(tasks, diffs, sum(means) / len(means), ci, confidence, means)
 
 
 def unpaired_difference(method: Iterable[float], baseline: Iterable[float], *,
-                        confidence: float = 0.95, resamples: int = 10_000,
-                        random_state: int = 0) -> PairedDifference:  # fmt: skip
+                        confidence: float = 0.95) -> PairedDifference:
     """``mean(method) - mean(baseline)`` for runs that share nothing to pair them by (two
-    implementations seeding their RNGs their own way), with a percentile bootstrap interval
-    that resamples each group on its own. ``seeds`` and ``diffs`` are left empty. With three
-    runs a side the interval is coarse and tends to be too narrow: read it as a spread."""
-    import numpy as np
+    implementations seeding their RNGs their own way), with Welch's t interval (each group's
+    own variance; Welch-Satterthwaite degrees of freedom), whose coverage holds at a few runs
+    a side whether or not the two spreads are equal. ``seeds`` and ``diffs`` are left empty;
+    one run on either side gives no interval."""
     from scipy import stats
 
     a = [float(v) for v in method if not math.isnan(v)]
@@ -188,14 +179,14 @@ def unpaired_difference(method: Iterable[float], baseline: Iterable[float], *,
     mean = sum(a) / len(a) - sum(b) / len(b)
     ci = None
     if len(a) > 1 and len(b) > 1:
-        def mean_difference(x, y, axis=-1):
-            return np.mean(x, axis=axis) - np.mean(y, axis=axis)
-
-        result = stats.bootstrap((np.asarray(a), np.asarray(b)), mean_difference,
-                                 n_resamples=resamples, confidence_level=confidence,
-                                 method="percentile", random_state=random_state)  # fmt: skip
-        low, high = result.confidence_interval
-        ci = (float(low), float(high))
+        va = sum((x - sum(a) / len(a)) ** 2 for x in a) / (len(a) - 1) / len(a)
+        vb = sum((x - sum(b) / len(b)) ** 2 for x in b) / (len(b) - 1) / len(b)
+        if va + vb == 0:
+            ci = (mean, mean)
+        else:
+            dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+            half = float(stats.t.ppf((1 + confidence) / 2, dof)) * math.sqrt(va + vb)
+            ci = (mean - half, mean + half)
     return PairedDifference([], [], mean, ci, confidence)
 
 
@@ -228,12 +219,26 @@ def chance_every_seed_above(effect: float, sd: float, seeds: int) -> float:
     """The chance that all ``seeds`` paired differences are above zero when each is drawn
     independently from a normal law of mean ``effect`` and standard deviation ``sd``.
 
-    With three seeds this is the chance that :func:`paired_difference`'s 95% percentile
-    interval lies above zero: the resample of the smallest difference three times has
-    probability 1/27 > 2.5%, so the interval's lower end is the smallest difference."""
+    With three seeds this is the chance that a 95% percentile bootstrap interval (what the
+    studies printed before :func:`t_interval`) lies above zero: the resample of the smallest
+    difference three times has probability 1/27 > 2.5%, so that interval's lower end is the
+    smallest difference. With no effect it passes one time in eight."""
     from scipy import stats
 
     return float(stats.norm.cdf(effect / sd)) ** seeds
+
+
+def chance_interval_above(effect: float, sd: float, seeds: int,
+                          confidence: float = 0.95) -> float:
+    """The chance that :func:`paired_difference`'s t interval lies above zero when the
+    ``seeds`` paired differences are drawn independently from a normal law of mean ``effect``
+    and standard deviation ``sd``: the noncentral t law of the t statistic (``seeds - 1``
+    degrees of freedom, noncentrality ``effect * sqrt(seeds) / sd``) above the critical
+    value. With no effect it is ``(1 - confidence) / 2``."""
+    from scipy import stats
+
+    critical = stats.t.ppf((1 + confidence) / 2, seeds - 1)
+    return float(stats.nct.sf(critical, seeds - 1, effect * math.sqrt(seeds) / sd))
 
 
 def chance_at_least(needed: int, tasks: int, chance: float) -> float:

@@ -328,7 +328,7 @@ def _paired_table(spec: tuple[str, str] | str, curves: list[dict], columns: list
                   budget: int) -> list[str]:  # fmt: skip
     """Each variant against its baseline (:func:`_baseline_of`): per column, the normalised
     area under each seed's curve up to ``budget`` (the mean of its reports;
-    :mod:`bench.learning_measures`), and the paired difference with its 95% bootstrap interval
+    :mod:`bench.learning_measures`), and the paired difference with its 95% t interval
     (both areas over the seeds the two share). Curves that stop short of the budget are left
     out and counted."""
     from bench.learning_measures import (
@@ -375,8 +375,8 @@ def _paired_table(spec: tuple[str, str] | str, curves: list[dict], columns: list
     return [f"Paired by seed, the normalised area under each curve up to {budget:,} env steps "
             "(the mean of its reports: training curves over the last 100 episodes at every "
             "iteration, greedy evaluations every 20k), and the mean paired difference with its "
-            "95% bootstrap interval (a spread at 3 seeds, not a test):", "",
-            "| pair | curve | seeds | area | baseline's area | difference | 95% interval | "
+            "95% Student t interval over the seeds (`bench.learning_measures.t_interval`):", "",
+            "| pair | curve | seeds | area | baseline's area | difference | 95% t interval | "
             "curves short of the budget |", "|---|---|---|---|---|---|---|---|", *lines]
 
 

@@ -221,6 +221,11 @@ def main(argv: list[str] | None = None) -> int:
 
     # One torch thread per process: the learner shares few cores with its env runners.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if (sys.argv[1:] if argv is None else argv)[:1] == ["knowledge"]:
+        # Before anything loads torch: a build on the same kernels on every machine.
+        from rl_bk.knowledge.numerics import pin_build_numerics
+
+        pin_build_numerics()
     parser = argparse.ArgumentParser(
         prog="rl-bk", description="rl-bk's labeler and knowledge tools (training runs through "
         "tune_run.py)")  # fmt: skip

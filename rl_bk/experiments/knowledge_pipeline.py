@@ -18,6 +18,10 @@ Here they are looked up by name, as the command line and the sweep name them.
 Labels come from the task's labeler (:func:`rl_bk.experiments.labelers.labeler_for`) and go
 through the label store, so rebuilding an artifact with the same backend re-reads its labels
 instead of asking again.
+
+Every stage runs on one torch thread and records in its ``DONE`` file the numerics it ran on
+(:mod:`rl_bk.knowledge.numerics`: ``rl-bk knowledge`` pins them so that another machine
+builds the same artifact).
 """
 
 from __future__ import annotations
@@ -76,7 +80,10 @@ def published_location(task: TaskConfig, kind: str, backend: str | None = None,
 
 
 def _finish(folder: Path, started: float, **facts: Any) -> Path:
-    facts = {"seconds": round(time.time() - started, 1), "finished_at": time.time(), **facts}
+    from rl_bk.knowledge.numerics import numerics_in_effect
+
+    facts = {"seconds": round(time.time() - started, 1), "finished_at": time.time(),
+             "numerics": numerics_in_effect(), **facts}  # fmt: skip
     (folder / DONE).write_text(json.dumps(facts, indent=2, sort_keys=True, default=str))
     return folder
 
@@ -93,6 +100,13 @@ def collect_dataset(task: TaskConfig, *, force: bool = False, root: Path | None 
     folder = dataset_dir(task, root)
     if is_built(folder) and not force:
         return folder
+    from rl_bk.knowledge.numerics import one_torch_thread
+
+    with one_torch_thread():
+        return _collect(task, folder)
+
+
+def _collect(task: TaskConfig, folder: Path) -> Path:
     _fresh(folder)
     started, d = time.time(), task.knowledge.dataset
     env = dataset_env(task)
@@ -140,7 +154,10 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
         precollect_episodes=per_round,
     )  # fmt: skip
     if not ray.is_initialized():
-        ray.init(address="local", include_dashboard=False, logging_level="ERROR")
+        from rl_bk.knowledge.numerics import ray_runtime_env
+
+        ray.init(address="local", include_dashboard=False, logging_level="ERROR",
+                 runtime_env=ray_runtime_env())  # fmt: skip
     env_registry.register_all()
     algo = config.build_algo()
     try:
@@ -171,6 +188,14 @@ def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
     # A hand-written BK-Code potential learns nothing from the dataset: none is collected.
     hand_written = kind == "bk-code" and task.knowledge.code.path
     episodes = [] if hand_written else read_episodes(collect_dataset(task, root=root))
+    from rl_bk.knowledge.numerics import one_torch_thread
+
+    with one_torch_thread():
+        return _build(task, kind, backend, folder, episodes)
+
+
+def _build(task: TaskConfig, kind: str, backend: str | None, folder: Path,
+           episodes: list) -> Path:  # fmt: skip
     _fresh(folder)
     started = time.time()
     if kind in UNLABELLED_KINDS:

@@ -86,3 +86,46 @@ def test_bk_pipeline_end_to_end_with_the_embedded_model(ray_session, tmp_path, m
     for kind, (done, learners) in results.items():
         assert not done["is_oracle"] and done["labels"].startswith("llamacpp/"), kind
         assert np.isfinite(learners[SHAPING_REWARD_MEAN]), kind
+
+
+def _cli_build(root, **machine):
+    """``rl-bk knowledge build`` at smoke size in a process of its own (its own Ray, its own
+    pinned numerics), from an empty cache and an empty label store under ``root``, on a
+    machine as ``machine`` describes it (environment variables)."""
+    import os
+    import subprocess
+    import sys
+
+    from rl_bk.knowledge.numerics import PINNED
+
+    env = {k: v for k, v in os.environ.items() if k not in PINNED}
+    env.update(RLBK_KNOWLEDGE_DIR=str(root / "knowledge"),
+               RLBK_LABEL_STORE=str(root / "labels.sqlite3"), **machine)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "rl_bk.cli", "knowledge", "build", "--task",
+         "babyai-gotolocal-redball-s20", "--smoke", "--backend", "oracle"],
+        env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
+
+
+@pytest.mark.slow
+def test_two_builds_from_clean_caches_have_the_same_fingerprints(tmp_path):
+    # The second build on a machine as another one would be: MKL limited to AVX2 (a CPU
+    # without AVX-512) and two threads where the first had one. The builds pin their numerics
+    # (rl_bk/knowledge/numerics.py); without the pins these two machines trained other weights.
+    from rl_bk.experiments.artifacts import artifact_fingerprint, dataset_fingerprint
+
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    prints = []
+    for n, machine in enumerate([{"OMP_NUM_THREADS": "1"},
+                                 {"OMP_NUM_THREADS": "2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}]):
+        root = tmp_path / f"machine{n}"
+        _cli_build(root, **machine)
+        knowledge = root / "knowledge"
+        built = {"dataset": dataset_fingerprint(pipeline.dataset_dir(task, knowledge))}
+        for kind in pipeline.BK_KINDS:
+            folder = pipeline.artifact_dir(task, kind, "oracle", knowledge)
+            assert json.loads((folder / pipeline.DONE).read_text())["numerics"]["pinned"], kind
+            built[kind] = artifact_fingerprint(folder)
+        prints.append(built)
+    assert prints[0] == prints[1]

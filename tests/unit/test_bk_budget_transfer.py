@@ -98,14 +98,18 @@ def _study(trials: dict, name: str, steps: int, ppo: list[float], **methods: lis
             trials[study.trial_id(name, method.replace("_", "-"), seed)] = _flat(v, steps)
 
 
-def test_the_goal_counts_a_task_only_when_every_seed_is_above_ppo():
+def test_the_goal_counts_a_task_only_when_its_t_interval_is_above_zero():
     trials: dict = {}
     _study(trials, "purpleball-s23", 500_000, [0.2, 0.2, 0.2], bk_code=[0.3, 0.3, 0.3],
-           bk_pref=[0.3, 0.3, 0.1], bk_goal=[0.1, 0.1, 0.1])
+           bk_pref=[0.3, 0.3, 0.1], bk_goal=[0.21, 0.7, 0.8])
     _study(trials, "redkey-s23", 500_000, [0.2, 0.2], bk_code=[0.9, 0.9])  # seed 2 not in
     tally = study.goal_tally(trials)
     assert tally["bk-code"]["decided"] == ["purpleball-s23"]
     assert tally["bk-code"]["above"] == ["purpleball-s23"]
+    # every seed above ppo (what the plan's percentile interval passed), but so spread that
+    # the t interval includes zero: above under the plan's reading only
+    assert tally["bk-goal"]["every_seed_above"] == ["purpleball-s23"]
+    assert tally["bk-goal"]["above"] == []
     # one seed below ppo puts the interval's lower end below zero, though the mean is above
     assert tally["bk-pref"]["above"] == [] and tally["bk-pref"]["mean_above_zero"] == [
         "purpleball-s23"]
@@ -142,27 +146,38 @@ def test_the_goal_is_decided_when_it_can_no_longer_change():
     assert tally["bk-pref"]["verdict"] == "not met"
     assert tally["bk-goal"]["verdict"] == "not met" and tally["bk-goal"]["budget"] is False
     (line,) = [x for x in study.goal_lines(trials) if x.startswith("| bk-code")]
-    assert "| 4 of 6 | 3 (" in line and line.endswith("| yes | met |")
+    assert "| 4 of 6 | 3 (" in line and line.endswith("| yes; yes | met | met |")
 
 
 def test_the_5m_study_is_decided_once_the_seeds_in_keep_it_below_whatever_comes():
-    # With 3 seeds the percentile interval's lower end is the smallest paired difference
-    # (1 resample in 27 is that seed three times), so one seed at or below ppo decides it.
+    # The t interval's lower end with seeds still to come is searched over what they could
+    # bring; a seed far below ppo keeps it under zero whatever they bring, a tie does not.
     trials: dict = {}
-    _study(trials, study.BUDGET_STUDY, 5_000_000, [0.5], bk_code=[0.5], bk_pref=[0.4],
-           bk_goal=[0.6])
+    _study(trials, study.BUDGET_STUDY, 5_000_000, [0.9], bk_code=[0.9], bk_pref=[0.0],
+           bk_goal=[1.0])
     tally = study.goal_tally(trials)
     assert tally["bk-pref"]["budget"] is False and tally["bk-pref"]["verdict"] == "not met"
-    assert round(tally["bk-pref"]["budget_best_case"], 6) == -0.1
-    assert tally["bk-code"]["budget"] is False  # a tie is not above
+    assert tally["bk-pref"]["budget_best_case"] < 0
+    # a tie with ppo is decided too: larger later differences widen the interval more than
+    # they lift its mean (0, +1, +1 reach down to 2/3 − 4.303 / 3), and the best it can do is
+    # two more ties, an interval of one point at zero, which is not above it; a first
+    # difference of +0.1 is not decided (two more of +0.1 would be a point above zero)
+    assert tally["bk-code"]["budget"] is False
+    assert tally["bk-code"]["budget_best_case"] == pytest.approx(0.0)
     assert tally["bk-goal"]["budget"] is None and tally["bk-goal"]["verdict"] == "open"
-    assert tally["bk-goal"]["budget_best_case"] is None
     (line,) = [x for x in study.goal_lines(trials) if x.startswith("| bk-pref")]
-    assert "no, before all seeds are in (lower end at best −0.100)" in line
+    best = tally["bk-pref"]["budget_best_case"]
+    assert f"no, before all seeds are in (lower end at best {study_signed(best)})" in line
     # ppo's seed not in yet: nothing is decided by the method's seed alone.
     trials = {}
     _study(trials, study.BUDGET_STUDY, 5_000_000, [], bk_pref=[0.1])
     assert study.goal_tally(trials)["bk-pref"]["budget"] is None
+
+
+def study_signed(x: float) -> str:
+    from bench.learning_measures import signed
+
+    return signed(x)
 
 
 def test_the_pooled_reading_takes_only_complete_transfer_tasks():
@@ -174,12 +189,15 @@ def test_the_pooled_reading_takes_only_complete_transfer_tasks():
     lines = study.pooled_lines(trials)
     (row,) = [x for x in lines if x.startswith("| bk-code | greedy area")]
     # (0.1 + 0.1 − 0.1) / 3 on purpleball-s23 and 0.2 on redkey-s23: their mean, 0.117
-    assert row.startswith("| bk-code | greedy area | 2 | 5 of 6 | +0.117 | [")
+    assert row.startswith("| bk-code | greedy area | 2 | 2 | 5 of 6 | +0.117 | [")
+    # tasks as the unit: the t interval of the two task means 1/30 and 0.2 at 1 degree of
+    # freedom, 7/60 ± 12.706 / 12
+    assert row.endswith("| [−0.942, +1.176] |")
     assert not [x for x in lines if x.startswith("| bk-pref")]  # no bk-pref trial at all
     # a seed tied with ppo (both at the floor) is not counted as above it
     _study(trials, "purpleball-s28", 500_000, [0.0] * 3, bk_goal=[0.0, 0.1, 0.1])
     (row,) = [x for x in study.pooled_lines(trials) if x.startswith("| bk-goal | greedy area")]
-    assert row.startswith("| bk-goal | greedy area | 1 | 2 of 3 | +0.067 | [")
+    assert row.startswith("| bk-goal | greedy area | 1 | 1 | 2 of 3 | +0.067 | [")
     assert study.pooled_lines({}) == []
 
 
@@ -259,9 +277,11 @@ def test_what_the_goal_can_detect_uses_the_spread_of_complete_transfer_tasks_onl
     # squares 0.02 over 2 + 2 degrees of freedom: sqrt(0.005) = 0.0707
     assert "differences, 0.071 (4 degrees of freedom, 2 method-task groups" in text
     assert "ppo's greedy area on those tasks: 0.200 on average (3 runs)" in text
-    assert "| 0 (no effect) | 0.12 | 0.03 |" in text  # 1/8 a task; 3 of 6 at 1/8
-    # Φ(0.1 / 0.0707)³ = 0.921³ = 0.782 a task; at least 3 of 6 tasks at 0.782: 0.977
-    assert "| +0.100 | 0.78 | 0.98 |" in text
+    # the t interval passes 2.5% of tasks with no effect; every seed above, 1/8 (3 of 6: 0.03)
+    assert "| 0 (no effect) | 0.03 | 0.00 | 0.12 | 0.03 |" in text
+    # every seed above: Φ(0.1 / 0.0707)³ = 0.921³ = 0.782 a task; 3 of 6 at 0.782: 0.977
+    (row,) = [x for x in study.detection_lines(trials) if x.startswith("| +0.100 |")]
+    assert row.endswith("| 0.78 | 0.98 |")
     assert study.detection_lines({}) == []
 
 
@@ -294,10 +314,11 @@ def test_a_study_table_reads_each_measure_at_its_budgets_and_pairs_bk_with_ppo_b
     assert lines[5] == ("| bk-code backend=oracle | 2 | 0.45 ± 0.33 | 0.60 ± 0.14 | "
                         "0.50 ± 0.14 | 0.55 ± 0.49 | 0.65 ± 0.49 | 60k, never |")
     paired = {line.split(" | ")[1]: line for line in lines if line.startswith("| bk-code |")}
-    # seed by seed: 0.68 − 0.40 and 0.22 − 0.20; two seeds resample to three means
-    assert paired["greedy area"].endswith("| +0.280, +0.020 | +0.150 | [+0.020, +0.280] |")
-    assert paired["sampled area"].endswith("| +0.200, +0.000 | +0.100 | [+0.000, +0.200] |")
-    assert paired["training area"].endswith("| +0.000, −0.200 | −0.100 | [−0.200, +0.000] |")
+    # seed by seed: 0.68 − 0.40 and 0.22 − 0.20; the t interval at 1 degree of freedom is
+    # mean ± 12.706 × half their distance
+    assert paired["greedy area"].endswith("| +0.280, +0.020 | +0.150 | [−1.502, +1.802] |")
+    assert paired["sampled area"].endswith("| +0.200, +0.000 | +0.100 | [−1.171, +1.371] |")
+    assert paired["training area"].endswith("| +0.000, −0.200 | −0.100 | [−1.371, +1.171] |")
     # no paired table without ppo or without a bk-*; a study with no trial is not run yet
     for method in ("ppo", "bk-code"):
         alone = {k: v for k, v in trials.items() if f"/{method}/" in k}

@@ -1,0 +1,86 @@
+"""A knowledge build's numerics (rl_bk/knowledge/numerics.py). Trained as a build trains (a
+small conv net and MLP, Adam, fixed seeds), pinned, the weights come out bit for bit the same
+on this machine and on one that offers only AVX2 and two threads (MKL told to use no more
+than AVX2, as on a CPU without AVX-512); unpinned, the thread count alone changes them, which
+is what made two machines' builds differ."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rl_bk.knowledge.numerics import PINNED, pin_build_numerics, ray_runtime_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+def train_weights(pinned: bool) -> dict:
+    """The digest of the weights after a few Adam steps, and the numerics they ran on."""
+    import hashlib
+    from contextlib import nullcontext
+
+    import torch
+
+    from rl_bk.knowledge.numerics import numerics_in_effect, one_torch_thread
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.Conv2d(16, 32, 3), torch.nn.ReLU(),
+        torch.nn.Flatten(), torch.nn.Linear(32 * 3 * 3, 64), torch.nn.Tanh(),
+        torch.nn.Linear(64, 7))  # fmt: skip
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    x, y = torch.randn(128, 3, 7, 7), torch.randint(0, 7, (128,))
+    with one_torch_thread() if pinned else nullcontext():
+        for _ in range(5):
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        facts = numerics_in_effect()
+    weights = b"".join(p.detach().numpy().tobytes() for p in net.parameters())
+    return {"digest": hashlib.sha256(weights).hexdigest(), **facts}
+
+
+def _main(mode: str) -> None:
+    """In a fresh process: pins first (before torch loads) when ``mode`` is "pinned"."""
+    if mode == "pinned":
+        assert pin_build_numerics(), "torch was loaded before the pins"
+    print(json.dumps(train_weights(mode == "pinned")))
+
+
+def train(mode: str, **machine: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in PINNED}
+    env.update(machine)
+    code = f"from tests.unit.test_build_numerics import _main; _main({mode!r})"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_pinned_numerics_train_the_same_bits_on_a_narrower_machine_with_more_threads():
+    here = train("pinned")
+    narrower = train("pinned", MKL_ENABLE_INSTRUCTIONS="AVX2", OMP_NUM_THREADS="2")
+    assert here["pinned"] and narrower["pinned"]
+    assert here["digest"] == narrower["digest"]
+    # Unpinned, two threads split the reductions otherwise: other weights from the same seed
+    # (trained in this process, whose numerics are a test session's, to spare a start).
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        loose = train_weights(pinned=False)
+    finally:
+        torch.set_num_threads(before)
+    assert not loose["pinned"] and loose["torch_threads"] == 2
+    assert loose["digest"] != here["digest"]
+
+
+def test_pins_override_a_machines_own_settings_and_reach_ray_workers():
+    environ = {"MKL_CBWR": "AUTO", "OMP_NUM_THREADS": "8", "HOME": "/home/x"}
+    pin_build_numerics(environ)
+    assert environ == {**PINNED, "HOME": "/home/x"}
+    assert ray_runtime_env() == {"env_vars": PINNED}
