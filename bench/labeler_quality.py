@@ -54,25 +54,8 @@ SEED = 0
 
 # ---------------------------------------------------------------------------------- probes
 def _random_episodes(env_id: str, episodes: int, steps: int, seed: int):
-    """(captions, actions) of random-policy episodes; env and policy seeded per episode."""
-    import env_registry
-
-    env = env_registry.make_env(env_id)
-    out = []
-    for e in range(episodes):
-        rng = np.random.default_rng([seed, e])
-        _, info = env.reset(seed=seed * 10_000 + e)
-        captions, actions = [info["caption"]], []
-        for _ in range(steps):
-            a = int(rng.integers(env.action_space.n))
-            _, _, term, trunc, info = env.step(a)
-            actions.append(a)
-            captions.append(info["caption"])
-            if term or trunc:
-                break
-        out.append((captions, actions))
-    env.close()
-    return out
+    """(captions, actions) of random-policy episodes (:func:`_chunks`)."""
+    return [(c.captions, c.actions.tolist()) for c in _chunks(env_id, episodes, steps, seed)]
 
 
 def preference_probe(n: int, seed: int = SEED):
