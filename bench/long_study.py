@@ -36,8 +36,23 @@ os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from rl_bk import metrics as M  # noqa: E402  (after the thread setting above)
+
 RESULTS = ROOT / "bench" / "results"
 RUNS = ROOT / "bench" / "runs"
+
+#: The Qwen BK study's parts: BK's PPO, each bk-* with Qwen's knowledge and with the oracle's
+#: (task-agnostic both), every trial in the same layout (each sweep runs a method's two
+#: knowledge sources at once, one CPU each, as the transfer suite ran: bk_layout.md).
+_QWEN_BK = {
+    "methods": ["ppo", "bk-code", "bk-pref", "bk-goal"],
+    "seeds": [100, 101, 102, 103, 104],
+    "sweep": {"ppo": {"extrinsic_coeff": [10.0]},
+              **{m: {"include_mission": [False], "backend": ["llamacpp", "oracle"]}
+                 for m in ("bk-code", "bk-pref", "bk-goal")}},
+    "sections": {"env_runners": {"num_env_runners": 0, "num_envs_per_env_runner": 8},
+                 "learner": {"threads": 1}},
+}
 
 #: study -> [(part name, task)], run in this order. The questions are the issues' goals.
 STUDIES: dict[str, dict] = {
@@ -143,6 +158,42 @@ STUDIES: dict[str, dict] = {
         # at each budget, stays): each method against oni-none, seed by seed, by area.
         "paired": "oni-none",
     },
+    "qwen-bk": {
+        "question": "Does BK's knowledge help when a 1.5B model running on these two cores "
+                    "makes it? On BK's task (GoToLocal RedBall-S20) and on an unseen task where "
+                    "the oracle's shaping helped at 500k (PurpleKey-S25), each bk-* with "
+                    "Qwen2.5-Coder-1.5B's knowledge and with the task-agnostic oracle's, built "
+                    "from the same dataset, against ppo (BK's 10 x reward) and Qwen against the "
+                    "oracle, paired by seed on seeds no study has used.",
+        "parts": [("redball-s20", "babyai-gotolocal-redball-s20", _QWEN_BK),
+                  ("purplekey-s25", "babyai-gotolocal-purplekey-s25", _QWEN_BK)],
+        "steps": 500_000, "budgets": [100_000, 200_000, 300_000, 500_000],
+        # Primary: the sampled policy's evaluation success (ppo's greedy area sits near its
+        # floor on the unseen tasks at 500k: bk-reproduction.md); greedy (BK's) and training
+        # beside it.
+        "paired": ["ppo", ("backend=llamacpp", "backend=oracle")],
+        "curves": [M.EVAL_SAMPLED_SUCCESS_RATE, M.EVAL_SUCCESS_RATE, M.SUCCESS_RATE],
+        "notes": [
+            "What the design can detect (written before the first trial): the transfer "
+            "suite's seed-to-seed standard deviation of a bk-* minus ppo paired difference, "
+            "pooled over its 18 method-task groups of 3 seeds (36 degrees of freedom), is "
+            "0.104 on the sampled area, 0.076 on the greedy area and 0.090 on the training "
+            "area. With 5 paired seeds, a paired t test at 0.05 (two-sided) finds a true "
+            "difference 80% of the time when it is at least 0.175 (sampled), 0.128 (greedy) "
+            "and 0.152 (training), per task; smaller effects may be there and go unseen.",
+            "Verdicts: above (below) where the 95% t interval of the paired difference lies "
+            "above (below) zero; otherwise the mean alone. Every planned trial is reported; "
+            "none is dropped or re-run after being seen.",
+        ],
+        "knowledge": "Built once before the first trial, pinned numerics, task-agnostic (no "
+                     "mission), on GoToLocal-Pretraining-S20's RND dataset, by `rl-bk "
+                     "knowledge build --task babyai-gotolocal-redball-s20 --kinds "
+                     "bk-code,bk-goal,bk-pref --backend llamacpp` (Qwen2.5-Coder-1.5B, the "
+                     "packaged default; preferences from token scores in both orders, BK's hard "
+                     "labels) and `--backend oracle`; the label sets are committed under "
+                     "`bench/results/labels/`. Each trial's `knowledge.json` (artifact and "
+                     "dataset fingerprints, model digest) is kept in the results JSON.",
+    },
 }  # fmt: skip
 
 
@@ -218,6 +269,11 @@ def _plan(study: str, facts: dict, smoke: bool) -> list[str]:
              *(["", f"Env steps: {spec['steps']:,} per trial (the task files: "
                 f"{_task_file_steps(study)}); the papers' budgets do not fit these CPUs: a "
                 "departure, not the papers' setting."] if "steps" in spec else []),
+             *(["", f"Knowledge: {spec['knowledge']}"] if "knowledge" in spec else []),
+             *(["", "Paired measures: the normalised area under each of these curves, "
+                + ", ".join(f"`{c}`" for c in spec["curves"]) + " (the first is primary)."]
+               if "curves" in spec else []),
+             *[line for note in spec.get("notes", []) for line in ("", note)],
              "", "| part | task | methods | seeds | env steps | budgets | metric |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, task_name, changes in study_parts(study):
@@ -324,9 +380,19 @@ def _baseline_of(spec: tuple[str, str] | str, label: str) -> str | None:
     return label.replace(method_tag, baseline_tag) if method_tag in label else None
 
 
-def _paired_table(spec: tuple[str, str] | str, curves: list[dict], columns: list[str],
+def _shown_as(variant: str | None, labels: list[str]) -> str | None:
+    """The label among ``labels`` that names ``variant``: itself, or it followed by what the
+    tables add (a sweep setting, " (ORACLE)")."""
+    if variant is None:
+        return None
+    return next((label for label in labels
+                 if label == variant or label.startswith(variant + " ")), None)  # fmt: skip
+
+
+def _paired_table(specs: list[tuple[str, str] | str], curves: list[dict], columns: list[str],
                   budget: int) -> list[str]:  # fmt: skip
-    """Each variant against its baseline (:func:`_baseline_of`): per column, the normalised
+    """Each variant against its baseline under each spec (:func:`_baseline_of`), in the order
+    of ``columns`` within each pair: per column, the normalised
     area under each seed's curve up to ``budget`` (the mean of its reports;
     :mod:`bench.learning_measures`), and the paired difference with its 95% t interval
     (both areas over the seeds the two share). Curves that stop short of the budget are left
@@ -342,10 +408,11 @@ def _paired_table(spec: tuple[str, str] | str, curves: list[dict], columns: list
     from rl_bk.experiments.results import CURVE_NAMES
 
     labels = list(dict.fromkeys(c["label"] for c in curves))
+    specs = specs if isinstance(specs, list) else [specs]
+    pairs = [(label, base) for spec in specs for label in labels
+             if (base := _shown_as(_baseline_of(spec, label), labels)) not in (None, label)]
     lines = []
-    for label in labels:
-        if (base := _baseline_of(spec, label)) is None:
-            continue
+    for label, base in pairs:
         for column in columns:
             areas: dict[str, dict[int, float]] = {label: {}, base: {}}
             short = 0
@@ -405,11 +472,13 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
             lines += [*table, ""]
         if spec := STUDIES[study].get("paired"):
             main_metric = M.MAIN_METRICS[task.metric]
-            columns = [main_metric, *([M.EVAL_SUCCESS_RATE]
-                                      if main_metric == M.SUCCESS_RATE else [])]  # fmt: skip
+            columns = STUDIES[study].get("curves") or [
+                main_metric, *([M.EVAL_SUCCESS_RATE] if main_metric == M.SUCCESS_RATE else [])]
             curves = [c for f in mine.values() for c in f.get("curves", [])]
             if table := _paired_table(spec, curves, columns, task.stop.num_env_steps):
                 lines += [*table, ""]
+        if knowledge := _knowledge_lines(mine):
+            lines += [*knowledge, ""]
         commits = ", ".join(f"`{c}`" for c in sorted({f.get("commit", "not recorded")
                                                       for f in mine.values()}))  # fmt: skip
         lines.append(f"Runs (not committed): `bench/runs/{study}/{name}/<method>/<seed>/`; "
@@ -446,7 +515,27 @@ def _finish(task, run_dir: Path) -> dict:
            "curves": trial_curves(run_dir, extra=(main,)), "commit": code_commit()}
     if achievements := _achievements(records):
         out["achievements"] = achievements
+    if (used := run_dir / "knowledge.json").is_file():
+        out["knowledge"] = json.loads(used.read_text())
     return out
+
+
+def _knowledge_lines(finished: dict) -> list[str]:
+    """Which knowledge the part's trials used: per variant, each distinct artifact (its
+    fingerprint, the dataset's, and whose labels it holds) and how many trials used it."""
+    seen: dict[tuple, list[str]] = {}
+    for part, entry in finished.items():
+        for variant, k in entry.get("knowledge", {}).items():
+            key = (variant, k.get("fingerprint"), k.get("dataset_fingerprint"),
+                   k.get("labels") or "none")  # fmt: skip
+            seen.setdefault(key, []).append(part.split("/")[-1])
+    if not seen:
+        return []
+    lines = ["Knowledge the trials used (artifact fingerprint, dataset fingerprint, labels):", "",
+             "| variant | artifact | dataset | labels | seeds |", "|---|---|---|---|---|"]
+    for (variant, art, data, labels), seeds in sorted(seen.items(), key=str):
+        lines.append(f"| {variant} | `{art}` | `{data}` | {labels} | {', '.join(seeds)} |")
+    return lines
 
 
 def _smoothed_records(run_dir: Path) -> list:

@@ -131,3 +131,16 @@ def test_a_tag_pair_pairs_only_the_variants_with_the_tag():
     assert long_study._baseline_of(("algorithm=appo", "algorithm=ppo"),
                                    "ppo algorithm=appo") == "ppo algorithm=ppo"  # fmt: skip
     assert long_study._baseline_of(("algorithm=appo", "algorithm=ppo"), "ppo algorithm=ppo") is None
+
+
+def test_several_pairings_find_baselines_as_the_tables_label_them():
+    from rl_bk import metrics as M
+
+    # the Qwen BK study's labels: ppo carries its sweep setting, the oracle's rows " (ORACLE)"
+    ppo, qwen = "ppo extrinsic_coeff=10.0", "bk-pref backend=llamacpp include_mission=False"
+    oracle = "bk-pref backend=oracle include_mission=False (ORACLE)"
+    curves = [_curve(ppo, 0, [10] * 3), _curve(qwen, 0, [11] * 3), _curve(oracle, 0, [14] * 3)]
+    rows = [line.split(" | ")[0] for line in long_study._paired_table(
+        ["ppo", ("backend=llamacpp", "backend=oracle")], curves, [M.GAME_SCORE_MEAN], 3_000_000)
+        if line.startswith("| bk")]  # fmt: skip
+    assert rows == [f"| {qwen} − {ppo}", f"| {oracle} − {ppo}", f"| {qwen} − {oracle}"]
