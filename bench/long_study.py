@@ -172,6 +172,7 @@ STUDIES: dict[str, dict] = {
         # floor on the unseen tasks at 500k: bk-reproduction.md); greedy (BK's) and training
         # beside it.
         "paired": ["ppo", ("backend=llamacpp", "backend=oracle")],
+        "seed_major": True,
         "curves": [M.EVAL_SAMPLED_SUCCESS_RATE, M.EVAL_SUCCESS_RATE, M.SUCCESS_RATE],
         "notes": [
             "What the design can detect (written before the first trial): the transfer "
@@ -241,6 +242,26 @@ def parts(study: str, smoke: bool) -> list[tuple[str, str, object]]:
             out += [(part, method, seeded)
                     for part, seeded, _ in seed_parts(f"{name}/{method}", task)]  # fmt: skip
     return out
+
+
+def run_order(all_parts: list[tuple[str, str, object]], first: list[str],
+              seed_major: bool) -> list[tuple[str, str, object]]:
+    """The parts in the order they run: ``first``'s methods before the rest; within that,
+    the plan's order (each method's seeds in turn), or with ``seed_major`` each part's
+    seeds in turn (every method of a seed before the next seed: a study cut short still
+    has complete paired seeds)."""
+
+    index = {p[0]: i for i, p in enumerate(all_parts)}
+
+    def rank(p: tuple[str, str, object]) -> tuple:
+        preferred = first.index(p[1]) if p[1] in first else len(first)
+        if not seed_major:
+            return (preferred, index[p[0]])
+        name, _, seed = p[0].split("/")
+        part_rank = min(index[q[0]] for q in all_parts if q[0].split("/")[0] == name)
+        return (preferred, part_rank, int(seed), index[p[0]])
+
+    return sorted(all_parts, key=rank)
 
 
 def _task_file_steps(study: str) -> str:
@@ -499,8 +520,9 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
                                                       indent=2, default=float))  # fmt: skip
 
 
-def _finish(task, run_dir: Path) -> dict:
-    """A finished part's numbers, one row per trial, and its per-report curves."""
+def _finish(task, run_dir: Path, curves: tuple[str, ...] = ()) -> dict:
+    """A finished part's numbers, one row per trial, and its per-report curves (the study's
+    ``curves`` kept beside the usual ones)."""
     from rl_bk import metrics as M
     from rl_bk.experiments.results import trial_row
 
@@ -512,7 +534,7 @@ def _finish(task, run_dir: Path) -> dict:
 
     rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
     out = {"run_dir": str(rel), "rows": json.loads(json.dumps(rows, default=float)),
-           "curves": trial_curves(run_dir, extra=(main,)), "commit": code_commit()}
+           "curves": trial_curves(run_dir, extra=(main, *curves)), "commit": code_commit()}
     if achievements := _achievements(records):
         out["achievements"] = achievements
     if (used := run_dir / "knowledge.json").is_file():
@@ -584,7 +606,7 @@ def _mend_resumed(study: str, finished: dict, smoke: bool) -> list[str]:
         run_dir = ROOT / entry["run_dir"]
         resumed = any(map(goes_back, entry.get("curves", [])))
         if resumed and part in tasks and (run_dir / "tune").is_dir():
-            fresh = _finish(tasks[part], run_dir)
+            fresh = _finish(tasks[part], run_dir, tuple(STUDIES[study].get("curves", ())))
             # the columns the study's other parts have (today's rows may hold more)
             kept = set().union(*(row.keys() for row in entry["rows"]))
             fresh["rows"] = [{k: v for k, v in row.items() if k in kept} for row in fresh["rows"]]
@@ -599,6 +621,9 @@ def main() -> int:
     p.add_argument("study", nargs="?", choices=sorted(STUDIES))
     p.add_argument("--methods", default=None,
                    help="comma-separated: these methods' parts first (the plan unchanged)")
+    p.add_argument("--only", default=None,
+                   help="comma-separated: run only these methods' parts now (the plan "
+                   "unchanged; e.g. while another method's knowledge is still being built)")
     p.add_argument("--smoke", action="store_true",
                    help="the task files' smoke settings (a check that it runs; use with --out, "
                    "never for the results of record)")  # fmt: skip
@@ -634,13 +659,14 @@ def main() -> int:
     if args.report_only:
         return 0
     first = args.methods.split(",") if args.methods else []
-    order = sorted(parts(study, args.smoke),
-                   key=lambda p: first.index(p[1]) if p[1] in first else len(first))
+    only = set(args.only.split(",")) if args.only else None
+    order = run_order(parts(study, args.smoke), first, STUDIES[study].get("seed_major", False))
+    curves = tuple(STUDIES[study].get("curves", ()))
     for part, method, task in order:
-        if is_done(part, finished):
+        if is_done(part, finished) or (only is not None and method not in only):
             continue
         run_dir = run_or_resume(task, [method], task.stop.num_env_steps, RUNS / study / part)
-        finished[part] = _finish(task, run_dir)
+        finished[part] = _finish(task, run_dir, curves)
         write_report(study, facts, finished, args.smoke)
         print(f"[long-study] {study} {part} done: {run_dir}", flush=True)
     return 0

@@ -113,10 +113,10 @@ def with_network(config: AlgorithmConfig, task: TaskConfig, *,
 def learner_threads(config: AlgorithmConfig, threads: int | None = None) -> int:
     """The learner's torch threads: ``threads`` (the task's ``learner.threads``), else one.
 
-    More threads could use the CPUs the trial reserves for its env runners, idle while
-    synchronous PPO updates; on the BK layout two were no faster, from 1.17x to 0.46x the env
-    steps/s of one in seven paired measurements (``bench/env_throughput.py`` keeps a row for
-    each), and they round the losses differently (bench/results/same_results.md)."""
+    More threads use the CPUs the trial reserves for its env runners, idle while synchronous
+    PPO updates: whether that pays depends on the network and the layout (BK's conv network:
+    ``bench/results/bk_layout.md``; the MLP tasks: ``bench/results/env_throughput.md``), and
+    two threads round the losses differently from one (``bench/results/same_results.md``)."""
     return 1 if threads is None else threads
 
 

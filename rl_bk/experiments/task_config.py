@@ -44,7 +44,8 @@ class _Strict(BaseModel):
 
 
 class PPOParams(_Strict):
-    """Arguments of ``PPOConfig.training(...)``; the defaults are BK's BabyAI settings.
+    """Arguments of ``PPOConfig.training(...)``: RLlib-style PPO defaults (clip 0.2, gradient
+    norm 0.5, 2,048 env steps per update); BK's own settings are in ``_babyai_bk.yaml``.
 
     Every method of a task shares them, so differences come from the method. PPO is
     clip-only, as in CleanRL-style PPO (BK, RND, ONI's sample-factory): RLlib's adaptive KL
@@ -124,8 +125,9 @@ class ModelParams(_Strict):
 class EnvRunnerParams(_Strict):
     """Arguments of ``AlgorithmConfig.env_runners(...)``, per trial.
 
-    On 2 CPUs: one runner with 0.5 CPU and 8 vectorised envs beside a 1-CPU trial is the
-    fastest layout measured (two runners contend for the cores).
+    The defaults (one runner, 8 vectorised envs, half a CPU) are a start; each task file sets
+    its own layout, measured for its env and network (``bench/results/env_throughput.md``,
+    ``bench/results/bk_layout.md``).
     """
 
     num_env_runners: int = Field(1, ge=0)
@@ -141,8 +143,8 @@ class EnvRunnerParams(_Strict):
 class LearnerParams(_Strict):
     """The trial's learner (in the trial's own process: ``num_learners=0``)."""
 
-    #: torch threads for the learner's update (None: one). More can help a big learner
-    #: (GLAM's LLM) that has a machine to itself; on the BK layout two were no faster.
+    #: torch threads for the learner's update (None: one). More help where the update is
+    #: compute-bound and the runners idle meanwhile (BK's conv network: bk_layout.md).
     threads: int | None = Field(None, ge=1)
     #: GPUs for the learner (RLlib's ``num_gpus_per_learner``; fractions share one GPU
     #: between trials). 0: it updates on the CPU, as every committed study here did. GLAM

@@ -144,3 +144,15 @@ def test_several_pairings_find_baselines_as_the_tables_label_them():
         ["ppo", ("backend=llamacpp", "backend=oracle")], curves, [M.GAME_SCORE_MEAN], 3_000_000)
         if line.startswith("| bk")]  # fmt: skip
     assert rows == [f"| {qwen} − {ppo}", f"| {oracle} − {ppo}", f"| {qwen} − {oracle}"]
+
+
+def test_seed_major_order_runs_every_method_of_a_seed_before_the_next_seed():
+    plan = [(f"{part}/{m}/{s}", m, None) for part in ("a", "b") for m in ("ppo", "x")
+            for s in (100, 101)]  # the plan's order: each method's seeds in turn
+    ids = [p[0] for p in long_study.run_order(plan, [], seed_major=True)]
+    assert ids == ["a/ppo/100", "a/x/100", "a/ppo/101", "a/x/101",
+                   "b/ppo/100", "b/x/100", "b/ppo/101", "b/x/101"]
+    assert [p[0] for p in long_study.run_order(plan, [], seed_major=False)] == [p[0] for p in plan]
+    # methods named first still come first, each in seed order
+    assert [p[0] for p in long_study.run_order(plan, ["x"], seed_major=True)][:4] == [
+        "a/x/100", "a/x/101", "b/x/100", "b/x/101"]
