@@ -107,8 +107,10 @@ def _list() -> str:
     for name in available_tasks():
         lines.append(f"  {name:38s} {load_task(name).description}")
     lines.append("methods:")
-    lines += [f"  {m.name:38s} {m.description}"
-              + (f" [settings: {m.settings}:]" if m.settings else "") for m in METHODS.values()]
+    lines += [
+        f"  {m.name:38s} {m.description}" + (f" [settings: {m.settings}:]" if m.settings else "")
+        for m in METHODS.values()
+    ]
     lines.append("environments (env_registry):")
     lines += [f"  {s.name:52s} {s.description}" for s in env_registry.ENV_SPECS.values()]
     return "\n".join(lines)
@@ -159,17 +161,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.resume:
         # A resumed run keeps its own task, methods, seeds, stop and loggers (Tune restores them).
-        fixed = [f for f, v in (("--task", args.task), ("--methods", args.methods),
-                                ("--num-samples", args.num_samples),
-                                ("--stop-timesteps", args.stop_timesteps), ("--smoke", args.smoke),
-                                ("--wandb", args.wandb), ("--backend", args.backend),
-                                ("--algorithm", args.algorithm),
-                                ("--storage", args.storage), ("--labeler", args.labeler),
-                                ("--labeler-app", args.labeler_app))
-                 if v]  # fmt: skip
+        fixed = [
+            f
+            for f, v in (
+                ("--task", args.task),
+                ("--methods", args.methods),
+                ("--num-samples", args.num_samples),
+                ("--stop-timesteps", args.stop_timesteps),
+                ("--smoke", args.smoke),
+                ("--wandb", args.wandb),
+                ("--backend", args.backend),
+                ("--algorithm", args.algorithm),
+                ("--storage", args.storage),
+                ("--labeler", args.labeler),
+                ("--labeler-app", args.labeler_app),
+            )
+            if v
+        ]
         if fixed:
-            print(f"tune_run.py: error: --resume continues a run with its own settings; drop "
-                  f"{', '.join(fixed)}", file=sys.stderr)  # fmt: skip
+            print(
+                f"tune_run.py: error: --resume continues a run with its own settings; drop "
+                f"{', '.join(fixed)}",
+                file=sys.stderr,
+            )
             return 2
         try:
             options = RunOptions(address=args.address)
@@ -181,8 +195,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return _report(run_dir)
     if not args.task:
-        print(f"tune_run.py: error: give --task; available: {', '.join(available_tasks())}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"tune_run.py: error: give --task; available: {', '.join(available_tasks())}",
+            file=sys.stderr,
+        )
         return 2
     try:
         task = load_task(args.task, smoke=args.smoke)
@@ -191,15 +207,27 @@ def main(argv: list[str] | None = None) -> int:
         for m in methods or task.methods:
             get_method(m)
         options = RunOptions(
-            methods=methods, num_samples=args.num_samples, stop_timesteps=args.stop_timesteps,
-            output_dir=args.output_dir, address=args.address, wandb=args.wandb, smoke=args.smoke,
+            methods=methods,
+            num_samples=args.num_samples,
+            stop_timesteps=args.stop_timesteps,
+            output_dir=args.output_dir,
+            address=args.address,
+            wandb=args.wandb,
+            smoke=args.smoke,
             precollect=args.precollect,
-        )  # fmt: skip
+        )
         run_dir = run_experiment(task, options)
     except TrialsFailed as failed:
         return _report(failed.run_dir, failed)
-    except (TaskConfigError, UnknownMethodError, UnknownEnvError, MissingDependencyError,
-            ResourceError, KnowledgeMissingError, ValueError) as err:  # fmt: skip
+    except (
+        TaskConfigError,
+        UnknownMethodError,
+        UnknownEnvError,
+        MissingDependencyError,
+        ResourceError,
+        KnowledgeMissingError,
+        ValueError,
+    ) as err:
         print(f"tune_run.py: error: {err}", file=sys.stderr)
         return 2
     return _report(run_dir)

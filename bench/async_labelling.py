@@ -47,10 +47,17 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--no-llm", action="store_true", help="skip the llamacpp configurations")
-    p.add_argument("--busy-fractions", default="1,0.5,0.25",
-                   help="label_busy_fraction of each llamacpp configuration")
-    p.add_argument("--llm-batch", type=int, default=2,
-                   help="captions per llama.cpp call (small, so the duty cycle is fine-grained)")
+    p.add_argument(
+        "--busy-fractions",
+        default="1,0.5,0.25",
+        help="label_busy_fraction of each llamacpp configuration",
+    )
+    p.add_argument(
+        "--llm-batch",
+        type=int,
+        default=2,
+        help="captions per llama.cpp call (small, so the duty cycle is fine-grained)",
+    )
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args()
 
@@ -66,19 +73,29 @@ def main() -> int:
     # A fresh label store: labels from an earlier run would make the LLM's work look free.
     os.environ["RLBK_LABEL_STORE"] = str(Path(tempfile.mkdtemp()) / "labels.sqlite3")
     task = load_task(TASK)
-    configs = {"oni-none": ("oni-none", {"backend": "oracle"}),
-               "oni-retrieval oracle": ("oni-retrieval", {"backend": "oracle"}),
-               "oni-classification oracle": ("oni-classification", {"backend": "oracle"})}
+    configs = {
+        "oni-none": ("oni-none", {"backend": "oracle"}),
+        "oni-retrieval oracle": ("oni-retrieval", {"backend": "oracle"}),
+        "oni-classification oracle": ("oni-classification", {"backend": "oracle"}),
+    }
     if not args.no_llm:
         for f in (float(x) for x in args.busy_fractions.split(",") if x):
-            configs[f"oni-retrieval llamacpp busy {f:g}"] = ("oni-retrieval", {
-                "backend": "llamacpp", "label_busy_fraction": f,
-                "label_batch_size": args.llm_batch})  # fmt: skip
-    ray.init(address="local", num_cpus=2 * len(configs), include_dashboard=False,
-             logging_level="ERROR")
+            configs[f"oni-retrieval llamacpp busy {f:g}"] = (
+                "oni-retrieval",
+                {
+                    "backend": "llamacpp",
+                    "label_busy_fraction": f,
+                    "label_batch_size": args.llm_batch,
+                },
+            )
+    ray.init(
+        address="local", num_cpus=2 * len(configs), include_dashboard=False, logging_level="ERROR"
+    )
     env_registry.register_all()
-    algos = {name: get_method(m).build(task, 0, params).build_algo()
-             for name, (m, params) in configs.items()}  # fmt: skip
+    algos = {
+        name: get_method(m).build(task, 0, params).build_algo()
+        for name, (m, params) in configs.items()
+    }
     queues = {name: label_queue(algos[name]) for name in configs if "llamacpp" in name}
     labels: dict[str, dict] = {}
     window_start: dict[str, float] = {}
@@ -96,12 +113,16 @@ def main() -> int:
         if name in windows:  # a timed iteration: when its labeler could compute
             windows[name].append((window_start[name], time.perf_counter()))
         learners = result["learners"]
-        labels[name] = {k.split("/", 1)[1]: float(v) for k, v in learners.items()
-                        if k.startswith("intrinsic/label")}  # fmt: skip
+        labels[name] = {
+            k.split("/", 1)[1]: float(v)
+            for k, v in learners.items()
+            if k.startswith("intrinsic/label")
+        }
 
     try:
-        rates = train_in_rounds(algos, args.rounds, args.warmup, keep_label_counts,
-                                only_its_own_labeler_runs)  # fmt: skip
+        rates = train_in_rounds(
+            algos, args.rounds, args.warmup, keep_label_counts, only_its_own_labeler_runs
+        )
     finally:
         for q in queues.values():  # before Ray goes, so no call is left to fail
             q.close()
@@ -110,11 +131,20 @@ def main() -> int:
     rows = ratio_rows(rates, "oni-none")
     # How much of the timed training its labeler computed in: the measured busy fraction
     # (calls in flight when an iteration ended finish untimed, before the next one starts).
-    busy = {name: computing_share(list(q.call_intervals), windows[name])
-            for name, q in queues.items()}  # fmt: skip
-    facts = {**run_facts("-m bench.async_labelling"), "task": TASK, "rounds": args.rounds,
-             "warmup": args.warmup, "llm_batch": args.llm_batch, "rows": rows, "rates": rates,
-             "labels_at_the_end": labels, "labeler_computing_share": busy}  # fmt: skip
+    busy = {
+        name: computing_share(list(q.call_intervals), windows[name]) for name, q in queues.items()
+    }
+    facts = {
+        **run_facts("-m bench.async_labelling"),
+        "task": TASK,
+        "rounds": args.rounds,
+        "warmup": args.warmup,
+        "llm_batch": args.llm_batch,
+        "rows": rows,
+        "rates": rates,
+        "labels_at_the_end": labels,
+        "labeler_computing_share": busy,
+    }
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "async_labelling.json").write_text(json.dumps(facts, indent=2))
     table = ratio_table(rows, "configuration", "no labelling")
@@ -124,19 +154,24 @@ def main() -> int:
         f"{c.get('labels_received', 0):.0f} received, {c.get('labels_pending', 0):.0f} "
         f"pending, {c.get('labelling_seconds', 0):.1f} s labelling, "
         f"{c.get('labelling_rest_seconds', 0):.1f} s resting"
-        for name, c in labels.items() if c
-    )  # fmt: skip
+        for name, c in labels.items()
+        if c
+    )
     (args.results / "async_labelling.md").write_text(
         f"# Asynchronous labelling cost: {TASK}\n\n`{facts['command']}` ({facts['date']}, "
         f"{facts['machine']}); {args.rounds} rounds after {args.warmup} warm-up rounds, one "
         "training iteration (4096 env steps, sampling + learning) per configuration per "
         "round; llama.cpp labels "
         f"{args.llm_batch} captions per call and is paused while other configurations train."
-        "\n\n" + table
+        "\n\n"
+        + table
         + "\n\nShare of the timed training time in which the LLM computed (its calls "
-        "overlapping the iterations' wall time):\n\n" + shares
-        + "\n\nLabels at the end:\n\n" + counts + "\n"
-    )  # fmt: skip
+        "overlapping the iterations' wall time):\n\n"
+        + shares
+        + "\n\nLabels at the end:\n\n"
+        + counts
+        + "\n"
+    )
     print(table)
     print(shares)
     print(counts)
@@ -156,9 +191,13 @@ def label_queue(algo):
     from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 
     learner = algo.learner_group._learner
-    (term,) = [t for c in learner._learner_connector.connectors
-               if isinstance(c, RewriteRewards) for t in c.terms
-               if isinstance(t, IntrinsicReward)]  # fmt: skip
+    (term,) = [
+        t
+        for c in learner._learner_connector.connectors
+        if isinstance(c, RewriteRewards)
+        for t in c.terms
+        if isinstance(t, IntrinsicReward)
+    ]
     return term.reward_fn.queue
 
 

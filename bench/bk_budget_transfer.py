@@ -54,8 +54,12 @@ HEADING = "## BK's PPO to the letter: BK's budget and the transfer suite (plan 2
 METHODS = ["ppo", "bk-code", "bk-pref", "bk-goal"]
 SEEDS = [0, 1, 2]
 #: ppo on BK's 10 x env reward (BK's train_rs.py with no potential); task-agnostic knowledge.
-SWEEP = {"ppo": {"extrinsic_coeff": [10.0]}, "bk-code": {"include_mission": [False]},
-         "bk-pref": {"include_mission": [False]}, "bk-goal": {"include_mission": [False]}}
+SWEEP = {
+    "ppo": {"extrinsic_coeff": [10.0]},
+    "bk-code": {"include_mission": [False]},
+    "bk-pref": {"include_mission": [False]},
+    "bk-goal": {"include_mission": [False]},
+}
 #: (study, task file, env steps, budgets, trials at once): run in this order, the transfer
 #: suite first (each of its tasks is decided within a session or two; each of the 5M study's
 #: six pairs takes 5 to 8 hours, at the ~270 and ~170 env steps/s a trial measured on the two
@@ -64,12 +68,25 @@ SWEEP = {"ppo": {"extrinsic_coeff": [10.0]}, "bk-code": {"include_mission": [Fal
 #: (bench/results/bk_layout.md). A pair cut by a session's end resumes from its checkpoints
 #: (every 25 iterations, about 2 minutes) when the command runs again on the same machine.
 STUDIES = [
-    *[(name, f"babyai-gotolocal-{name}", 500_000, [100_000, 200_000, 300_000, 500_000], 2)
-      for name in ("purpleball-s23", "redkey-s23", "purplekey-s25", "purpleball-s28",
-                   "redkey-s28", "purplekey-s30")],
-    ("redball-s20-5m", "babyai-gotolocal-redball-s20", 5_000_000,
-     [500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000], 2),
-]  # fmt: skip
+    *[
+        (name, f"babyai-gotolocal-{name}", 500_000, [100_000, 200_000, 300_000, 500_000], 2)
+        for name in (
+            "purpleball-s23",
+            "redkey-s23",
+            "purplekey-s25",
+            "purpleball-s28",
+            "redkey-s28",
+            "purplekey-s30",
+        )
+    ],
+    (
+        "redball-s20-5m",
+        "babyai-gotolocal-redball-s20",
+        5_000_000,
+        [500_000, 1_000_000, 2_000_000, 3_000_000, 5_000_000],
+        2,
+    ),
+]
 #: Two trials at once: each samples 8 envs in its own process, its learner on one thread.
 PAIR_LAYOUT = {"num_env_runners": 0, "num_envs_per_env_runner": 8}
 #: One evaluation interval (1,024-step updates, every 20 of them): the budget edge's slack.
@@ -87,8 +104,13 @@ def study_task(task_name: str, steps: int, budgets: list[int], seed: int, at_onc
     from rl_bk.experiments.task_config import load_task
 
     task = load_task(task_name)
-    update = {"methods": list(METHODS), "seeds": [seed], "sweep": {**task.sweep, **SWEEP},
-              "stop": task.stop.model_copy(update={"num_env_steps": steps}), "budgets": budgets}
+    update = {
+        "methods": list(METHODS),
+        "seeds": [seed],
+        "sweep": {**task.sweep, **SWEEP},
+        "stop": task.stop.model_copy(update={"num_env_steps": steps}),
+        "budgets": budgets,
+    }
     if at_once == 2:
         update["env_runners"] = task.env_runners.model_copy(update=PAIR_LAYOUT)
         update["learner"] = task.learner.model_copy(update={"threads": 1})  # one CPU each
@@ -102,8 +124,12 @@ def trial_id(study: str, method: str, seed: int) -> str:
 def batches() -> list[tuple[str, int, list[str]]]:
     """(study, seed, methods run together) in the order they run: a study's seeds in turn,
     each seed's methods as many at a time as the study runs."""
-    return [(study, seed, METHODS[i:i + at_once]) for study, *_, at_once in STUDIES
-            for seed in SEEDS for i in range(0, len(METHODS), at_once)]  # fmt: skip
+    return [
+        (study, seed, METHODS[i : i + at_once])
+        for study, *_, at_once in STUDIES
+        for seed in SEEDS
+        for i in range(0, len(METHODS), at_once)
+    ]
 
 
 def method_of(label: str) -> str:
@@ -117,12 +143,15 @@ def finished_trials(run_dir: Path, steps: int) -> dict[str, dict]:
 
     out = {}
     for curve in trial_curves(run_dir, extra=(M.EVAL_SAMPLED_SUCCESS_RATE,)):
-        reached = max((s for s in curve["progress"].get(M.ENV_STEPS, []) if s is not None),
-                      default=0)  # fmt: skip
+        reached = max(
+            (s for s in curve["progress"].get(M.ENV_STEPS, []) if s is not None), default=0
+        )
         if reached < steps:
-            raise SystemExit(f"[bk-budget-transfer] {curve['label']} seed {curve['seed']} in "
-                             f"{run_dir} stopped at {reached:,.0f} of {steps:,} env steps: "
-                             "see its trial's error.txt; fix it and run the command again")
+            raise SystemExit(
+                f"[bk-budget-transfer] {curve['label']} seed {curve['seed']} in "
+                f"{run_dir} stopped at {reached:,.0f} of {steps:,} env steps: "
+                "see its trial's error.txt; fix it and run the command again"
+            )
         out[method_of(curve["label"])] = curve
     return out
 
@@ -143,8 +172,10 @@ def knowledge_used(run_dir: Path) -> dict[str, dict]:
         if "fingerprint" not in used and is_built(Path(used["path"])):
             used = {**used, "fingerprint": artifact_fingerprint(Path(used["path"]))}
         if "fingerprint" in used:
-            out[method_of(label)] = {"fingerprint": used["fingerprint"],
-                                     "dataset_fingerprint": used.get("dataset_fingerprint")}
+            out[method_of(label)] = {
+                "fingerprint": used["fingerprint"],
+                "dataset_fingerprint": used.get("dataset_fingerprint"),
+            }
     return out
 
 
@@ -176,10 +207,13 @@ def record_greedy_failures(runs: list[tuple[str, Path]], stem: Path = GREEDY_LOO
         try:
             added.update(diagnose_greedy_failures(study, run_dir))
         except Exception as e:  # any failure: see the docstring
-            print(f"[bk-budget-transfer] WARNING: the greedy-failure check of {run_dir} failed "
-                  f"({type(e).__name__}: {e}); the study goes on. By hand: python "
-                  f"bench/greedy_loops.py {run_dir}/tune/* --episodes {DIAGNOSIS_EPISODES} "
-                  "--name <a new name>", flush=True)  # fmt: skip
+            print(
+                f"[bk-budget-transfer] WARNING: the greedy-failure check of {run_dir} failed "
+                f"({type(e).__name__}: {e}); the study goes on. By hand: python "
+                f"bench/greedy_loops.py {run_dir}/tune/* --episodes {DIAGNOSIS_EPISODES} "
+                "--name <a new name>",
+                flush=True,
+            )
     if not added:  # nothing new: the files (and their date) stay as they are
         return
     rows.update(added)
@@ -194,9 +228,11 @@ def undiagnosed_runs(trials: dict[str, dict], stem: Path = GREEDY_LOOPS) -> list
     greedy-failure row yet and whose run folders are on this machine."""
     path = stem.with_suffix(".json")
     done = set(json.loads(path.read_text())) if path.is_file() else set()
-    runs = {(key.split("/")[0], ROOT / trial["run_dir"]) for key, trial in trials.items()
-            if key.split("/")[0] in DIAGNOSED and key not in done
-            and (ROOT / trial["run_dir"]).is_dir()}  # fmt: skip
+    runs = {
+        (key.split("/")[0], ROOT / trial["run_dir"])
+        for key, trial in trials.items()
+        if key.split("/")[0] in DIAGNOSED and key not in done and (ROOT / trial["run_dir"]).is_dir()
+    }
     return sorted(runs)
 
 
@@ -226,8 +262,9 @@ def drop_superseded_reports(trials: dict[str, dict]) -> list[str]:
             trial["resumed"] = "curve read again from its run folder"
         else:
             kept = without_superseded_reports(pd.DataFrame(trial["progress"], dtype=float))
-            trial["progress"] = {c: [None if math.isnan(v) else float(v) for v in kept[c]]
-                                 for c in kept.columns}  # fmt: skip
+            trial["progress"] = {
+                c: [None if math.isnan(v) else float(v) for v in kept[c]] for c in kept.columns
+            }
             trial["resumed"] = "stored curve cut back by env steps: run folder not here"
         mended.append(f"{key}: {trial['resumed']}")
     return mended
@@ -260,7 +297,7 @@ CORRECTIONS = [
     "changed.** (1) With three seeds the percentile bootstrap interval is the range of "
     "the three differences (a resample of the smallest difference three times has "
     "probability 1/27 > 2.5%): it covers the true mean about 75% of the time, not 95%, "
-    "and \"interval above zero\" meant \"every seed above\", which a method with no effect "
+    'and "interval above zero" meant "every seed above", which a method with no effect '
     "passes one time in eight. The tables below print the 95% Student t interval of the "
     "mean difference instead (`bench.learning_measures.t_interval`; its coverage is "
     "tested by simulation in `tests/unit/test_learning_measures.py`), and the goal is "
@@ -277,10 +314,12 @@ CORRECTIONS = [
 
 def plan_lines(facts: dict) -> list[str]:
     lines = [
-        HEADING, "",
+        HEADING,
+        "",
         f"`{facts['command']}` (started {facts['date']}, {facts['machine']}). Written by "
         "`bench/bk_budget_transfer.py`; the plan below was fixed before the first run and is "
-        "not changed after a run is seen.", "",
+        "not changed after a run is seen.",
+        "",
         "- **Settings**: BK's PPO to the letter, as its `train_rs.py` ran, the task files' "
         "defaults (`tune_configs/_babyai_bk.yaml`): BK's conv network (one torso), CleanRL's "
         "clipped value loss (±0.1), advantages normalised per minibatch, Adam ε 1e-5, no "
@@ -301,7 +340,6 @@ def plan_lines(facts: dict) -> list[str]:
         "over every evaluation up to the budget: the normalised area under the greedy curve. "
         "Each bk-* paired by seed with ppo: the per-seed differences, their mean and a 95% "
         "percentile bootstrap interval (coarse with 3 seeds: about their range).",
-
         "- **Secondary**: the same area for the sampled policy's evaluation (the same 50 "
         "episodes' seeds) and for training success (last 100 episodes); greedy success at "
         "each budget; env steps to 0.9 greedy success.",
@@ -314,8 +352,10 @@ def plan_lines(facts: dict) -> list[str]:
         "|---|---|---|---|",
     ]
     for study, task_name, steps, budgets, _ in STUDIES:
-        lines.append(f"| {study} | `{task_name}` | {steps:,} | "
-                     f"{', '.join(f'{b // 1000:,}k' for b in budgets)} |")  # fmt: skip
+        lines.append(
+            f"| {study} | `{task_name}` | {steps:,} | "
+            f"{', '.join(f'{b // 1000:,}k' for b in budgets)} |"
+        )
     return [*lines, "", *CORRECTIONS, ""]
 
 
@@ -327,8 +367,11 @@ def _points(curve: dict, key: str) -> list[tuple[float, float]]:
 
 
 #: The areas the report reads, under its names: greedy and sampled evaluation, training.
-MEASURES = {"greedy area": M.EVAL_SUCCESS_RATE, "sampled area": M.EVAL_SAMPLED_SUCCESS_RATE,
-            "training area": M.SUCCESS_RATE}  # fmt: skip
+MEASURES = {
+    "greedy area": M.EVAL_SUCCESS_RATE,
+    "sampled area": M.EVAL_SAMPLED_SUCCESS_RATE,
+    "training area": M.SUCCESS_RATE,
+}
 
 
 def study_areas(study: str, steps: int, trials: dict[str, dict]) -> dict[str, dict]:
@@ -338,13 +381,19 @@ def study_areas(study: str, steps: int, trials: dict[str, dict]) -> dict[str, di
 
     stats: dict[str, dict[str, dict[int, float]]] = {}
     for method in METHODS:
-        mine = {s: trials[trial_id(study, method, s)] for s in SEEDS
-                if trial_id(study, method, s) in trials}  # fmt: skip
+        mine = {
+            s: trials[trial_id(study, method, s)]
+            for s in SEEDS
+            if trial_id(study, method, s) in trials
+        }
         if mine:
-            stats[method] = {name: {s: normalised_area(_points(c, key), steps,
-                                                       tolerance=TOLERANCE).value
-                                    for s, c in mine.items()}
-                             for name, key in MEASURES.items()}  # fmt: skip
+            stats[method] = {
+                name: {
+                    s: normalised_area(_points(c, key), steps, tolerance=TOLERANCE).value
+                    for s, c in mine.items()
+                }
+                for name, key in MEASURES.items()
+            }
     return stats
 
 
@@ -363,29 +412,51 @@ def study_lines(study: str, steps: int, budgets: list[int], trials: dict[str, di
         mine = {s: trials[trial_id(study, method, s)] for s in stats[method]["greedy area"]}
         cells = [mean_sd(list(stats[method][name].values())) for name in measures]
         for b in budgets:
-            cells.append(mean_sd([value_at_budget(_points(c, M.EVAL_SUCCESS_RATE), b,
-                                                  tolerance=TOLERANCE) for c in mine.values()]))
-        reach = [steps_to_reach(pd.DataFrame(c["progress"], dtype=float), M.EVAL_SUCCESS_RATE,
-                                0.9, min_episodes=0) for c in mine.values()]  # fmt: skip
+            cells.append(
+                mean_sd(
+                    [
+                        value_at_budget(_points(c, M.EVAL_SUCCESS_RATE), b, tolerance=TOLERANCE)
+                        for c in mine.values()
+                    ]
+                )
+            )
+        reach = [
+            steps_to_reach(
+                pd.DataFrame(c["progress"], dtype=float), M.EVAL_SUCCESS_RATE, 0.9, min_episodes=0
+            )
+            for c in mine.values()
+        ]
         cells.append(", ".join("never" if math.isnan(r) else f"{r / 1000:,.0f}k" for r in reach))
-        rows.append(f"| {mine[next(iter(mine))]['label']} | {len(mine)} | " + " | ".join(cells)
-                    + " |")
+        rows.append(
+            f"| {mine[next(iter(mine))]['label']} | {len(mine)} | " + " | ".join(cells) + " |"
+        )
     if not rows:
         return [f"### {study}", "", "Not run yet.", ""]
     cols = [*measures, *[f"greedy @{b // 1000:,}k" for b in budgets], "greedy steps to 0.9"]
-    lines = [f"### {study} ({steps:,} env steps)", "", "| variant | seeds | " + " | ".join(cols)
-             + " |", "|---|---|" + "---|" * len(cols), *rows, ""]  # fmt: skip
+    lines = [
+        f"### {study} ({steps:,} env steps)",
+        "",
+        "| variant | seeds | " + " | ".join(cols) + " |",
+        "|---|---|" + "---|" * len(cols),
+        *rows,
+        "",
+    ]
     if "ppo" in stats and len(stats) > 1:
-        lines += ["Paired by seed, bk-* minus ppo (95% t interval of the mean difference):", "",
-                  "| method | measure | per-seed differences | mean | 95% t interval |",
-                  "|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "Paired by seed, bk-* minus ppo (95% t interval of the mean difference):",
+            "",
+            "| method | measure | per-seed differences | mean | 95% t interval |",
+            "|---|---|---|---|---|",
+        ]
         for method in METHODS[1:]:
             if method not in stats:
                 continue
             for name in measures:
                 d = paired_difference(stats[method][name], stats["ppo"][name])
-                lines.append(f"| {method} | {name} | {', '.join(signed(x) for x in d.diffs)} "
-                             f"| {signed(d.mean)} | {interval_text(d)} |")  # fmt: skip
+                lines.append(
+                    f"| {method} | {name} | {', '.join(signed(x) for x in d.diffs)} "
+                    f"| {signed(d.mean)} | {interval_text(d)} |"
+                )
         lines.append("")
     return lines
 
@@ -401,8 +472,10 @@ def complete_differences(trials: dict[str, dict], measure: str) -> dict[str, dic
     :data:`MEASURES`), for each study where all seeds of the method and of ppo are in."""
     from bench.learning_measures import paired_difference
 
-    areas = {study: {m: v[measure] for m, v in study_areas(study, steps, trials).items()}
-             for study, _, steps, *_ in STUDIES}  # fmt: skip
+    areas = {
+        study: {m: v[measure] for m, v in study_areas(study, steps, trials).items()}
+        for study, _, steps, *_ in STUDIES
+    }
     out: dict[str, dict] = {}
     for method in METHODS[1:]:
         out[method] = {}
@@ -432,8 +505,10 @@ def best_case_lower_end(study: str, method: str, trials: dict[str, dict]) -> flo
         return None
     known = [mine[s] - ppo[s] for s in sorted(shared)]
     grid = [i / 50 - 1 for i in range(101)]
-    return max(t_interval([*known, *rest])[0]
-               for rest in itertools.product(grid, repeat=len(SEEDS) - len(shared)))
+    return max(
+        t_interval([*known, *rest])[0]
+        for rest in itertools.product(grid, repeat=len(SEEDS) - len(shared))
+    )
 
 
 def goal_tally(trials: dict[str, dict]) -> dict[str, dict]:
@@ -463,17 +538,22 @@ def goal_tally(trials: dict[str, dict]) -> dict[str, dict]:
         means = {study: d.mean for study, d in per_study.items()}
         decided = [t for t in TRANSFER if t in above]
         budget = above.get(BUDGET_STUDY)
-        best_case = None if budget is not None else best_case_lower_end(BUDGET_STUDY, method,
-                                                                        trials)  # fmt: skip
+        best_case = (
+            None if budget is not None else best_case_lower_end(BUDGET_STUDY, method, trials)
+        )
         if best_case is not None and best_case <= 0:
             budget = False
-        out[method] = {"decided": decided, "above": [t for t in decided if above[t]],
-                       "every_seed_above": [t for t in decided if every[t]],
-                       "mean_above_zero": [t for t in decided if means[t] > 0],
-                       "budget": budget, "budget_every_seed": every.get(BUDGET_STUDY),
-                       "verdict": verdict(above, budget),
-                       "plan_verdict": verdict(every, every.get(BUDGET_STUDY)),
-                       "budget_best_case": best_case if budget is False else None}  # fmt: skip
+        out[method] = {
+            "decided": decided,
+            "above": [t for t in decided if above[t]],
+            "every_seed_above": [t for t in decided if every[t]],
+            "mean_above_zero": [t for t in decided if means[t] > 0],
+            "budget": budget,
+            "budget_every_seed": every.get(BUDGET_STUDY),
+            "verdict": verdict(above, budget),
+            "plan_verdict": verdict(every, every.get(BUDGET_STUDY)),
+            "budget_best_case": best_case if budget is False else None,
+        }
     return out
 
 
@@ -483,31 +563,38 @@ def goal_lines(trials: dict[str, dict]) -> list[str]:
 
     tally = goal_tally(trials)
     need = math.ceil(len(TRANSFER) / 2)
-    lines = ["### The goal so far", "",
-             f"Each bk-* must be above ppo (greedy area, paired 95% interval above zero) on "
-             f"{BUDGET_STUDY} and on at least {need} of the {len(TRANSFER)} transfer tasks; a "
-             f"study counts once all its seeds are in, and {BUDGET_STUDY} also once the seeds "
-             "in keep the interval's lower end at or below zero even if every seed still to "
-             "run came out as well as it could. Read under the 95% t interval the tables print, "
-             "and under the plan's percentile interval (with three seeds: every seed above "
-             "ppo, a test a method with no effect passes one time in eight). Written by the "
-             "script from the tables below.", "",
-             "| method | transfer tasks complete | above ppo (t interval > 0) | every seed above "
-             f"(the plan's interval > 0) | mean above ppo | {BUDGET_STUDY} above ppo (t; every "
-             "seed) | goal (t interval) | goal (the plan's interval) |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "### The goal so far",
+        "",
+        f"Each bk-* must be above ppo (greedy area, paired 95% interval above zero) on "
+        f"{BUDGET_STUDY} and on at least {need} of the {len(TRANSFER)} transfer tasks; a "
+        f"study counts once all its seeds are in, and {BUDGET_STUDY} also once the seeds "
+        "in keep the interval's lower end at or below zero even if every seed still to "
+        "run came out as well as it could. Read under the 95% t interval the tables print, "
+        "and under the plan's percentile interval (with three seeds: every seed above "
+        "ppo, a test a method with no effect passes one time in eight). Written by the "
+        "script from the tables below.",
+        "",
+        "| method | transfer tasks complete | above ppo (t interval > 0) | every seed above "
+        f"(the plan's interval > 0) | mean above ppo | {BUDGET_STUDY} above ppo (t; every "
+        "seed) | goal (t interval) | goal (the plan's interval) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for method, t in tally.items():
         budget = {None: "not complete", True: "yes", False: "no"}[t["budget"]]
         if t["budget_best_case"] is not None:
-            budget = (f"no, before all seeds are in (lower end at best "
-                      f"{signed(t['budget_best_case'])})")
+            budget = (
+                f"no, before all seeds are in (lower end at best {signed(t['budget_best_case'])})"
+            )
         every = {None: "not complete", True: "yes", False: "no"}[t["budget_every_seed"]]
-        lines.append(f"| {method} | {len(t['decided'])} of {len(TRANSFER)} | "
-                     f"{len(t['above'])} ({', '.join(t['above']) or 'none'}) | "
-                     f"{len(t['every_seed_above'])} "
-                     f"({', '.join(t['every_seed_above']) or 'none'}) | "
-                     f"{len(t['mean_above_zero'])} ({', '.join(t['mean_above_zero']) or 'none'})"
-                     f" | {budget}; {every} | {t['verdict']} | {t['plan_verdict']} |")  # fmt: skip
+        lines.append(
+            f"| {method} | {len(t['decided'])} of {len(TRANSFER)} | "
+            f"{len(t['above'])} ({', '.join(t['above']) or 'none'}) | "
+            f"{len(t['every_seed_above'])} "
+            f"({', '.join(t['every_seed_above']) or 'none'}) | "
+            f"{len(t['mean_above_zero'])} ({', '.join(t['mean_above_zero']) or 'none'})"
+            f" | {budget}; {every} | {t['verdict']} | {t['plan_verdict']} |"
+        )
     return [*lines, ""]
 
 
@@ -535,17 +622,21 @@ def verdict_lines(trials: dict[str, dict]) -> list[str]:
             values = [v for v in ppo.get(name, {}).values() if not math.isnan(v)]
             mean = sum(values) / len(values) if values else math.nan
             floors[study, name] = " †" if mean < FLOOR else " ‡" if mean > CEILING else ""
-    lines = ["### Every area's verdict under the t interval", "",
-             "Each bk-* minus ppo, paired by seed, on each area the study recorded: **above** "
-             "where the 95% t interval lies above zero, **below** where it lies under zero, "
-             "otherwise the mean alone (neither). † marks a study where ppo's own mean area on "
-             f"that measure is under {FLOOR:.2f}: ppo is at the floor there (its greedy policy "
-             "rarely succeeds), so a difference says little about how much a bk-* adds, and "
-             f"no verdict rests on it; ‡ marks one where ppo's mean area is over {CEILING:.2f}: "
-             "at the ceiling, where a difference is about the last few failures. Written by "
-             "the script from the tables below.", "",
-             "| method | area | " + " | ".join(studies) + " |",
-             "|---|---|" + "---|" * len(studies)]  # fmt: skip
+    lines = [
+        "### Every area's verdict under the t interval",
+        "",
+        "Each bk-* minus ppo, paired by seed, on each area the study recorded: **above** "
+        "where the 95% t interval lies above zero, **below** where it lies under zero, "
+        "otherwise the mean alone (neither). † marks a study where ppo's own mean area on "
+        f"that measure is under {FLOOR:.2f}: ppo is at the floor there (its greedy policy "
+        "rarely succeeds), so a difference says little about how much a bk-* adds, and "
+        f"no verdict rests on it; ‡ marks one where ppo's mean area is over {CEILING:.2f}: "
+        "at the ceiling, where a difference is about the last few failures. Written by "
+        "the script from the tables below.",
+        "",
+        "| method | area | " + " | ".join(studies) + " |",
+        "|---|---|" + "---|" * len(studies),
+    ]
     for method in METHODS[1:]:
         for name, differences in by_measure.items():
             cells = []
@@ -554,8 +645,13 @@ def verdict_lines(trials: dict[str, dict]) -> list[str]:
                 if d is None:
                     cells.append("–")
                     continue
-                word = ("**above**" if d.ci and d.ci[0] > 0
-                        else "**below**" if d.ci and d.ci[1] < 0 else "")  # fmt: skip
+                word = (
+                    "**above**"
+                    if d.ci and d.ci[0] > 0
+                    else "**below**"
+                    if d.ci and d.ci[1] < 0
+                    else ""
+                )
                 cells.append(" ".join(x for x in (word, signed(d.mean)) if x) + floors[study, name])
             lines.append(f"| {method} | {name} | " + " | ".join(cells) + " |")
     return [*lines, ""]
@@ -563,8 +659,7 @@ def verdict_lines(trials: dict[str, dict]) -> list[str]:
 
 #: When the pooled reading below was added, and what had been seen by then (it is not in the
 #: plan, so it is read as a secondary measure and the goal above does not change).
-POOLED_ADDED = ("added 2026-11-27, after PurpleBall-S23 and RedKey-S23's seeds 0 and 1 had "
-                "been seen")
+POOLED_ADDED = "added 2026-11-27, after PurpleBall-S23 and RedKey-S23's seeds 0 and 1 had been seen"
 
 
 def pooled_lines(trials: dict[str, dict]) -> list[str]:
@@ -573,17 +668,21 @@ def pooled_lines(trials: dict[str, dict]) -> list[str]:
     differences, :func:`bench.learning_measures.pooled_difference`)."""
     from bench.learning_measures import interval_text, pooled_difference, signed
 
-    lines = ["### Across the transfer tasks (secondary)", "",
-             f"Not in the plan ({POOLED_ADDED}); the goal above is unchanged. For each bk-*, "
-             "the paired difference from ppo on every complete transfer task, pooled: the mean "
-             "over tasks of each task's mean difference, and the 95% t interval over the "
-             "tasks' mean differences (tasks as the unit: it carries how the effect differs "
-             "from task to task as well as the seeds' spread). Until 2026-12-02 this table "
-             "printed a percentile bootstrap that resampled seeds within fixed tasks, with the "
-             "uncorrected variance: too narrow for a claim about the method.", "",
-             "| method | measure | tasks | tasks above ppo | seeds above ppo | mean "
-             "| 95% t interval (tasks) |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "### Across the transfer tasks (secondary)",
+        "",
+        f"Not in the plan ({POOLED_ADDED}); the goal above is unchanged. For each bk-*, "
+        "the paired difference from ppo on every complete transfer task, pooled: the mean "
+        "over tasks of each task's mean difference, and the 95% t interval over the "
+        "tasks' mean differences (tasks as the unit: it carries how the effect differs "
+        "from task to task as well as the seeds' spread). Until 2026-12-02 this table "
+        "printed a percentile bootstrap that resampled seeds within fixed tasks, with the "
+        "uncorrected variance: too narrow for a claim about the method.",
+        "",
+        "| method | measure | tasks | tasks above ppo | seeds above ppo | mean "
+        "| 95% t interval (tasks) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     by_measure = {name: complete_differences(trials, name) for name in MEASURES}
     rows = []
     for method in METHODS[1:]:
@@ -593,10 +692,12 @@ def pooled_lines(trials: dict[str, dict]) -> list[str]:
             if pooled.tasks:
                 above = sum(x > 0 for x in pooled.diffs)
                 tasks_above = sum(x > 0 for x in pooled.task_means)
-                rows.append(f"| {method} | {name} | {len(pooled.tasks)} | {tasks_above} | "
-                            f"{above} of "
-                            f"{len(pooled.diffs)} | {signed(pooled.mean)} | "
-                            f"{interval_text(pooled)} |")  # fmt: skip
+                rows.append(
+                    f"| {method} | {name} | {len(pooled.tasks)} | {tasks_above} | "
+                    f"{above} of "
+                    f"{len(pooled.diffs)} | {signed(pooled.mean)} | "
+                    f"{interval_text(pooled)} |"
+                )
     if not rows:
         return []
     return [*lines, *rows, ""]
@@ -624,41 +725,55 @@ def detection_lines(trials: dict[str, dict]) -> list[str]:
     )
 
     per_method = complete_differences(trials, "greedy area")
-    groups = [d.diffs for per_study in per_method.values()
-              for study, d in per_study.items() if study in TRANSFER]  # fmt: skip
+    groups = [
+        d.diffs
+        for per_study in per_method.values()
+        for study, d in per_study.items()
+        if study in TRANSFER
+    ]
     sd, dof = within_task_sd(groups)
     if not dof:
         return []
     done = {study for per_study in per_method.values() for study in per_study}
-    ppo = [v for study, _, steps, *_ in STUDIES if study in done and study in TRANSFER
-           for v in study_areas(study, steps, trials)["ppo"]["greedy area"].values()]
+    ppo = [
+        v
+        for study, _, steps, *_ in STUDIES
+        if study in done and study in TRANSFER
+        for v in study_areas(study, steps, trials)["ppo"]["greedy area"].values()
+    ]
     low, high = sd_interval(sd, dof)
     need = math.ceil(len(TRANSFER) / 2)
-    lines = ["### What the goal can detect (secondary)", "",
-             f"Not in the plan ({DETECTION_ADDED}). If a bk-* raised the greedy area by the same "
-             f"amount on every transfer task, how often would the goal's test pass? A task "
-             "passes when its 95% t interval lies above zero; under the plan's percentile "
-             f"interval it passed when all {len(SEEDS)} paired differences were above zero "
-             "(shown for comparison: that test passes one time in eight with no effect). Each "
-             "difference is taken as "
-             "normal around the true effect with the seed-to-seed spread measured on the "
-             f"complete tasks: the pooled within-task standard deviation of the paired "
-             f"differences, {sd:.3f} ({dof} degrees of freedom, {len(groups)} method-task "
-             f"groups; 95% interval [{low:.3f}, {high:.3f}], so the chances below are rough); "
-             "tasks independent, and the same spread on each. ppo's greedy area on those "
-             f"tasks: {sum(ppo) / len(ppo):.3f} on average ({len(ppo)} runs). The goal also "
-             f"needs {BUDGET_STUDY}: one more task's test (the middle column, if its spread is "
-             "the same).", "",
-             f"| true effect on the greedy area | one task passes (t) | at least {need} of "
-             f"{len(TRANSFER)} tasks pass (t) | one task passes (every seed above) | at least "
-             f"{need} of {len(TRANSFER)} pass (every seed above) |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "### What the goal can detect (secondary)",
+        "",
+        f"Not in the plan ({DETECTION_ADDED}). If a bk-* raised the greedy area by the same "
+        f"amount on every transfer task, how often would the goal's test pass? A task "
+        "passes when its 95% t interval lies above zero; under the plan's percentile "
+        f"interval it passed when all {len(SEEDS)} paired differences were above zero "
+        "(shown for comparison: that test passes one time in eight with no effect). Each "
+        "difference is taken as "
+        "normal around the true effect with the seed-to-seed spread measured on the "
+        f"complete tasks: the pooled within-task standard deviation of the paired "
+        f"differences, {sd:.3f} ({dof} degrees of freedom, {len(groups)} method-task "
+        f"groups; 95% interval [{low:.3f}, {high:.3f}], so the chances below are rough); "
+        "tasks independent, and the same spread on each. ppo's greedy area on those "
+        f"tasks: {sum(ppo) / len(ppo):.3f} on average ({len(ppo)} runs). The goal also "
+        f"needs {BUDGET_STUDY}: one more task's test (the middle column, if its spread is "
+        "the same).",
+        "",
+        f"| true effect on the greedy area | one task passes (t) | at least {need} of "
+        f"{len(TRANSFER)} tasks pass (t) | one task passes (every seed above) | at least "
+        f"{need} of {len(TRANSFER)} pass (every seed above) |",
+        "|---|---|---|---|---|",
+    ]
     for effect in EFFECTS:
         one = chance_interval_above(effect, sd, len(SEEDS))
         every = chance_every_seed_above(effect, sd, len(SEEDS))
-        lines.append(f"| {signed(effect) if effect else '0 (no effect)'} | {one:.2f} | "
-                     f"{chance_at_least(need, len(TRANSFER), one):.2f} | {every:.2f} | "
-                     f"{chance_at_least(need, len(TRANSFER), every):.2f} |")
+        lines.append(
+            f"| {signed(effect) if effect else '0 (no effect)'} | {one:.2f} | "
+            f"{chance_at_least(need, len(TRANSFER), one):.2f} | {every:.2f} | "
+            f"{chance_at_least(need, len(TRANSFER), every):.2f} |"
+        )
     return [*lines, ""]
 
 
@@ -674,11 +789,16 @@ def knowledge_lines(study: str, trials: dict[str, dict]) -> list[str]:
                 seen.setdefault((method, fp), []).append(str(s))
     if not seen:
         return []
-    parts = [f"{method} {f'`{fp}`' if fp else 'not recorded (an earlier machine)'} "
-             f"(seed{'s' if len(s) > 1 else ''} {', '.join(s)})"
-             for (method, fp), s in seen.items()]
-    return ["Knowledge each bk-* trial used (artifact fingerprint, "
-            "`rl_bk.experiments.artifacts.artifact_fingerprint`): " + "; ".join(parts) + ".", ""]
+    parts = [
+        f"{method} {f'`{fp}`' if fp else 'not recorded (an earlier machine)'} "
+        f"(seed{'s' if len(s) > 1 else ''} {', '.join(s)})"
+        for (method, fp), s in seen.items()
+    ]
+    return [
+        "Knowledge each bk-* trial used (artifact fingerprint, "
+        "`rl_bk.experiments.artifacts.artifact_fingerprint`): " + "; ".join(parts) + ".",
+        "",
+    ]
 
 
 def resumed_lines(study: str, trials: dict[str, dict]) -> list[str]:
@@ -691,36 +811,50 @@ def resumed_lines(study: str, trials: dict[str, dict]) -> list[str]:
             trial = trials.get(trial_id(study, m, s), {})
             how = []
             if trial.get("restored_from"):
-                how.append(f"from {', '.join(f'{x:,.0f}' for x in trial['restored_from'])} "
-                           "env steps")
+                how.append(
+                    f"from {', '.join(f'{x:,.0f}' for x in trial['restored_from'])} env steps"
+                )
             if "resumed" in trial:
                 how.append(trial["resumed"])
             if how:
                 resumed.append(f"{m} seed {s} ({'; '.join(how)})")
     if not resumed:
         return []
-    return ["Resumed from a checkpoint after a stop, each curve kept without the reports the "
-            "resume superseded: " + "; ".join(resumed) + ".", ""]
+    return [
+        "Resumed from a checkpoint after a stop, each curve kept without the reports the "
+        "resume superseded: " + "; ".join(resumed) + ".",
+        "",
+    ]
 
 
 def section(facts: dict, trials: dict[str, dict]) -> list[str]:
     """The plan and every study's tables, as ``bk-reproduction.md`` holds them."""
     from bench.study import plot_study
 
-    lines = [*plan_lines(facts), *goal_lines(trials), *verdict_lines(trials),
-             *pooled_lines(trials), *detection_lines(trials)]
+    lines = [
+        *plan_lines(facts),
+        *goal_lines(trials),
+        *verdict_lines(trials),
+        *pooled_lines(trials),
+        *detection_lines(trials),
+    ]
     for study, _, steps, budgets, _ in STUDIES:
         lines += study_lines(study, steps, budgets, trials)
         curves = [c for t, c in trials.items() if t.startswith(f"{study}/")]
         plot = REPORT.parent / f"bk-budget-transfer-{study}.png"
-        if curves and plot_study(curves, {"greedy success (evaluation)": M.EVAL_SUCCESS_RATE,
-                                          "training success (last 100 episodes)": M.SUCCESS_RATE},
-                                 plot, f"BK's PPO, {study} (ORACLE knowledge)"):  # fmt: skip
+        if curves and plot_study(
+            curves,
+            {
+                "greedy success (evaluation)": M.EVAL_SUCCESS_RATE,
+                "training success (last 100 episodes)": M.SUCCESS_RATE,
+            },
+            plot,
+            f"BK's PPO, {study} (ORACLE knowledge)",
+        ):
             lines += [f"Curves: `{plot.name}`.", ""]
         lines += knowledge_lines(study, trials)
         lines += resumed_lines(study, trials)
-        left = [f"{m}/{s}" for m in METHODS for s in SEEDS
-                if trial_id(study, m, s) not in trials]  # fmt: skip
+        left = [f"{m}/{s}" for m in METHODS for s in SEEDS if trial_id(study, m, s) not in trials]
         if curves and left:
             lines += [f"Still to run: {', '.join(left)}.", ""]
     return lines
@@ -739,8 +873,10 @@ def load() -> tuple[dict, dict[str, dict]]:
     from bench.paired_rounds import run_facts
 
     # The command that runs the plan, whatever flags wrote it first (--report-only included).
-    return {**run_facts("-m bench.bk_budget_transfer"),
-            "command": "python -m bench.bk_budget_transfer"}, {}
+    return {
+        **run_facts("-m bench.bk_budget_transfer"),
+        "command": "python -m bench.bk_budget_transfer",
+    }, {}
 
 
 def save(facts: dict, trials: dict[str, dict]) -> None:
@@ -789,9 +925,12 @@ def main() -> int:
         run_dir = run_or_resume(task, todo, steps, home)
         used = knowledge_used(run_dir.relative_to(ROOT))
         for method, curve in finished_trials(run_dir, steps).items():
-            trials[trial_id(study, method, seed)] = {**curve, "commit": code_commit(),
-                                                     "run_dir": str(run_dir.relative_to(ROOT)),
-                                                     "knowledge": used.get(method)}
+            trials[trial_id(study, method, seed)] = {
+                **curve,
+                "commit": code_commit(),
+                "run_dir": str(run_dir.relative_to(ROOT)),
+                "knowledge": used.get(method),
+            }
         save(facts, trials)
         print(f"[bk-budget-transfer] {study} seed {seed} {'+'.join(todo)} done", flush=True)
         if study in DIAGNOSED:

@@ -49,8 +49,16 @@ from bench.bk_reference_check import BK_ENV_ID, BK_SRC, TASK, bk_python, bk_run_
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "bk-gap-checks.json"
-CHECKS = ("levels", "dynamics", "gae-math", "gae", "captions", "update", "live-shaping",
-          "same-shaping")
+CHECKS = (
+    "levels",
+    "dynamics",
+    "gae-math",
+    "gae",
+    "captions",
+    "update",
+    "live-shaping",
+    "same-shaping",
+)
 
 #: One line per seed: the level as minigrid holds it after reset (both envs are minigrid
 #: RoomGridLevels; ``level`` is the unwrapped one).
@@ -78,13 +86,19 @@ print(json.dumps(level_lines(level, int(sys.argv[2]))))
 def _in_both_envs(shared: str, bk_main: str, args: list, ours) -> tuple[list, list]:
     """The lines ``shared`` (code defining a function) makes in BK's env, run there by
     ``bk_main`` with ``args``, and in rl-bk's task env here, by ``ours(namespace, env)``."""
-    run = subprocess.run([str(bk_python()), "-c", shared + bk_main, BK_ENV_ID,
-                          *map(str, args)], cwd=BK_SRC, capture_output=True, text=True,
-                         env=bk_run_env())  # fmt: skip
+    run = subprocess.run(
+        [str(bk_python()), "-c", shared + bk_main, BK_ENV_ID, *map(str, args)],
+        cwd=BK_SRC,
+        capture_output=True,
+        text=True,
+        env=bk_run_env(),
+    )
     if run.returncode != 0:
-        raise SystemExit("BK's env did not run (set it up with `python -m "
-                         "bench.bk_reference_check --bk-repo PATH --setup-bk-env`):\n"
-                         + "\n".join(run.stderr.strip().splitlines()[-8:]))
+        raise SystemExit(
+            "BK's env did not run (set it up with `python -m "
+            "bench.bk_reference_check --bk-repo PATH --setup-bk-env`):\n"
+            + "\n".join(run.stderr.strip().splitlines()[-8:])
+        )
     bk = json.loads(run.stdout.strip().splitlines()[-1])
     import env_registry
     from rl_bk.experiments.task_config import load_task
@@ -100,12 +114,19 @@ def _in_both_envs(shared: str, bk_main: str, args: list, ours) -> tuple[list, li
 
 
 def check_levels(seeds: int) -> dict:
-    bk, ours = _in_both_envs(_LEVEL_LINES, _BK_LEVELS, [seeds],
-                             lambda ns, env: ns["level_lines"](env.unwrapped.level, seeds))
+    bk, ours = _in_both_envs(
+        _LEVEL_LINES,
+        _BK_LEVELS,
+        [seeds],
+        lambda ns, env: ns["level_lines"](env.unwrapped.level, seeds),
+    )
     same = sum(a == b for a, b in zip(bk, ours))
-    return {"seeds": seeds, "same_levels": same, "ok": same == seeds,
-            "first_differing_seed": next((i for i, (a, b) in enumerate(zip(bk, ours))
-                                          if a != b), None)}  # fmt: skip
+    return {
+        "seeds": seeds,
+        "same_levels": same,
+        "ok": same == seeds,
+        "first_differing_seed": next((i for i, (a, b) in enumerate(zip(bk, ours)) if a != b), None),
+    }
 
 
 #: One line per step of a fixed random action sequence from each seed's level: the step's
@@ -143,14 +164,23 @@ def check_dynamics(seeds: int, steps: int = 400) -> dict:
     """Both envs, the same seeds and the same random actions: every step's reward, flags,
     view, position, direction and carried object."""
     bk, ours = _in_both_envs(
-        _DYNAMICS_LINES, _BK_DYNAMICS, [seeds, steps],
-        lambda ns, env: ns["dynamics_lines"](env, env.unwrapped.level, seeds, steps))
+        _DYNAMICS_LINES,
+        _BK_DYNAMICS,
+        [seeds, steps],
+        lambda ns, env: ns["dynamics_lines"](env, env.unwrapped.level, seeds, steps),
+    )
     same = sum(a == b for a, b in zip(bk, ours))
     first = next((i for i, (a, b) in enumerate(zip(bk, ours)) if a != b), None)
-    return {"seeds": seeds, "steps": len(bk), "steps_ours": len(ours), "same_steps": same,
-            "first_difference": None if first is None else {"bk": bk[first][:300],
-                                                           "rl-bk": ours[first][:300]},
-            "ok": same == len(bk) == len(ours)}  # fmt: skip
+    return {
+        "seeds": seeds,
+        "steps": len(bk),
+        "steps_ours": len(ours),
+        "same_steps": same,
+        "first_difference": None
+        if first is None
+        else {"bk": bk[first][:300], "rl-bk": ours[first][:300]},
+        "ok": same == len(bk) == len(ours),
+    }
 
 
 class TimeIndex:
@@ -206,8 +236,11 @@ def check_learner(iterations: int) -> dict:
                 view = np.rint(obs[:147].reshape(7, 7, 3) * 10).astype(np.int64)
                 # minigrid draws the carried object in the agent's own cell of the view
                 obj, color, _ = (int(v) for v in view[AGENT_X][AGENT_Y])
-                held = (None if obj in (OBJECT_TO_IDX["unseen"], OBJECT_TO_IDX["empty"])
-                        else (IDX_TO_COLOR[color], IDX_TO_OBJECT[obj]))  # fmt: skip
+                held = (
+                    None
+                    if obj in (OBJECT_TO_IDX["unseen"], OBJECT_TO_IDX["empty"])
+                    else (IDX_TO_COLOR[color], IDX_TO_OBJECT[obj])
+                )
                 captions["states"] += 1
                 captions["mismatch"] += caption_babyai(view, held) != caption
         return original_shaping(self, found, rl_module)
@@ -221,8 +254,11 @@ def check_learner(iterations: int) -> dict:
         task = load_task(TASK)
         config = base_ppo_config(task, 0, {}, config=ShapedPPOConfig())
         config.env_runners(num_env_runners=0).evaluation(evaluation_interval=None)
-        config.training(potential=sources.SourceSpec("time-index", "unused"),
-                        potential_normalization="none", extrinsic_coeff=10.0)  # fmt: skip
+        config.training(
+            potential=sources.SourceSpec("time-index", "unused"),
+            potential_normalization="none",
+            extrinsic_coeff=10.0,
+        )
         algo = config.build_algo()
         for _ in range(iterations):
             algo.train()
@@ -237,12 +273,15 @@ def check_learner(iterations: int) -> dict:
     # previous state; PPO's artificial steps 0.
     inside = rewards[(rewards > -40) & (rewards <= 110)]
     return {
-        "gae": {"rewards": int(rewards.size), "max": float(rewards.max()),
-                "min": float(rewards.min()),
-                "share_shaped": float(np.mean(np.abs(rewards) > 1e-9)),
-                "ok": bool(rewards.max() >= 90 and rewards.min() < -100 and inside.size)},
+        "gae": {
+            "rewards": int(rewards.size),
+            "max": float(rewards.max()),
+            "min": float(rewards.min()),
+            "share_shaped": float(np.mean(np.abs(rewards) > 1e-9)),
+            "ok": bool(rewards.max() >= 90 and rewards.min() < -100 and inside.size),
+        },
         "captions": {**captions, "ok": captions["mismatch"] == 0},
-    }  # fmt: skip
+    }
 
 
 def check_gae_math(gamma: float = 0.99, lambda_: float = 0.95, seed: int = 0) -> dict:
@@ -257,9 +296,14 @@ def check_gae_math(gamma: float = 0.99, lambda_: float = 0.95, seed: int = 0) ->
     rewards = np.concatenate([r_a, [0.0], r_b, [0.0]])
     terminateds, truncateds = np.zeros(11), np.zeros(11)
     terminateds[4], truncateds[9] = 1.0, 1.0
-    targets = compute_value_targets(values=values, rewards=rewards, terminateds=terminateds,
-                                    truncateds=truncateds, gamma=gamma,
-                                    lambda_=lambda_)  # fmt: skip
+    targets = compute_value_targets(
+        values=values,
+        rewards=rewards,
+        terminateds=terminateds,
+        truncateds=truncateds,
+        gamma=gamma,
+        lambda_=lambda_,
+    )
 
     def cleanrl(r, v, next_value, done):  # train_rs.py's loop for one env, one rollout
         adv, last = np.zeros(len(r)), 0.0
@@ -281,8 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checks", default=",".join(CHECKS))
     p.add_argument("--seeds", type=int, default=400, help="levels compared (seeds 0..N-1)")
     p.add_argument("--iterations", type=int, default=4, help="PPO iterations of the learner")
-    p.add_argument("--live-iterations", type=int, default=45,
-                   help="iterations of the live-shaping check's run (1,024 env steps each)")
+    p.add_argument(
+        "--live-iterations",
+        type=int,
+        default=45,
+        help="iterations of the live-shaping check's run (1,024 env steps each)",
+    )
     args = p.parse_args(argv)
     checks = {c.strip() for c in args.checks.split(",") if c.strip()}
     unknown = checks - set(CHECKS)
@@ -307,8 +355,9 @@ def main(argv: list[str] | None = None) -> int:
 
         # As a trial runs: the task's greedy evaluation on (twice in 45 iterations) and a
         # checkpoint every 2 iterations (the task file's), neither of which may touch it.
-        out["live-shaping"] = check_live_shaping(args.live_iterations, evaluation=True,
-                                                 checkpoint_every=2)  # fmt: skip
+        out["live-shaping"] = check_live_shaping(
+            args.live_iterations, evaluation=True, checkpoint_every=2
+        )
     if "same-shaping" in checks:
         from bench.bk_same_shaping import check_same_shaping
 
@@ -316,8 +365,10 @@ def main(argv: list[str] | None = None) -> int:
     # Each check keeps its own command: a run of some checks leaves the others' results.
     kept = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     old_command = kept.pop("command", None)  # one command for all, before checks kept theirs
-    kept = {k: v if "command" in v or old_command is None else {**v, "command": old_command}
-            for k, v in kept.items()}  # fmt: skip
+    kept = {
+        k: v if "command" in v or old_command is None else {**v, "command": old_command}
+        for k, v in kept.items()
+    }
     kept.update({name: {**result, "command": command} for name, result in out.items()})
     RESULTS.write_text(json.dumps(kept, indent=2) + "\n")
     for name, result in out.items():

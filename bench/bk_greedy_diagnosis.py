@@ -86,18 +86,34 @@ def play_rl_bk(checkpoint: Path, episodes: int) -> dict[str, list[dict]]:
     from bench.greedy_loops import play
 
     module = RLModule.from_checkpoint(
-        checkpoint / "learner_group" / "learner" / "rl_module" / "default_policy")
+        checkpoint / "learner_group" / "learner" / "rl_module" / "default_policy"
+    )
     env = env_registry.make_env(ENV, {})
     rng = np.random.default_rng(0)
-    return {mode: [play(env, module, FIRST_SEED + i, mode == "greedy", rng)
-                   for i in range(episodes)] for mode in ("greedy", "sampled")}  # fmt: skip
+    return {
+        mode: [play(env, module, FIRST_SEED + i, mode == "greedy", rng) for i in range(episodes)]
+        for mode in ("greedy", "sampled")
+    }
 
 
 def play_bk(agent: Path, episodes: int, scratch: Path) -> dict[str, list[dict]]:
     result = scratch / f"bk-{agent.parent.parent.name}.json"
-    done = subprocess.run([str(bk_python()), "-c", _BK_PLAYER, str(agent.resolve()), BK_ENV_ID,
-                           str(FIRST_SEED), str(episodes), str(result)], cwd=BK_SRC,
-                          env=bk_run_env(), capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [
+            str(bk_python()),
+            "-c",
+            _BK_PLAYER,
+            str(agent.resolve()),
+            BK_ENV_ID,
+            str(FIRST_SEED),
+            str(episodes),
+            str(result),
+        ],
+        cwd=BK_SRC,
+        env=bk_run_env(),
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise SystemExit(f"BK's player failed for {agent}:\n{done.stderr[-2000:]}")
     return json.loads(result.read_text())
@@ -110,11 +126,15 @@ def summary(played: dict[str, list[dict]]) -> dict:
     for e in failed:
         actions.update({int(k): v for k, v in e["actions"].items()})
     total = sum(actions.values()) or 1
-    return {"greedy_success": sum(e["success"] for e in greedy) / len(greedy),
-            "sampled_success": sum(e["success"] for e in sampled) / len(sampled),
-            "greedy_failed": len(failed), "greedy_failed_looped": sum(e["looped"] for e in failed),
-            "failed_action_shares": {ACTION_NAMES[a]: round(n / total, 3)
-                                     for a, n in sorted(actions.items())}}  # fmt: skip
+    return {
+        "greedy_success": sum(e["success"] for e in greedy) / len(greedy),
+        "sampled_success": sum(e["success"] for e in sampled) / len(sampled),
+        "greedy_failed": len(failed),
+        "greedy_failed_looped": sum(e["looped"] for e in failed),
+        "failed_action_shares": {
+            ACTION_NAMES[a]: round(n / total, 3) for a, n in sorted(actions.items())
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,36 +147,52 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for potential in ("zero", "oracle"):
         for seed in (0, 1, 2):
-            agents = sorted((RUNS / "bk" / potential / str(seed))
-                            .glob("logs/rl/*/*/models/agent.pt"))
-            checkpoints = sorted((RUNS / "rl-bk" / potential / str(seed)).glob(
-                "*/*/tune/*/checkpoint_*"))  # fmt: skip
+            agents = sorted(
+                (RUNS / "bk" / potential / str(seed)).glob("logs/rl/*/*/models/agent.pt")
+            )
+            checkpoints = sorted(
+                (RUNS / "rl-bk" / potential / str(seed)).glob("*/*/tune/*/checkpoint_*")
+            )
             if not agents or not checkpoints:
                 continue
-            for impl, played in (("BK's train_rs.py", play_bk(agents[-1], args.episodes, scratch)),
-                                 ("rl-bk", play_rl_bk(checkpoints[-1], args.episodes))):
-                row = {"potential": potential, "seed": seed, "implementation": impl,
-                       "policy": "agent.pt (end)" if impl != "rl-bk" else checkpoints[-1].name,
-                       **summary(played)}  # fmt: skip
+            for impl, played in (
+                ("BK's train_rs.py", play_bk(agents[-1], args.episodes, scratch)),
+                ("rl-bk", play_rl_bk(checkpoints[-1], args.episodes)),
+            ):
+                row = {
+                    "potential": potential,
+                    "seed": seed,
+                    "implementation": impl,
+                    "policy": "agent.pt (end)" if impl != "rl-bk" else checkpoints[-1].name,
+                    **summary(played),
+                }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     command = "python -m bench.bk_greedy_diagnosis" + (
-        f" --episodes {args.episodes}" if args.episodes != 100 else "")
-    lines = ["# BK reference check: greedy against sampled, per trained policy", "",
-             f"`{command}` ({time.strftime('%Y-%m-%d %H:%M')}; {args.episodes} episodes per "
-             f"policy and mode from reset seeds {FIRST_SEED} on; how: the module docstring of "
-             "`bench/bk_greedy_diagnosis.py`).", "",
-             "| potential | seed | implementation | policy | greedy success | sampled success | "
-             "failed greedy | of which looped | actions in failed greedy episodes |",
-             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        f" --episodes {args.episodes}" if args.episodes != 100 else ""
+    )
+    lines = [
+        "# BK reference check: greedy against sampled, per trained policy",
+        "",
+        f"`{command}` ({time.strftime('%Y-%m-%d %H:%M')}; {args.episodes} episodes per "
+        f"policy and mode from reset seeds {FIRST_SEED} on; how: the module docstring of "
+        "`bench/bk_greedy_diagnosis.py`).",
+        "",
+        "| potential | seed | implementation | policy | greedy success | sampled success | "
+        "failed greedy | of which looped | actions in failed greedy episodes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         shares = ", ".join(f"{k} {v:.2f}" for k, v in r["failed_action_shares"].items())
-        lines.append(f"| {r['potential']} | {r['seed']} | {r['implementation']} | {r['policy']} "
-                     f"| {r['greedy_success']:.2f} | {r['sampled_success']:.2f} | "
-                     f"{r['greedy_failed']} | {r['greedy_failed_looped']} | {shares} |")
+        lines.append(
+            f"| {r['potential']} | {r['seed']} | {r['implementation']} | {r['policy']} "
+            f"| {r['greedy_success']:.2f} | {r['sampled_success']:.2f} | "
+            f"{r['greedy_failed']} | {r['greedy_failed_looped']} | {shares} |"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bk-greedy-diagnosis.json").write_text(json.dumps(
-        {"command": command, "episodes": args.episodes, "rows": rows}, indent=2))
+    (args.out / "bk-greedy-diagnosis.json").write_text(
+        json.dumps({"command": command, "episodes": args.episodes, "rows": rows}, indent=2)
+    )
     from bench.study import write_keeping_reading
 
     write_keeping_reading(args.out / "bk-greedy-diagnosis.md", "\n".join(lines) + "\n")

@@ -52,32 +52,65 @@ class Arm:
 
 ARMS = [
     Arm("ppo", "baseline: PPO as BK ran it (clip 0.1, no KL loss, no value clip)", "ppo"),
-    Arm("ppo-kl-vfclip", "6: RLlib's adaptive KL loss (0.2) and value clip (10) on plain PPO",
-        "ppo", ppo={"use_kl_loss": True, "kl_coeff": 0.2, "vf_clip_param": 10.0}),
-    Arm("bk-code-agnostic", "3: BK's setting: task-agnostic oracle code, BK's numerics",
-        "bk-code", {"backend": "oracle", "include_mission": False}),
-    Arm("bk-code-agnostic-no-penalty",
+    Arm(
+        "ppo-kl-vfclip",
+        "6: RLlib's adaptive KL loss (0.2) and value clip (10) on plain PPO",
+        "ppo",
+        ppo={"use_kl_loss": True, "kl_coeff": 0.2, "vf_clip_param": 10.0},
+    ),
+    Arm(
+        "bk-code-agnostic",
+        "3: BK's setting: task-agnostic oracle code, BK's numerics",
+        "bk-code",
+        {"backend": "oracle", "include_mission": False},
+    ),
+    Arm(
+        "bk-code-agnostic-no-penalty",
         "5: the task-agnostic potential without its wasted-action penalty (hand-written)",
-        "bk-code", {"backend": "oracle", "include_mission": False},
-        knowledge={"code": {"path": "bench/potentials/objects_in_view_only.py"}}),
-    Arm("bk-code-aware", "3: the goal-aware oracle's code (1 - d/10 >= 0), BK's numerics",
-        "bk-code", {"backend": "oracle", **AWARE}),
-    Arm("bk-code-aware-ng", "1: goal-aware code, Ng's convention (success pays -Phi), BK's scale",
-        "bk-code", {"backend": "oracle", **AWARE, "shaping_convention": "ng"}),
-    Arm("bk-code-aware-ng-std", "2: goal-aware code, Ng's convention, Phi / std(Phi) (the old "
-        "numerics)", "bk-code",
-        {"backend": "oracle", **AWARE, **OLD_NUMERICS}),
-    Arm("bk-code-aware-ng-std-0.1", "2: the old numerics with shaping_coeff 0.1", "bk-code",
-        {"backend": "oracle", **AWARE, **OLD_NUMERICS, "shaping_coeff": 0.1}),
-    Arm("bk-code-aware-nonpositive-ng-std-0.3",
+        "bk-code",
+        {"backend": "oracle", "include_mission": False},
+        knowledge={"code": {"path": "bench/potentials/objects_in_view_only.py"}},
+    ),
+    Arm(
+        "bk-code-aware",
+        "3: the goal-aware oracle's code (1 - d/10 >= 0), BK's numerics",
+        "bk-code",
+        {"backend": "oracle", **AWARE},
+    ),
+    Arm(
+        "bk-code-aware-ng",
+        "1: goal-aware code, Ng's convention (success pays -Phi), BK's scale",
+        "bk-code",
+        {"backend": "oracle", **AWARE, "shaping_convention": "ng"},
+    ),
+    Arm(
+        "bk-code-aware-ng-std",
+        "2: goal-aware code, Ng's convention, Phi / std(Phi) (the old numerics)",
+        "bk-code",
+        {"backend": "oracle", **AWARE, **OLD_NUMERICS},
+    ),
+    Arm(
+        "bk-code-aware-ng-std-0.1",
+        "2: the old numerics with shaping_coeff 0.1",
+        "bk-code",
+        {"backend": "oracle", **AWARE, **OLD_NUMERICS, "shaping_coeff": 0.1},
+    ),
+    Arm(
+        "bk-code-aware-nonpositive-ng-std-0.3",
         "1: a potential <= 0 that peaks at the goal (hand-written: red-ball distance - 1), "
-        "Ng's convention, Phi / std(Phi), shaping_coeff 0.3", "bk-code",
+        "Ng's convention, Phi / std(Phi), shaping_coeff 0.3",
+        "bk-code",
         {"backend": "oracle", **AWARE, **OLD_NUMERICS, "shaping_coeff": 0.3},
-        knowledge={"code": {"path": "bench/potentials/redball_view_nonpositive.py"}}),
-    Arm("bk-code-aware-kl-vfclip", "6: goal-aware code, BK's numerics, with RLlib's KL loss and "
-        "value clip 10", "bk-code", {"backend": "oracle", **AWARE},
-        ppo={"use_kl_loss": True, "kl_coeff": 0.2, "vf_clip_param": 10.0}),
-]  # fmt: skip
+        knowledge={"code": {"path": "bench/potentials/redball_view_nonpositive.py"}},
+    ),
+    Arm(
+        "bk-code-aware-kl-vfclip",
+        "6: goal-aware code, BK's numerics, with RLlib's KL loss and value clip 10",
+        "bk-code",
+        {"backend": "oracle", **AWARE},
+        ppo={"use_kl_loss": True, "kl_coeff": 0.2, "vf_clip_param": 10.0},
+    ),
+]
 
 
 def arm_task(arm: Arm, seeds: list[int], steps: int):
@@ -86,14 +119,20 @@ def arm_task(arm: Arm, seeds: list[int], steps: int):
     task = load_task(TASK)
     knowledge = task.knowledge
     for section, values in arm.knowledge.items():
-        knowledge = knowledge.model_copy(update={
-            section: getattr(knowledge, section).model_copy(update=values)})  # fmt: skip
+        knowledge = knowledge.model_copy(
+            update={section: getattr(knowledge, section).model_copy(update=values)}
+        )
     budgets = sorted({b for b in (50_000, 100_000, 150_000, 200_000) if b < steps} | {steps})
-    return task.model_copy(update={
-        "methods": [arm.method], "seeds": seeds, "budgets": budgets,
-        "sweep": {arm.method: {k: [v] for k, v in arm.params.items()}},
-        "ppo": task.ppo.model_copy(update=arm.ppo), "knowledge": knowledge,
-    })  # fmt: skip
+    return task.model_copy(
+        update={
+            "methods": [arm.method],
+            "seeds": seeds,
+            "budgets": budgets,
+            "sweep": {arm.method: {k: [v] for k, v in arm.params.items()}},
+            "ppo": task.ppo.model_copy(update=arm.ppo),
+            "knowledge": knowledge,
+        }
+    )
 
 
 def run_arm(arm: Arm, seeds: list[int], steps: int, runs_dir: Path = RUNS) -> Path:
@@ -108,10 +147,13 @@ def arm_rows(run_dir: Path, budgets: list[int]) -> dict[str, Any]:
     from bench.study import seed_numbers
 
     (numbers,) = seed_numbers(run_dir, budgets).values()
-    return {"seeds": numbers.seeds, "eval_steps_to_0.9": numbers.eval_steps,
-            "train_steps_to_0.9": numbers.train_steps,
-            **{f"eval@{b // 1000}k": numbers.eval_at[b] for b in budgets},
-            **{f"train@{b // 1000}k": numbers.train_at[b] for b in budgets}}  # fmt: skip
+    return {
+        "seeds": numbers.seeds,
+        "eval_steps_to_0.9": numbers.eval_steps,
+        "train_steps_to_0.9": numbers.train_steps,
+        **{f"eval@{b // 1000}k": numbers.eval_at[b] for b in budgets},
+        **{f"train@{b // 1000}k": numbers.train_at[b] for b in budgets},
+    }
 
 
 def write_report(arms: list[Arm], done: dict[str, dict], facts: dict, budgets: list[int]) -> None:
@@ -143,18 +185,24 @@ def write_report(arms: list[Arm], done: dict[str, dict], facts: dict, budgets: l
         "## Results",
         "",
     ]
-    cols = ["eval steps to 0.9 (per seed)", *[f"eval @{b // 1000}k" for b in budgets],
-            "train steps to 0.9", f"train @{budgets[-1] // 1000}k"]  # fmt: skip
+    cols = [
+        "eval steps to 0.9 (per seed)",
+        *[f"eval @{b // 1000}k" for b in budgets],
+        "train steps to 0.9",
+        f"train @{budgets[-1] // 1000}k",
+    ]
     lines += ["| arm | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     for a in arms:
         if a.name not in done:
             lines.append(f"| {a.name} | not run yet |" + " |" * (len(cols) - 1))
             continue
         r = done[a.name]
-        cells = [steps_per_seed(r["eval_steps_to_0.9"]),
-                 *[mean_sd(r[f"eval@{b // 1000}k"]) for b in budgets],
-                 steps_per_seed(r["train_steps_to_0.9"]),
-                 mean_sd(r[f"train@{budgets[-1] // 1000}k"])]
+        cells = [
+            steps_per_seed(r["eval_steps_to_0.9"]),
+            *[mean_sd(r[f"eval@{b // 1000}k"]) for b in budgets],
+            steps_per_seed(r["train_steps_to_0.9"]),
+            mean_sd(r[f"train@{budgets[-1] // 1000}k"]),
+        ]
         lines.append(f"| {a.name} | " + " | ".join(cells) + " |")
     lines += ["", "Run folders: `bench/runs/bk-hypotheses/<arm>/` (not committed).", ""]
     write_arms(RESULTS, "\n".join(lines), facts, done)
@@ -178,8 +226,9 @@ def main() -> int:
 
     arms = select_arms(args.arms, ARMS)
     seeds = [int(s) for s in args.seeds.split(",")]
-    budgets = sorted({b for b in (50_000, 100_000, 150_000, 200_000) if b < args.steps}
-                     | {args.steps})
+    budgets = sorted(
+        {b for b in (50_000, 100_000, 150_000, 200_000) if b < args.steps} | {args.steps}
+    )
 
     facts = {**run_facts("-m bench.bk_hypotheses"), "seeds": seeds, "steps": args.steps}
     facts, done = continued_arms(RESULTS.with_suffix(".json"), facts)
@@ -189,8 +238,11 @@ def main() -> int:
             continue
         started = time.time()
         run_dir = run_arm(arm, seeds, args.steps, args.runs)
-        done[arm.name] = {**arm_rows(run_dir, budgets), "run_dir": str(run_dir),
-                          "minutes": round((time.time() - started) / 60, 1)}  # fmt: skip
+        done[arm.name] = {
+            **arm_rows(run_dir, budgets),
+            "run_dir": str(run_dir),
+            "minutes": round((time.time() - started) / 60, 1),
+        }
         write_report(arms, done, facts, budgets)
         print(f"[bk-hypotheses] {arm.name} done in {done[arm.name]['minutes']} min", flush=True)
     return 0

@@ -49,9 +49,12 @@ def layout_task(name: str, steps: int):
 
     seeds, runners, threads = LAYOUTS[name]
     task = load_task(TASK)
-    update: dict = {"seeds": seeds, "methods": ["ppo"],
-                    "sweep": {**task.sweep, "ppo": {"extrinsic_coeff": [10.0]}},
-                    "stop": task.stop.model_copy(update={"num_env_steps": steps})}  # fmt: skip
+    update: dict = {
+        "seeds": seeds,
+        "methods": ["ppo"],
+        "sweep": {**task.sweep, "ppo": {"extrinsic_coeff": [10.0]}},
+        "stop": task.stop.model_copy(update={"num_env_steps": steps}),
+    }
     if runners is not None:
         update["env_runners"] = task.env_runners.model_copy(update=runners)
     if threads is not None:
@@ -72,10 +75,14 @@ def run_layout(name: str, steps: int) -> dict:
         rows = pd.read_csv(run_dir / "summary.csv")
     trials = int(rows["seeds"].sum())
     total = float((rows["env_steps_mean"] * rows["seeds"]).sum())
-    return {"trials": trials, "env_steps": total, "wall_s": wall,
-            "sweep_env_steps_per_s": total / wall,
-            # each trial's own rate (its env steps over its own running time), mean over trials
-            "trial_env_steps_per_s": float(rows["env_steps_per_s_mean"].mean())}  # fmt: skip
+    return {
+        "trials": trials,
+        "env_steps": total,
+        "wall_s": wall,
+        "sweep_env_steps_per_s": total / wall,
+        # each trial's own rate (its env steps over its own running time), mean over trials
+        "trial_env_steps_per_s": float(rows["env_steps_per_s_mean"].mean()),
+    }
 
 
 def main() -> int:
@@ -85,22 +92,30 @@ def main() -> int:
     args = p.parse_args()
     results = {name: run_layout(name, args.steps) for name in args.layouts.split(",")}
     base = results.get("one-trial", {}).get("sweep_env_steps_per_s")
-    lines = ["# BK sweep layouts: env steps/s of a whole sweep, BK's PPO on RedBall-S20", "",
-             f"`python -m bench.bk_layout --steps {args.steps}` ({time.strftime('%Y-%m-%d')}, "
-             f"vm, {os.cpu_count()} CPUs). Each layout ran {args.steps:,} "
-             "env steps per trial, one layout after the other, evaluation included; wall time "
-             "includes each sweep's start (Ray, Tune, the trials' actors).", "",
-             "| layout | trials at once | sweep env steps/s | x one-trial | each trial's own |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "# BK sweep layouts: env steps/s of a whole sweep, BK's PPO on RedBall-S20",
+        "",
+        f"`python -m bench.bk_layout --steps {args.steps}` ({time.strftime('%Y-%m-%d')}, "
+        f"vm, {os.cpu_count()} CPUs). Each layout ran {args.steps:,} "
+        "env steps per trial, one layout after the other, evaluation included; wall time "
+        "includes each sweep's start (Ray, Tune, the trials' actors).",
+        "",
+        "| layout | trials at once | sweep env steps/s | x one-trial | each trial's own |",
+        "|---|---|---|---|---|",
+    ]
     for name, r in results.items():
         ratio = f"{r['sweep_env_steps_per_s'] / base:.2f}" if base else "–"
         per = f"{r['trial_env_steps_per_s']:,.0f}"
-        lines.append(f"| {name} | {r['trials']} | {r['sweep_env_steps_per_s']:,.0f} | {ratio} | "
-                     f"{per} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {r['trials']} | {r['sweep_env_steps_per_s']:,.0f} | {ratio} | {per} |"
+        )
     RESULTS.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    RESULTS.with_suffix(".json").write_text(json.dumps(
-        {"command": f"python -m bench.bk_layout --steps {args.steps}", "results": results},
-        indent=2))  # fmt: skip
+    RESULTS.with_suffix(".json").write_text(
+        json.dumps(
+            {"command": f"python -m bench.bk_layout --steps {args.steps}", "results": results},
+            indent=2,
+        )
+    )
     print("\n".join(lines))
     return 0
 

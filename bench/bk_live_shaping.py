@@ -95,8 +95,13 @@ def bk_replay(batches: list[list[dict]], potential, gamma: float, horizon: int) 
     return out
 
 
-def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6,
-                       evaluation: bool = False, checkpoint_every: int | None = None) -> dict:
+def check_live_shaping(
+    iterations: int = 12,
+    seed: int = 0,
+    tol: float = 1e-6,
+    evaluation: bool = False,
+    checkpoint_every: int | None = None,
+) -> dict:
     """The check (module docstring); ``evaluation`` keeps the task's greedy evaluation on and
     ``checkpoint_every`` saves the algorithm every that many iterations, as a trial under
     ``tune_run.py`` does, to show neither touches the shaping's state."""
@@ -131,12 +136,18 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6,
             if piece.steps == 0:
                 continue
             chunk, data = piece.as_chunk(), piece.episode.custom_data
-            batch.append({"slot": data[ENV_SLOT], "slot_episode": data[SLOT_EPISODE],
-                          "episode_id": piece.episode_id, "steps": piece.steps,
-                          "t_started": int(piece.episode.t_started),
-                          "captions": list(chunk.captions[: piece.steps]),
-                          "actions": [int(a) for a in chunk.actions[: piece.steps]],
-                          "shaped": np.asarray(bonus, np.float64).copy()})  # fmt: skip
+            batch.append(
+                {
+                    "slot": data[ENV_SLOT],
+                    "slot_episode": data[SLOT_EPISODE],
+                    "episode_id": piece.episode_id,
+                    "steps": piece.steps,
+                    "t_started": int(piece.episode.t_started),
+                    "captions": list(chunk.captions[: piece.steps]),
+                    "actions": [int(a) for a in chunk.actions[: piece.steps]],
+                    "shaped": np.asarray(bonus, np.float64).copy(),
+                }
+            )
             expected = extrinsic_coeff * np.asarray(piece.rewards, np.float64) + batch[-1]["shaped"]
             pending.append((piece.episode, piece.steps, expected))
         recorded.append(batch)
@@ -154,7 +165,8 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6,
             with torch.no_grad():
                 logits = module.forward_train(module_batch)[Columns.ACTION_DIST_INPUTS]
             logp = torch.log_softmax(logits, -1).gather(
-                1, module_batch[Columns.ACTIONS].long()[:, None])[:, 0]
+                1, module_batch[Columns.ACTIONS].long()[:, None]
+            )[:, 0]
             real = module_batch[Columns.LOSS_MASK].bool()
             logp_gaps.append(float((logp - module_batch[Columns.ACTION_LOGP])[real].abs().max()))
         return original_gae(self, rl_module=rl_module, batch=batch, episodes=episodes, **kw)
@@ -175,8 +187,10 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6,
         with tempfile.TemporaryDirectory() as saves:
             for i in range(1, iterations + 1):
                 result = algo.train()
-                evaluated += int("evaluation" in result and bool(
-                    result["evaluation"].get("env_runners", {}).get("num_episodes")))
+                evaluated += int(
+                    "evaluation" in result
+                    and bool(result["evaluation"].get("env_runners", {}).get("num_episodes"))
+                )
                 if checkpoint_every and i % checkpoint_every == 0:
                     algo.save_to_path(saves)
         gamma = float(algo.config.gamma)
@@ -186,27 +200,42 @@ def check_live_shaping(iterations: int = 12, seed: int = 0, tol: float = 1e-6,
         potential_shaping.PotentialShaping.__call__ = original
         gae.GeneralAdvantageEstimation.__call__ = original_gae
 
-    replay = bk_replay(recorded, load_function(rl_file.read_text(), "compute_potential"),
-                       gamma, horizon)  # fmt: skip
+    replay = bk_replay(
+        recorded, load_function(rl_file.read_text(), "compute_potential"), gamma, horizon
+    )
     gaps, steps, starts = [], 0, 0
     for batch, bk in zip(recorded, replay):
         for c in batch:
             ours = c["shaped"]
-            theirs = np.array([bk[(c["slot"], c["episode_id"], c["t_started"] + k)]
-                               for k in range(c["steps"])])  # fmt: skip
+            theirs = np.array(
+                [bk[(c["slot"], c["episode_id"], c["t_started"] + k)] for k in range(c["steps"])]
+            )
             gaps.append(float(np.abs(ours - theirs).max()))
             steps += c["steps"]
             starts += c["t_started"] == 0
     slots = {c["slot"] for batch in recorded for c in batch}
     scale = max(float(np.abs(c["shaped"]).max()) for batch in recorded for c in batch)
     gap = max(gaps)
-    return {"iterations": iterations, "evaluations": evaluated,
-            "checkpoint_every": checkpoint_every, "batches": len(recorded), "steps": steps,
-            "env_slots": len(slots), "episode_starts": int(starts),
-            "largest_shaped_reward": scale, "max_difference": gap,
-            "extrinsic_coeff": extrinsic_coeff, "gae_chunks_read": len(gae_gaps),
-            "gae_rewards_max_difference": max(gae_gaps, default=float("nan")),
-            "sampled_logp_max_difference": max(logp_gaps, default=float("nan")),
-            "ok": bool(gap <= tol * max(1.0, scale) and len(slots) == 8
-                       and gae_gaps and max(gae_gaps) <= 1e-6
-                       and logp_gaps and max(logp_gaps) < 1e-4)}  # fmt: skip
+    return {
+        "iterations": iterations,
+        "evaluations": evaluated,
+        "checkpoint_every": checkpoint_every,
+        "batches": len(recorded),
+        "steps": steps,
+        "env_slots": len(slots),
+        "episode_starts": int(starts),
+        "largest_shaped_reward": scale,
+        "max_difference": gap,
+        "extrinsic_coeff": extrinsic_coeff,
+        "gae_chunks_read": len(gae_gaps),
+        "gae_rewards_max_difference": max(gae_gaps, default=float("nan")),
+        "sampled_logp_max_difference": max(logp_gaps, default=float("nan")),
+        "ok": bool(
+            gap <= tol * max(1.0, scale)
+            and len(slots) == 8
+            and gae_gaps
+            and max(gae_gaps) <= 1e-6
+            and logp_gaps
+            and max(logp_gaps) < 1e-4
+        ),
+    }

@@ -74,38 +74,56 @@ def study_runs(finished: dict[str, dict], study: str) -> tuple[int, list[int], d
     full window the first episodes to end are mostly successes, so training success starts at
     1.0)."""
     mine = {p: f for p, f in finished.items() if p.split("/")[0] == study}
-    budgets = sorted({int(b) for f in mine.values() for n in f["numbers"].values()
-                      for b in n["eval_at"]})  # fmt: skip
+    budgets = sorted(
+        {int(b) for f in mine.values() for n in f["numbers"].values() for b in n["eval_at"]}
+    )
     budget = budgets[-1]
     curves = [c for f in mine.values() for c in f.get("curves", [])]
-    start = max((min(s for s, e in zip(c["progress"][M.ENV_STEPS],
-                                       c["progress"][M.EPISODES_LIFETIME])
-                     if e is not None and e >= M.SMOOTHING_EPISODES)
-                 for c in curves), default=0.0)  # fmt: skip
+    start = max(
+        (
+            min(
+                s
+                for s, e in zip(c["progress"][M.ENV_STEPS], c["progress"][M.EPISODES_LIFETIME])
+                if e is not None and e >= M.SMOOTHING_EPISODES
+            )
+            for c in curves
+        ),
+        default=0.0,
+    )
     runs: dict[str, dict[int, Run]] = {}
     for f in mine.values():
         if "curves" not in f:  # values at the budgets only (redball-s20/ppo's first part)
             for label, n in f["numbers"].items():
                 for i, seed in enumerate(n["seeds"]):
                     runs.setdefault(label, {})[seed] = Run(
-                        None, None, {b: n["eval_at"][str(b)][i] for b in budgets},
-                        {b: n["train_at"][str(b)][i] for b in budgets})  # fmt: skip
+                        None,
+                        None,
+                        {b: n["eval_at"][str(b)][i] for b in budgets},
+                        {b: n["train_at"][str(b)][i] for b in budgets},
+                    )
             continue
         for c in f["curves"]:
             p = c["progress"]
             greedy = curve_points(p[M.ENV_STEPS], p[M.EVAL_SUCCESS_RATE])
-            training = [(s, v) for s, v in curve_points(p[M.ENV_STEPS], p[M.SUCCESS_RATE])
-                        if s >= start]  # fmt: skip
+            training = [
+                (s, v) for s, v in curve_points(p[M.ENV_STEPS], p[M.SUCCESS_RATE]) if s >= start
+            ]
             runs.setdefault(c["label"], {})[c["seed"]] = Run(
                 normalised_area(greedy, budget, tolerance=TOLERANCE),
                 normalised_area(training, budget, tolerance=TOLERANCE),
                 {b: value_at_budget(greedy, b, tolerance=TOLERANCE) for b in budgets},
-                {b: value_at_budget(training, b, tolerance=TOLERANCE) for b in budgets})
+                {b: value_at_budget(training, b, tolerance=TOLERANCE) for b in budgets},
+            )
     return budget, budgets, runs
 
 
-def paired(runs: dict[str, dict[int, Run]], label: str, which: str, approximate: bool,
-           baseline: str = BASELINE) -> PairedDifference:  # fmt: skip
+def paired(
+    runs: dict[str, dict[int, Run]],
+    label: str,
+    which: str,
+    approximate: bool,
+    baseline: str = BASELINE,
+) -> PairedDifference:
     """``label`` minus ``baseline`` by seed on the greedy or training area (or,
     ``approximate``, on the mean of the values at the budgets, for both sides)."""
 
@@ -114,8 +132,10 @@ def paired(runs: dict[str, dict[int, Run]], label: str, which: str, approximate:
             return run.at_budgets(which)
         return _area(run.greedy if which == "greedy" else run.training)
 
-    return paired_difference({s: stat(r) for s, r in runs[label].items()},
-                             {s: stat(r) for s, r in runs[baseline].items()})  # fmt: skip
+    return paired_difference(
+        {s: stat(r) for s, r in runs[label].items()},
+        {s: stat(r) for s, r in runs[baseline].items()},
+    )
 
 
 def short(label: str) -> str:
@@ -137,16 +157,21 @@ def _area_cell(areas: list[Area | None]) -> str:
     return cell + (f", {missing} incomplete (left out)" if missing else "")
 
 
-def _study_lines(study: str, budget: int, budgets: list[int],
-                 runs: dict[str, dict[int, Run]]) -> tuple[list[str], list[tuple]]:  # fmt: skip
+def _study_lines(
+    study: str, budget: int, budgets: list[int], runs: dict[str, dict[int, Run]]
+) -> tuple[list[str], list[tuple]]:
     """A study's tables, and its primary paired differences (for the plot and the summary)."""
     approximate = any(r.greedy is None for r in runs.get(BASELINE, {}).values())
     n_seeds = max(len(r) for r in runs.values())
     cols = ["greedy area", "training area", *[f"greedy @{b // 1000}k" for b in budgets]]
     if approximate:
         cols.insert(2, f"≈ greedy area ({', '.join(f'{b // 1000}k' for b in budgets)})")
-    lines = [f"### {study} (budget {budget // 1000}k, {n_seeds} seeds)", "",
-             "| variant | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]  # fmt: skip
+    lines = [
+        f"### {study} (budget {budget // 1000}k, {n_seeds} seeds)",
+        "",
+        "| variant | " + " | ".join(cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
     for label, by_seed in runs.items():
         rs = [by_seed[s] for s in sorted(by_seed)]
         cells = [_area_cell([r.greedy for r in rs]), _area_cell([r.training for r in rs])]
@@ -156,35 +181,55 @@ def _study_lines(study: str, budget: int, budgets: list[int],
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     primary = []
     if BASELINE in runs:
-        measure = ("≈ area: mean of the values at " + ", ".join(f"{b // 1000}k" for b in budgets)
-                   if approximate else "area")  # fmt: skip
-        lines += ["", f"Paired by seed, variant minus ppo ({measure}; 95% t interval of the "
-                  "mean difference):", "",
-                  "| variant | measure | per-seed differences | mean | 95% t interval |",
-                  "|---|---|---|---|---|"]  # fmt: skip
+        measure = (
+            "≈ area: mean of the values at " + ", ".join(f"{b // 1000}k" for b in budgets)
+            if approximate
+            else "area"
+        )
+        lines += [
+            "",
+            f"Paired by seed, variant minus ppo ({measure}; 95% t interval of the "
+            "mean difference):",
+            "",
+            "| variant | measure | per-seed differences | mean | 95% t interval |",
+            "|---|---|---|---|---|",
+        ]
         for label in runs:
             if label == BASELINE or not label.startswith("bk-"):
                 continue
             for which in ("greedy", "training"):
                 d = paired(runs, label, which, approximate)
                 name = f"{'≈ ' if approximate else ''}{which} area"
-                lines.append(f"| {label} | {name} | {', '.join(signed(x) for x in d.diffs)} "
-                             f"| {signed(d.mean)} | {interval_text(d)} |")  # fmt: skip
+                lines.append(
+                    f"| {label} | {name} | {', '.join(signed(x) for x in d.diffs)} "
+                    f"| {signed(d.mean)} | {interval_text(d)} |"
+                )
                 if is_primary(label):
                     primary.append((study, short(label), which, d, approximate))
-    aware = {label: label.replace("include_mission=True", "include_mission=False").replace(
-        "(GOAL-AWARE ORACLE)", "(ORACLE)") for label in runs if "include_mission=True" in label}
+    aware = {
+        label: label.replace("include_mission=True", "include_mission=False").replace(
+            "(GOAL-AWARE ORACLE)", "(ORACLE)"
+        )
+        for label in runs
+        if "include_mission=True" in label
+    }
     if aware:
-        lines += ["", "Paired by seed, goal-aware minus task-agnostic oracle (same method; "
-                  "area; 95% t interval of the mean difference):", "",
-                  "| method | measure | per-seed differences | mean | 95% t interval |",
-                  "|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            "Paired by seed, goal-aware minus task-agnostic oracle (same method; "
+            "area; 95% t interval of the mean difference):",
+            "",
+            "| method | measure | per-seed differences | mean | 95% t interval |",
+            "|---|---|---|---|---|",
+        ]
         for label, agnostic in aware.items():
             for which in ("greedy", "training"):
                 d = paired(runs, label, which, False, baseline=agnostic)
-                lines.append(f"| {label.split()[0]} | {which} area | "
-                             f"{', '.join(signed(x) for x in d.diffs)} | {signed(d.mean)} | "
-                             f"{interval_text(d)} |")  # fmt: skip
+                lines.append(
+                    f"| {label.split()[0]} | {which} area | "
+                    f"{', '.join(signed(x) for x in d.diffs)} | {signed(d.mean)} | "
+                    f"{interval_text(d)} |"
+                )
     return [*lines, ""], primary
 
 
@@ -208,19 +253,33 @@ def _plot(primary: list[tuple], path: Path) -> None:
                 color = f"C{j}"
                 ax.scatter([x] * len(d.diffs), d.diffs, s=10, color=color, alpha=0.35)
                 err = None if d.ci is None else [[d.mean - d.ci[0]], [d.ci[1] - d.mean]]
-                ax.errorbar([x], [d.mean], yerr=err, fmt="o", color=color, capsize=3,
-                            mfc="white" if approximate else color,
-                            label=method if studies.index(study) == 0 else None)  # fmt: skip
+                ax.errorbar(
+                    [x],
+                    [d.mean],
+                    yerr=err,
+                    fmt="o",
+                    color=color,
+                    capsize=3,
+                    mfc="white" if approximate else color,
+                    label=method if studies.index(study) == 0 else None,
+                )
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xticks(range(len(studies)))
-        ax.set_xticklabels([s + (" (≈)" if any(p[0] == s and p[4] for p in primary) else "")
-                            for s in studies], rotation=20)  # fmt: skip
+        ax.set_xticklabels(
+            [s + (" (≈)" if any(p[0] == s and p[4] for p in primary) else "") for s in studies],
+            rotation=20,
+        )
         ax.set_title(f"{which} area up to the budget: bk-* minus ppo, paired by seed")
         ax.set_ylabel(f"difference in mean {which} success")
     axes[0].legend(title="task-agnostic (ORACLE)", fontsize=8)
-    fig.text(0.01, 0.01, "dot: per-seed difference; marker and bar: mean and 95% Student t "
-             "interval (3 seeds, 5 on redball-s20). (≈) hollow: ppo's curve "
-             "not kept, mean of the values at 100k/200k/300k on both sides.", fontsize=7)
+    fig.text(
+        0.01,
+        0.01,
+        "dot: per-seed difference; marker and bar: mean and 95% Student t "
+        "interval (3 seeds, 5 on redball-s20). (≈) hollow: ppo's curve "
+        "not kept, mean of the values at 100k/200k/300k on both sides.",
+        fontsize=7,
+    )
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -231,11 +290,13 @@ def reanalysis_section(finished: dict[str, dict], plot: Path | None = PLOT) -> l
     plot (drawn when ``plot`` is a path), studies in the order their parts ran (the plan's).
     Studies not yet run are left out."""
     lines = [
-        HEADING, "",
+        HEADING,
+        "",
         "Written by `bench/bk_reanalysis.py` (measures: `bench/learning_measures.py`) from the "
         "curves each part kept in `bk-reproduction.json`; no run was added, dropped or re-run. "
         "This measure was chosen after the results were seen, because the plan's measure (env "
-        "steps to 0.9 greedy success) sits at its floor: no run reaches 0.9.", "",
+        "steps to 0.9 greedy success) sits at its floor: no run reaches 0.9.",
+        "",
         "- **Primary measure, greedy area**: the mean greedy success (50 episodes) over every "
         "evaluation up to the budget, a normalised area under the greedy curve. Evaluations "
         "run every 20.5k–20.75k env steps: 14 up to 300k (the last at about 289k), 24 up to "
@@ -272,18 +333,27 @@ def reanalysis_section(finished: dict[str, dict], plot: Path | None = PLOT) -> l
     if not primary:
         return [*lines, "No study has run yet.", ""]
     methods = list(dict.fromkeys(p[1] for p in primary))
-    lines += ["### Summary: task-agnostic bk-* minus ppo, greedy area (95% t interval)", "",
-              "| study | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
+    lines += [
+        "### Summary: task-agnostic bk-* minus ppo, greedy area (95% t interval)",
+        "",
+        "| study | " + " | ".join(methods) + " |",
+        "|---|" + "---|" * len(methods),
+    ]
     for study in dict.fromkeys(p[0] for p in primary):
-        cells = {m: f"{signed(d.mean)} {interval_text(d)}{' ≈' if approximate else ''}"
-                 for s, m, w, d, approximate in primary if s == study and w == "greedy"}
+        cells = {
+            m: f"{signed(d.mean)} {interval_text(d)}{' ≈' if approximate else ''}"
+            for s, m, w, d, approximate in primary
+            if s == study and w == "greedy"
+        }
         lines.append(f"| {study} | " + " | ".join(cells.get(m, "–") for m in methods) + " |")
     lines.append("")
     if plot is not None:
         _plot(primary, plot)
         lines += [f"Plot: `{plot.name}` (both areas; dots are the per-seed differences).", ""]
-    lines += ["The reading of these numbers is the first part of the hand-written reading "
-              "below.", ""]  # fmt: skip
+    lines += [
+        "The reading of these numbers is the first part of the hand-written reading below.",
+        "",
+    ]
     return lines
 
 

@@ -94,8 +94,15 @@ QUICK_CHECK = 2000
 #: pinned: unpinned, PyPI's Linux wheel is the multi-GB CUDA build (here a local CPU wheel of
 #: this version is found first). gymnasium 0.29: BK's code uses its wrapper module paths and
 #: same-step autoreset (1.x moved both); numpy<2 for that gymnasium.
-BK_PACKAGES = ["torch==2.13.0", "numpy<2", "gymnasium==0.29.1", "tensorboardX", "wandb",
-               "moviepy<2", "transformers"]  # fmt: skip
+BK_PACKAGES = [
+    "torch==2.13.0",
+    "numpy<2",
+    "gymnasium==0.29.1",
+    "tensorboardX",
+    "wandb",
+    "moviepy<2",
+    "transformers",
+]
 
 
 class CheckError(RuntimeError):
@@ -130,30 +137,37 @@ def output_for(steps: int, seeds: list[int], name: str | None = None) -> Output:
         return Output(NAME, RESULTS_DIR, RUNS_ROOT / NAME)
     name = name or f"{NAME}-smoke"
     if name == NAME:
-        raise CheckError(f"--out {NAME} is the plan's results: use another name with "
-                         "--steps/--seeds other than the plan's")  # fmt: skip
+        raise CheckError(
+            f"--out {NAME} is the plan's results: use another name with "
+            "--steps/--seeds other than the plan's"
+        )
     return Output(name, RUNS_ROOT / name / "results", RUNS_ROOT / name)
 
 
 # ------------------------------------------------------------------------------ BK's source
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
-                          text=not binary)  # fmt: skip
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary)
 
 
 def bk_commit(repo: Path) -> str:
     """The commit of BK's clone (normal or bare), or a clear error."""
     if not repo.exists():
-        raise CheckError(f"--bk-repo {repo} does not exist: pass a clone of "
-                         "github.com/mansicer/background-knowledge-rl")  # fmt: skip
+        raise CheckError(
+            f"--bk-repo {repo} does not exist: pass a clone of "
+            "github.com/mansicer/background-knowledge-rl"
+        )
     head = _git(repo, "rev-parse", "HEAD")
     if head.returncode != 0:
-        raise CheckError(f"--bk-repo {repo} is not a git repository with a commit "
-                         f"({head.stderr.strip()}): pass a clone of "
-                         "github.com/mansicer/background-knowledge-rl")  # fmt: skip
+        raise CheckError(
+            f"--bk-repo {repo} is not a git repository with a commit "
+            f"({head.stderr.strip()}): pass a clone of "
+            "github.com/mansicer/background-knowledge-rl"
+        )
     if _git(repo, "cat-file", "-e", "HEAD:train_rs.py").returncode != 0:
-        raise CheckError(f"--bk-repo {repo} has no train_rs.py at HEAD: is it BK's repository "
-                         "(github.com/mansicer/background-knowledge-rl)?")  # fmt: skip
+        raise CheckError(
+            f"--bk-repo {repo} has no train_rs.py at HEAD: is it BK's repository "
+            "(github.com/mansicer/background-knowledge-rl)?"
+        )
     return head.stdout.strip()
 
 
@@ -186,8 +200,10 @@ def export_bk_source(repo: Path, dest: Path = BK_SRC) -> dict:
         target = dest / path
         if blob.returncode != 0:
             if path.endswith((".py", ".txt", ".toml", ".cfg", ".yaml", ".yml", ".sh")):
-                raise CheckError(f"BK's {path} is missing from {repo} (a partial clone?): "
-                                 "clone the repository again in full")  # fmt: skip
+                raise CheckError(
+                    f"BK's {path} is missing from {repo} (a partial clone?): "
+                    "clone the repository again in full"
+                )
             missing.append(path)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -235,9 +251,14 @@ print(json.dumps({"python": sys.version.split()[0], "packages": {n: version(n) f
 
 def bk_run_env() -> dict[str, str]:
     env = dict(os.environ)
-    env.update(WANDB_MODE="disabled", WANDB_SILENT="true", HF_HUB_OFFLINE="1",
-               TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1",
-               PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
+    env.update(
+        WANDB_MODE="disabled",
+        WANDB_SILENT="true",
+        HF_HUB_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONUNBUFFERED="1",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
     return env
@@ -256,18 +277,28 @@ def setup_bk_env(repo: Path) -> dict:
         [str(bk_python()), "-m", "pip", "install", "-e", str(BK_SRC / "minigrid_text")],
         # crafter_text/__init__.py imports its sibling text_env.py as a top-level module:
         # setuptools' "compat" editable mode puts the folder itself on the path (a .pth file).
-        [str(bk_python()), "-m", "pip", "install", "-e", str(BK_SRC / "crafter_text"),
-         "--config-settings", "editable_mode=compat"],
-    ]  # fmt: skip
+        [
+            str(bk_python()),
+            "-m",
+            "pip",
+            "install",
+            "-e",
+            str(BK_SRC / "crafter_text"),
+            "--config-settings",
+            "editable_mode=compat",
+        ],
+    ]
     with log.open("w") as out:
         for cmd in steps:
             print(f"[{NAME}] {' '.join(cmd)}", flush=True)
             out.write(f"$ {' '.join(cmd)}\n")
             out.flush()
             if subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode != 0:
-                raise CheckError(f"setting up BK's environment failed at `{' '.join(cmd)}`: "
-                                 f"see {log.relative_to(ROOT)}, fix it, then run "
-                                 "--setup-bk-env again")  # fmt: skip
+                raise CheckError(
+                    f"setting up BK's environment failed at `{' '.join(cmd)}`: "
+                    f"see {log.relative_to(ROOT)}, fix it, then run "
+                    "--setup-bk-env again"
+                )
     info = _bk_env_probe()
     info["bk_commit"] = exported["commit"]
     BK_READY.write_text(json.dumps(info, indent=2))
@@ -275,13 +306,20 @@ def setup_bk_env(repo: Path) -> dict:
 
 
 def _bk_env_probe() -> dict:
-    probe = subprocess.run([str(bk_python()), "-c", _BK_INFO], cwd=BK_SRC, capture_output=True,
-                           text=True, env=bk_run_env())  # fmt: skip
+    probe = subprocess.run(
+        [str(bk_python()), "-c", _BK_INFO],
+        cwd=BK_SRC,
+        capture_output=True,
+        text=True,
+        env=bk_run_env(),
+    )
     if probe.returncode != 0:
         tail = "\n".join(probe.stderr.strip().splitlines()[-8:])
-        raise CheckError(f"BK's environment cannot import train_rs.py:\n{tail}\nrun "
-                         "--setup-bk-env again (or install what is missing into "
-                         f"{BK_ENV.relative_to(ROOT)})")  # fmt: skip
+        raise CheckError(
+            f"BK's environment cannot import train_rs.py:\n{tail}\nrun "
+            "--setup-bk-env again (or install what is missing into "
+            f"{BK_ENV.relative_to(ROOT)})"
+        )
     return json.loads(probe.stdout.strip().splitlines()[-1])
 
 
@@ -292,21 +330,25 @@ def require_bk(repo: Path | None) -> dict:
         export_bk_source(repo)
     exported = exported_bk()
     if exported is None:
-        raise CheckError("BK's source is not exported yet: pass --bk-repo PATH (a clone of "
-                         "github.com/mansicer/background-knowledge-rl)")  # fmt: skip
+        raise CheckError(
+            "BK's source is not exported yet: pass --bk-repo PATH (a clone of "
+            "github.com/mansicer/background-knowledge-rl)"
+        )
     if not BK_READY.is_file() or not bk_python().is_file():
-        raise CheckError(f"BK's environment is missing ({BK_ENV.relative_to(ROOT)}): run "
-                         "`python -m bench.bk_reference_check --bk-repo PATH --setup-bk-env`")
+        raise CheckError(
+            f"BK's environment is missing ({BK_ENV.relative_to(ROOT)}): run "
+            "`python -m bench.bk_reference_check --bk-repo PATH --setup-bk-env`"
+        )
     info = json.loads(BK_READY.read_text())
     return {**info, "bk_commit": exported["commit"]}
 
 
 # ------------------------------------------------------------------------------ potentials
-ZERO_POTENTIAL = '''\
+ZERO_POTENTIAL = """\
 def compute_potential(window: list[dict]) -> float:
     # The zero potential (bench/bk_reference_check.py): shaping adds nothing.
     return 0.0
-'''
+"""
 
 _BK_FORMAT = '''\
 # BK-format potential written by bench/bk_reference_check.py (rl-bk), not BK's code.
@@ -386,9 +428,15 @@ def bk_format_code(potential: str, horizon: int) -> str:
     from env_registry.babyai.vocabulary import ACTION_NAMES
 
     captioner = captioner_source()
-    return _BK_FORMAT.format(past=BK_WINDOW - 1, horizon=horizon, captioner=captioner,
-                             captioner_sha=f"sha256 {sha(captioner)}", potential=potential.rstrip(),
-                             potential_sha=f"sha256 {sha(potential)}", action_names=ACTION_NAMES)
+    return _BK_FORMAT.format(
+        past=BK_WINDOW - 1,
+        horizon=horizon,
+        captioner=captioner,
+        captioner_sha=f"sha256 {sha(captioner)}",
+        potential=potential.rstrip(),
+        potential_sha=f"sha256 {sha(potential)}",
+        action_names=ACTION_NAMES,
+    )
 
 
 def oracle_potential(folder: Path) -> tuple[str, dict]:
@@ -405,13 +453,21 @@ def oracle_potential(folder: Path) -> tuple[str, dict]:
     task = load_task(TASK)
     k = task.knowledge
     small = k.dataset.model_copy(update={"collector": "random", "episodes": 2, "collections": 1})
-    task = task.model_copy(update={"knowledge": k.model_copy(update={
-        "dataset": small, "backend": "oracle", "include_mission": False})})  # fmt: skip
+    task = task.model_copy(
+        update={
+            "knowledge": k.model_copy(
+                update={"dataset": small, "backend": "oracle", "include_mission": False}
+            )
+        }
+    )
     built = build_knowledge(task, "bk-code", "oracle", root=folder / "knowledge")
     meta = json.loads((built / "meta.json").read_text())
     return (built / "code-final.py").read_text(), {
-        "labeler": meta.get("labeler"), "is_oracle": meta.get("is_oracle"),
-        "mission": meta.get("mission"), "horizon": meta.get("horizon")}  # fmt: skip
+        "labeler": meta.get("labeler"),
+        "is_oracle": meta.get("is_oracle"),
+        "mission": meta.get("mission"),
+        "horizon": meta.get("horizon"),
+    }
 
 
 def write_potentials(out: Output) -> dict[str, dict]:
@@ -428,8 +484,12 @@ def write_potentials(out: Output) -> dict[str, dict]:
         bk_code = bk_format_code(code, horizon)
         (folder / "rl-bk.py").write_text(code)
         (folder / "bk" / "code-final.py").write_text(bk_code)
-        out_facts[name] = {"rl_bk_sha256": sha(code), "bk_sha256": sha(bk_code),
-                           "horizon": horizon, **extra}  # fmt: skip
+        out_facts[name] = {
+            "rl_bk_sha256": sha(code),
+            "bk_sha256": sha(bk_code),
+            "horizon": horizon,
+            **extra,
+        }
     return out_facts
 
 
@@ -530,18 +590,22 @@ def agreement(port: list[float], reference: dict[str, list], tol: float = 1e-9) 
     """How many port values equal rl-bk's on BK's window, and how often BK's window and
     rl-bk's own give different potentials (expected at episode starts only)."""
     bad = [i for i, (a, b) in enumerate(zip(port, reference["bk"])) if abs(a - b) > tol]
-    differ = [i for i, (a, b) in enumerate(zip(reference["bk"], reference["rl_bk"]))
-              if abs(a - b) > tol]  # fmt: skip
+    differ = [
+        i for i, (a, b) in enumerate(zip(reference["bk"], reference["rl_bk"])) if abs(a - b) > tol
+    ]
     return {
-        "transitions": len(port), "agree": len(port) - len(bad), "disagree": bad[:20],
+        "transitions": len(port),
+        "agree": len(port) - len(bad),
+        "disagree": bad[:20],
         "episode_starts": sum(reference["first"]),
         "window_differs": len(differ),
         "window_differs_at_episode_start": sum(reference["first"][i] for i in differ),
-    }  # fmt: skip
+    }
 
 
-def rl_path_values(episodes: list[Episode], potential: str, horizon: int,
-                   chunk_steps: int = 128) -> list[float]:  # fmt: skip
+def rl_path_values(
+    episodes: list[Episode], potential: str, horizon: int, chunk_steps: int = 128
+) -> list[float]:
     """The potential of each state as rl-bk's shaping term computes it in training: each
     episode cut into RLlib chunks of ``chunk_steps`` (one per train batch), the chunks of a
     batch through :class:`PotentialShaping`'s potentials (BK's padding at an episode's start,
@@ -553,21 +617,29 @@ def rl_path_values(episodes: list[Episode], potential: str, horizon: int,
     from rl_bk.algorithms.bk_ppo.potential_shaping import PotentialShaping
     from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 
-    shaping = PotentialShaping(potential_fn=CodePotential(potential, family="babyai",
-                                                          horizon=horizon),
-                               gamma=0.99, normalization="none")  # fmt: skip
+    shaping = PotentialShaping(
+        potential_fn=CodePotential(potential, family="babyai", horizon=horizon),
+        gamma=0.99,
+        normalization="none",
+    )
     pieces: list[list] = []  # per episode, its chunks in order
     for ep in episodes:
         caps = list(ep.captions or captions_of(ep))  # a copy: one state is appended
         obs = [np.asarray(img, np.float32).reshape(-1) / 10 for img in ep.images]
         # One state more than the actions: the state after the last action (not valued).
         obs.append(obs[-1]), caps.append(caps[-1])
-        sa = SingleAgentEpisode(observations=[obs[0]], infos=[{"caption": caps[0]}],
-                                len_lookback_buffer=0)  # fmt: skip
+        sa = SingleAgentEpisode(
+            observations=[obs[0]], infos=[{"caption": caps[0]}], len_lookback_buffer=0
+        )
         chunks = []
         for t, a in enumerate(ep.actions):
-            sa.add_env_step(obs[t + 1], a, 0.0, infos={"caption": caps[t + 1]},
-                            terminated=t == len(ep.actions) - 1)  # fmt: skip
+            sa.add_env_step(
+                obs[t + 1],
+                a,
+                0.0,
+                infos={"caption": caps[t + 1]},
+                terminated=t == len(ep.actions) - 1,
+            )
             if len(sa) == chunk_steps and t < len(ep.actions) - 1:
                 chunks.append(sa)
                 sa = sa.cut()
@@ -678,9 +750,23 @@ def check_port(out: Output, potential: str, n: int, seed: int = 0) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     data = folder / f"{potential}-{n}-{seed}.npz"
     started = time.time()
-    run = subprocess.run([str(bk_python()), "-c", _BK_DRIVER, str(bk_dir.resolve()), str(n),
-                          str(seed), str(data.resolve()), BK_ENV_ID, str(BK_WINDOW)],
-                         cwd=BK_SRC, capture_output=True, text=True, env=bk_run_env())  # fmt: skip
+    run = subprocess.run(
+        [
+            str(bk_python()),
+            "-c",
+            _BK_DRIVER,
+            str(bk_dir.resolve()),
+            str(n),
+            str(seed),
+            str(data.resolve()),
+            BK_ENV_ID,
+            str(BK_WINDOW),
+        ],
+        cwd=BK_SRC,
+        capture_output=True,
+        text=True,
+        env=bk_run_env(),
+    )
     if run.returncode != 0:
         tail = "\n".join(run.stderr.strip().splitlines()[-12:])
         raise CheckError(f"the port check failed in BK's environment:\n{tail}")
@@ -699,39 +785,53 @@ def check_port(out: Output, potential: str, n: int, seed: int = 0) -> dict:
     # rl-bk's training path on the same states: chunks cut every 16 steps (more cuts than
     # training makes), BK's padding, the history carried across cuts.
     in_training = rl_path_values(episodes, rl_file.read_text(), horizon, chunk_steps=16)
-    result["rl_path_agree"] = int(sum(abs(a - b) <= 1e-9 for a, b in zip(in_training,
-                                                                         d["values"])))
+    result["rl_path_agree"] = int(sum(abs(a - b) <= 1e-9 for a, b in zip(in_training, d["values"])))
     decoded = load_function((bk_dir / "code-final.py").read_text(), "port_image")
-    result["views_decoded"] = int(sum(np.array_equal(decoded(o), i)
-                                      for o, i in zip(d["observations"], d["images"])))  # fmt: skip
+    result["views_decoded"] = int(
+        sum(np.array_equal(decoded(o), i) for o, i in zip(d["observations"], d["images"]))
+    )
     result["max_steps"] = sorted({int(m) for m in d["max_steps"]})
-    result.update(potential=potential, seed=seed, seconds_in_bk_env=round(bk_seconds, 1),
-                  carried_states=int(sum(bool(h) for h in d["held"])))  # fmt: skip
-    print(f"[{NAME}] port check ({potential}): {result['agree']:,} of {result['transitions']:,} "
-          f"transitions agree; views decoded {result['views_decoded']:,}/"
-          f"{result['transitions']:,}; {result['carried_states']:,} states carrying; "
-          f"{result['window_differs']} windows where BK's and rl-bk's own give different "
-          f"potentials ({result['window_differs_at_episode_start']} at episode starts, "
-          f"{result['episode_starts']} starts); rl-bk's training path agrees with BK's loader on "
-          f"{result['rl_path_agree']:,}; time limits seen: {result['max_steps']}",
-          flush=True)  # fmt: skip
+    result.update(
+        potential=potential,
+        seed=seed,
+        seconds_in_bk_env=round(bk_seconds, 1),
+        carried_states=int(sum(bool(h) for h in d["held"])),
+    )
+    print(
+        f"[{NAME}] port check ({potential}): {result['agree']:,} of {result['transitions']:,} "
+        f"transitions agree; views decoded {result['views_decoded']:,}/"
+        f"{result['transitions']:,}; {result['carried_states']:,} states carrying; "
+        f"{result['window_differs']} windows where BK's and rl-bk's own give different "
+        f"potentials ({result['window_differs_at_episode_start']} at episode starts, "
+        f"{result['episode_starts']} starts); rl-bk's training path agrees with BK's loader on "
+        f"{result['rl_path_agree']:,}; time limits seen: {result['max_steps']}",
+        flush=True,
+    )
     if result["agree"] != result["transitions"]:
         i = result["disagree"][0]
-        raise CheckError(f"the BK-format {potential} potential disagrees with rl-bk's on "
-                         f"{result['transitions'] - result['agree']} of {result['transitions']} "
-                         f"transitions (first: state {i}, port {d['values'][i]!r}, rl-bk "
-                         f"{reference['bk'][i]!r}); the port is wrong: do not run the check")
+        raise CheckError(
+            f"the BK-format {potential} potential disagrees with rl-bk's on "
+            f"{result['transitions'] - result['agree']} of {result['transitions']} "
+            f"transitions (first: state {i}, port {d['values'][i]!r}, rl-bk "
+            f"{reference['bk'][i]!r}); the port is wrong: do not run the check"
+        )
     if result["rl_path_agree"] != result["transitions"]:
-        raise CheckError(f"rl-bk's training path gives other potentials than BK's loader on "
-                         f"{result['transitions'] - result['rl_path_agree']} of "
-                         f"{result['transitions']} states (bench.bk_reference_check."
-                         "rl_path_values): rl-bk does not shape as BK does")  # fmt: skip
+        raise CheckError(
+            f"rl-bk's training path gives other potentials than BK's loader on "
+            f"{result['transitions'] - result['rl_path_agree']} of "
+            f"{result['transitions']} states (bench.bk_reference_check."
+            "rl_path_values): rl-bk does not shape as BK does"
+        )
     if result["views_decoded"] != result["transitions"]:
-        raise CheckError("BK's observations do not decode to minigrid's views on "
-                         f"{result['transitions'] - result['views_decoded']} states")
+        raise CheckError(
+            "BK's observations do not decode to minigrid's views on "
+            f"{result['transitions'] - result['views_decoded']} states"
+        )
     if result["max_steps"] != [MAX_STEPS]:
-        raise CheckError(f"BK's env has time limits {result['max_steps']}, not {MAX_STEPS}: "
-                         "the success count derived from BK's log assumes it")  # fmt: skip
+        raise CheckError(
+            f"BK's env has time limits {result['max_steps']}, not {MAX_STEPS}: "
+            "the success count derived from BK's log assumes it"
+        )
     return result
 
 
@@ -756,10 +856,16 @@ def parse_bk_console(text: str, episodes: int = EPISODES, max_steps: int = MAX_S
             continue
         ret, length = metrics["eval/episodic_return"], metrics["eval/episodic_length"]
         successes = 10 * episodes * (ret - 0.9 * (1 - length / max_steps))
-        evals.append({"env_steps": int(step), "success": round(successes) / episodes,
-                      "return": ret, "length": length,
-                      "success_residual": round(abs(successes - round(successes)), 4),
-                      "sps": metrics.get("learner/SPS")})  # fmt: skip
+        evals.append(
+            {
+                "env_steps": int(step),
+                "success": round(successes) / episodes,
+                "return": ret,
+                "length": length,
+                "success_residual": round(abs(successes - round(successes)), 4),
+                "sps": metrics.get("learner/SPS"),
+            }
+        )
     return evals
 
 
@@ -772,14 +878,26 @@ def run_bk_part(out: Output, potential: str, seed: int, steps: int) -> dict:
     part_dir.mkdir(parents=True)
     (part_dir / "prompts").symlink_to(BK_SRC.resolve() / "prompts")  # its code header
     _, bk_dir = potential_paths(out, potential)
-    cmd = [str(bk_python()), str(BK_SRC.resolve() / "train_rs.py"), "--alg", "bk-code",
-           "--pretrain_path", str(bk_dir.resolve()), "--env", BK_ENV_ID, "--seed", str(seed),
-           "--total_timesteps", str(steps)]  # fmt: skip
+    cmd = [
+        str(bk_python()),
+        str(BK_SRC.resolve() / "train_rs.py"),
+        "--alg",
+        "bk-code",
+        "--pretrain_path",
+        str(bk_dir.resolve()),
+        "--env",
+        BK_ENV_ID,
+        "--seed",
+        str(seed),
+        "--total_timesteps",
+        str(steps),
+    ]
     (part_dir / "command.txt").write_text(" ".join(cmd) + "\n")
     started = time.time()
     with (part_dir / "train_rs.out").open("w") as log:
-        proc = subprocess.Popen(cmd, cwd=part_dir, stdout=log, stderr=subprocess.STDOUT,
-                                env=bk_run_env())  # fmt: skip
+        proc = subprocess.Popen(
+            cmd, cwd=part_dir, stdout=log, stderr=subprocess.STDOUT, env=bk_run_env()
+        )
         shown = 0
         while proc.poll() is None:
             time.sleep(10)
@@ -787,16 +905,23 @@ def run_bk_part(out: Output, potential: str, seed: int, steps: int) -> dict:
     consoles = sorted(part_dir.glob("logs/rl/*/*/console.log"))
     if proc.returncode != 0 or not consoles:
         tail = "\n".join((part_dir / "train_rs.out").read_text().strip().splitlines()[-15:])
-        raise CheckError(f"BK's train_rs.py failed (exit {proc.returncode}) for "
-                         f"bk/{potential}/{seed}:\n{tail}\nsee {part_dir.relative_to(ROOT)}/"
-                         "train_rs.out; fix BK's environment (--setup-bk-env) and run again")
+        raise CheckError(
+            f"BK's train_rs.py failed (exit {proc.returncode}) for "
+            f"bk/{potential}/{seed}:\n{tail}\nsee {part_dir.relative_to(ROOT)}/"
+            "train_rs.out; fix BK's environment (--setup-bk-env) and run again"
+        )
     evals = parse_bk_console(consoles[-1].read_text())
     if not evals:
         raise CheckError(f"no evaluation in {consoles[-1]}: did train_rs.py's log format change?")
     sps = evals[-1]["sps"]
-    return {"evals": evals, "env_steps_per_s": sps, "wall_s": round(time.time() - started, 1),
-            "run_dir": _rel(consoles[-1].parent), "command": " ".join(cmd[1:]),
-            "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}  # fmt: skip
+    return {
+        "evals": evals,
+        "env_steps_per_s": sps,
+        "wall_s": round(time.time() - started, 1),
+        "run_dir": _rel(consoles[-1].parent),
+        "command": " ".join(cmd[1:]),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+    }
 
 
 def _show_progress(part_dir: Path, part: str, shown: int) -> int:
@@ -805,8 +930,11 @@ def _show_progress(part_dir: Path, part: str, shown: int) -> int:
         return shown
     evals = parse_bk_console(consoles[-1].read_text())
     for e in evals[shown:]:
-        print(f"[{NAME}] {part}: {e['env_steps']:,} env steps, greedy success {e['success']:.2f}, "
-              f"return {e['return']:.3f}, {e['sps'] or 0:.0f} env steps/s", flush=True)
+        print(
+            f"[{NAME}] {part}: {e['env_steps']:,} env steps, greedy success {e['success']:.2f}, "
+            f"return {e['return']:.3f}, {e['sps'] or 0:.0f} env steps/s",
+            flush=True,
+        )
     return len(evals)
 
 
@@ -832,18 +960,19 @@ def rl_bk_task_file(out: Output, potential: str, seed: int, steps: int) -> Path:
     task = {
         "extends": os.path.relpath(base, tasks),
         "description": f"{POTENTIALS[potential]} as a hand-written BK-Code potential "
-                       f"(bench/bk_reference_check.py)",
+        f"(bench/bk_reference_check.py)",
         "methods": ["bk-code"],
         "seeds": [seed],
         "stop": {"num_env_steps": steps},
         "budgets": [b for b in (100_000, 200_000, 300_000) if b <= steps] or [steps],
         "evaluation": {"every_env_steps": every, "episodes": EPISODES, "greedy": True},
         "sweep": {"bk-code": {"include_mission": [False]}},
-        "knowledge": {"code": {"path": str(rl_file.resolve())},
-                      "dataset": {"collector": "random", "episodes": 2, "collections": 1}},
-    }  # fmt: skip
-    header = ("# Written by bench/bk_reference_check.py: the rl-bk side of the BK reference "
-              "check.\n")  # fmt: skip
+        "knowledge": {
+            "code": {"path": str(rl_file.resolve())},
+            "dataset": {"collector": "random", "episodes": 2, "collections": 1},
+        },
+    }
+    header = "# Written by bench/bk_reference_check.py: the rl-bk side of the BK reference check.\n"
     path.write_text(header + yaml.safe_dump(task, sort_keys=False))
     return path
 
@@ -858,23 +987,37 @@ def run_rl_bk_part(out: Output, potential: str, seed: int, steps: int) -> dict:
     run_dir = find_run(home)
     started_at = home / "started-at-commit"
     commit = code_commit()
-    if run_dir is not None and not is_finished(run_dir) and (
-            not started_at.is_file() or started_at.read_text().strip() != commit):
+    if (
+        run_dir is not None
+        and not is_finished(run_dir)
+        and (not started_at.is_file() or started_at.read_text().strip() != commit)
+    ):
         # An interrupted run of other code (a fix since): its checkpoints would mix the two.
         was = started_at.read_text().strip() if started_at.is_file() else "unknown"
         aside = home.with_name(f"{home.name}-interrupted-{was}")
         shutil.rmtree(aside, ignore_errors=True)
         home.rename(aside)
-        print(f"[{NAME}] rl-bk/{potential}/{seed}: an interrupted run of other code moved to "
-              f"{_rel(aside)}; starting afresh", flush=True)  # fmt: skip
+        print(
+            f"[{NAME}] rl-bk/{potential}/{seed}: an interrupted run of other code moved to "
+            f"{_rel(aside)}; starting afresh",
+            flush=True,
+        )
         run_dir = None
     if is_finished(run_dir):
         cmd = None
     elif run_dir is not None and (run_dir / "tune").is_dir():
         cmd = [sys.executable, "tune_run.py", "--resume", str(run_dir)]
     else:
-        cmd = [sys.executable, "tune_run.py", "--task", str(task_file), "--output-dir", str(home),
-               "--knowledge-dir", str(out.runs / "knowledge")]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "tune_run.py",
+            "--task",
+            str(task_file),
+            "--output-dir",
+            str(home),
+            "--knowledge-dir",
+            str(out.runs / "knowledge"),
+        ]
     started = time.time()
     if cmd is not None:
         home.mkdir(parents=True, exist_ok=True)
@@ -887,8 +1030,10 @@ def run_rl_bk_part(out: Output, potential: str, seed: int, steps: int) -> dict:
         run_dir = find_run(home)
         if code != 0 or not is_finished(run_dir):
             tail = "\n".join((home / "tune_run.out").read_text().strip().splitlines()[-15:])
-            raise CheckError(f"tune_run.py failed (exit {code}) for rl-bk/{potential}/{seed}:\n"
-                             f"{tail}\nsee {_rel(home)}/tune_run.out")  # fmt: skip
+            raise CheckError(
+                f"tune_run.py failed (exit {code}) for rl-bk/{potential}/{seed}:\n"
+                f"{tail}\nsee {_rel(home)}/tune_run.out"
+            )
     return {**read_rl_bk_run(run_dir), "wall_s": round(time.time() - started, 1)}
 
 
@@ -908,25 +1053,42 @@ def read_rl_bk_run(run_dir: Path) -> dict:
     evals = []
     if M.EVAL_SUCCESS_RATE in p:
         for _, row in p[p[M.EVAL_SUCCESS_RATE].notna()].iterrows():
-            evals.append({"env_steps": int(row[M.ENV_STEPS]),
-                          "success": float(row[M.EVAL_SUCCESS_RATE]),
-                          "return": float(row.get(M.EVAL_RETURN_MEAN, math.nan)),
-                          "length": float(row.get(length_col, math.nan))})  # fmt: skip
+            evals.append(
+                {
+                    "env_steps": int(row[M.ENV_STEPS]),
+                    "success": float(row[M.EVAL_SUCCESS_RATE]),
+                    "return": float(row.get(M.EVAL_RETURN_MEAN, math.nan)),
+                    "length": float(row.get(length_col, math.nan)),
+                }
+            )
     steps, seconds = float(p[M.ENV_STEPS].iloc[-1]), float(p[M.TIME_TOTAL_S].iloc[-1])
     task = yaml.safe_load((run_dir / "task.yaml").read_text())
     settings = {k: task.get(k) for k in ("ppo", "model", "env_runners", "evaluation")}
-    settings["shaping"] = {k: task.get("knowledge", {}).get(k) for k in (
-        "extrinsic_coeff", "potential_normalization", "shaping_convention", "shaping_coeff")}
-    return {"evals": evals, "env_steps_per_s": steps / seconds if seconds > 0 else math.nan,
-            "run_dir": _rel(run_dir), "label": records[0].label, "settings": settings}
+    settings["shaping"] = {
+        k: task.get("knowledge", {}).get(k)
+        for k in (
+            "extrinsic_coeff",
+            "potential_normalization",
+            "shaping_convention",
+            "shaping_coeff",
+        )
+    }
+    return {
+        "evals": evals,
+        "env_steps_per_s": steps / seconds if seconds > 0 else math.nan,
+        "run_dir": _rel(run_dir),
+        "label": records[0].label,
+        "settings": settings,
+    }
 
 
 # ------------------------------------------------------------------------------ the report
 def parts(seeds: list[int]) -> list[str]:
     """Part ids ``<implementation>/<potential>/<seed>``, in the order they run: seed by seed,
     each potential on both implementations, so a partial check already compares."""
-    return [f"{impl}/{pot}/{seed}" for seed in seeds for pot in POTENTIALS
-            for impl in IMPLEMENTATIONS]  # fmt: skip
+    return [
+        f"{impl}/{pot}/{seed}" for seed in seeds for pot in POTENTIALS for impl in IMPLEMENTATIONS
+    ]
 
 
 def select_parts(all_parts: list[str], wanted: str | None) -> list[str]:
@@ -997,12 +1159,16 @@ def _plan(facts: dict) -> list[str]:
         f"- Code: rl-bk `{facts.get('rl_bk_commit', 'unknown')}`; BK "
         f"`{facts.get('bk_commit', 'unknown')}` (github.com/mansicer/background-knowledge-rl),"
         f" in its own environment: Python {bk.get('python', '?')}, "
-        + ", ".join(f"{k} {v}" for k, v in (bk.get("packages") or {}).items()) + ".",
-    ]  # fmt: skip
+        + ", ".join(f"{k} {v}" for k, v in (bk.get("packages") or {}).items())
+        + ".",
+    ]
     for name, p in pots.items():
-        lines.append(f"- Potential {name}: rl-bk file sha256 `{p['rl_bk_sha256']}`, BK file "
-                     f"sha256 `{p['bk_sha256']}`, window of {p['horizon']} states"
-                     + (f", labeler {p['labeler']}" if p.get("labeler") else "") + ".")
+        lines.append(
+            f"- Potential {name}: rl-bk file sha256 `{p['rl_bk_sha256']}`, BK file "
+            f"sha256 `{p['bk_sha256']}`, window of {p['horizon']} states"
+            + (f", labeler {p['labeler']}" if p.get("labeler") else "")
+            + "."
+        )
     if check := facts.get("port_check"):
         lines.append(
             f"- Port check (BK's loader in BK's env vs rl-bk's function, random play): "
@@ -1010,24 +1176,35 @@ def _plan(facts: dict) -> list[str]:
             f"{check['window_differs']} of them differ between BK's window and rl-bk's own "
             f"({check['window_differs_at_episode_start']} at episode starts, of "
             f"{check['episode_starts']})"
-            + (f"; rl-bk's training path (its shaping term's potentials on the same states, "
-               f"cut into chunks of 16 steps) agrees with BK's loader on "
-               f"{check['rl_path_agree']:,}" if "rl_path_agree" in check else "")
-            + ".")  # fmt: skip
+            + (
+                f"; rl-bk's training path (its shaping term's potentials on the same states, "
+                f"cut into chunks of 16 steps) agrees with BK's loader on "
+                f"{check['rl_path_agree']:,}"
+                if "rl_path_agree" in check
+                else ""
+            )
+            + "."
+        )
     lines += ["", *_settings_table(facts), ""]
     return lines
 
 
 #: BK's argument -> what rl-bk's task file calls it (ppo: section, or a dotted path).
 _SETTING_NAMES = [
-    ("learning_rate", "ppo.lr"), ("gamma", "ppo.gamma"), ("gae_lambda", "ppo.lambda_"),
-    ("clip_coef", "ppo.clip_param"), ("ent_coef", "ppo.entropy_coeff"),
-    ("vf_coef", "ppo.vf_loss_coeff"), ("max_grad_norm", "ppo.grad_clip"),
+    ("learning_rate", "ppo.lr"),
+    ("gamma", "ppo.gamma"),
+    ("gae_lambda", "ppo.lambda_"),
+    ("clip_coef", "ppo.clip_param"),
+    ("ent_coef", "ppo.entropy_coeff"),
+    ("vf_coef", "ppo.vf_loss_coeff"),
+    ("max_grad_norm", "ppo.grad_clip"),
     ("update_epochs", "ppo.num_epochs"),
     ("num_envs x num_steps", "ppo.train_batch_size_per_learner"),
-    ("batch / num_minibatches", "ppo.minibatch_size"), ("ext_coef", "shaping.extrinsic_coeff"),
-    ("eval_freq", "evaluation.every_env_steps"), ("num_eval_episodes", "evaluation.episodes"),
-]  # fmt: skip
+    ("batch / num_minibatches", "ppo.minibatch_size"),
+    ("ext_coef", "shaping.extrinsic_coeff"),
+    ("eval_freq", "evaluation.every_env_steps"),
+    ("num_eval_episodes", "evaluation.episodes"),
+]
 
 
 def _settings_table(facts: dict) -> list[str]:
@@ -1049,18 +1226,28 @@ def _settings_table(facts: dict) -> list[str]:
         section, key = path.split(".")
         return (rl.get(section) or {}).get(key, "?")
 
-    lines = ["Settings (BK: its `utils/config.py` defaults for bk-code on BabyAI; rl-bk: the "
-             "task file when the plan was written; each part keeps what it ran):", "",
-             "| BK | value | rl-bk | value |", "|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "Settings (BK: its `utils/config.py` defaults for bk-code on BabyAI; rl-bk: the "
+        "task file when the plan was written; each part keeps what it ran):",
+        "",
+        "| BK | value | rl-bk | value |",
+        "|---|---|---|---|",
+    ]
     used = set()
     for b, r in _SETTING_NAMES:
         used.add(r)
         lines.append(f"| `{b}` | {bk_value(b)} | `{r}` | {rl_value(r)} |")
-    others = {f"{s}.{k}": v for s in ("ppo", "model", "env_runners", "evaluation", "shaping")
-              for k, v in (rl.get(s) or {}).items()}  # fmt: skip
+    others = {
+        f"{s}.{k}": v
+        for s in ("ppo", "model", "env_runners", "evaluation", "shaping")
+        for k, v in (rl.get(s) or {}).items()
+    }
     rest = ", ".join(f"`{k}` {v}" for k, v in others.items() if k not in used)
-    bk_rest = ", ".join(f"`{k}` {v}" for k, v in bk.items() if k in (
-        "anneal_lr", "norm_adv", "clip_vloss", "target_kl", "reward_model_horizon"))
+    bk_rest = ", ".join(
+        f"`{k}` {v}"
+        for k, v in bk.items()
+        if k in ("anneal_lr", "norm_adv", "clip_vloss", "target_kl", "reward_model_horizon")
+    )
     lines += ["", f"Other BK defaults: {bk_rest or '?'}.", f"Other rl-bk settings: {rest or '?'}."]
     return lines
 
@@ -1083,26 +1270,35 @@ def _area_lines(mine: dict[str, list[dict]], steps: int, every: int) -> list[str
         areas[impl] = {}
         for f in runs:
             evals = [e for e in f["evals"] if e["env_steps"] >= every / 2]
-            area = normalised_area(curve_points([e["env_steps"] for e in evals],
-                                                [e["success"] for e in evals]),
-                                   steps, tolerance=every)  # fmt: skip
+            area = normalised_area(
+                curve_points([e["env_steps"] for e in evals], [e["success"] for e in evals]),
+                steps,
+                tolerance=every,
+            )
             areas[impl][f["seed"]] = area.value if area.complete else math.nan
     if not all(areas.values()):
         return []
     d = unpaired_difference(areas["rl-bk"].values(), areas["bk"].values())
     per_seed = "; ".join(
         f"{IMPLEMENTATIONS[i]} " + ", ".join(f"{v:.3f}" for _, v in sorted(a.items()))
-        for i, a in areas.items())  # fmt: skip
-    return [f"Mean greedy success over every evaluation up to {steps:,} env steps (per seed: "
-            f"{per_seed}): BK {_cell(list(areas['bk'].values()))}, rl-bk "
-            f"{_cell(list(areas['rl-bk'].values()))}; rl-bk minus BK {signed(d.mean)}, "
-            f"Welch's 95% t interval {interval_text(d)}.", ""]
+        for i, a in areas.items()
+    )
+    return [
+        f"Mean greedy success over every evaluation up to {steps:,} env steps (per seed: "
+        f"{per_seed}): BK {_cell(list(areas['bk'].values()))}, rl-bk "
+        f"{_cell(list(areas['rl-bk'].values()))}; rl-bk minus BK {signed(d.mean)}, "
+        f"Welch's 95% t interval {interval_text(d)}.",
+        "",
+    ]
 
 
 def _superseded(facts: dict, potential: str) -> list[dict]:
     """The latest earlier rl-bk record of each of this potential's parts (``--rerun``)."""
-    return [records[-1] for part, records in sorted(facts.get("superseded", {}).items())
-            if part.split("/")[1] == potential and records]  # fmt: skip
+    return [
+        records[-1]
+        for part, records in sorted(facts.get("superseded", {}).items())
+        if part.split("/")[1] == potential and records
+    ]
 
 
 def supersede(out: Output, facts: dict, finished: dict[str, dict], chosen: list[str]) -> None:
@@ -1115,8 +1311,10 @@ def supersede(out: Output, facts: dict, finished: dict[str, dict], chosen: list[
         home = out.runs / "rl-bk" / pot / seed
         if home.is_dir():
             home.rename(home.with_name(f"{seed}-{record.get('commit', 'earlier')}"))
-        print(f"[{NAME}] {part}: earlier record (rl-bk `{record.get('commit')}`) superseded",
-              flush=True)  # fmt: skip
+        print(
+            f"[{NAME}] {part}: earlier record (rl-bk `{record.get('commit')}`) superseded",
+            flush=True,
+        )
 
 
 def _pooled_lines(facts: dict, finished: dict[str, dict]) -> list[str]:
@@ -1127,13 +1325,19 @@ def _pooled_lines(facts: dict, finished: dict[str, dict]) -> list[str]:
         return []
     every = _grid(facts["steps"])[1]
     parts_seen = {**pooled, **finished}  # the plan's own parts where both have one
-    lines = ["### Every seed run so far", "",
-             f"The plan's seeds pooled with the runs of this check on other seeds "
-             f"({', '.join(f'`--out {n}`' for n in names)}; same steps, same potentials, "
-             f"same evaluation). Seeds were added, none dropped.", ""]  # fmt: skip
+    lines = [
+        "### Every seed run so far",
+        "",
+        f"The plan's seeds pooled with the runs of this check on other seeds "
+        f"({', '.join(f'`--out {n}`' for n in names)}; same steps, same potentials, "
+        f"same evaluation). Seeds were added, none dropped.",
+        "",
+    ]
     for pot, title in POTENTIALS.items():
-        mine = {impl: [f for p, f in parts_seen.items() if p.startswith(f"{impl}/{pot}/")]
-                for impl in IMPLEMENTATIONS}  # fmt: skip
+        mine = {
+            impl: [f for p, f in parts_seen.items() if p.startswith(f"{impl}/{pot}/")]
+            for impl in IMPLEMENTATIONS
+        }
         area = _area_lines(mine, facts["steps"], every)
         if area:
             lines += [f"- {title}: " + area[0]]
@@ -1148,19 +1352,28 @@ def write_report(out: Output, facts: dict, finished: dict[str, dict]) -> None:
     lines = [*_plan(facts), "## Results", ""]
     for pot, title in POTENTIALS.items():
         lines += [f"### {title} ({pot})", ""]
-        mine = {impl: [f for p, f in finished.items() if p.startswith(f"{impl}/{pot}/")]
-                for impl in IMPLEMENTATIONS}  # fmt: skip
+        mine = {
+            impl: [f for p, f in finished.items() if p.startswith(f"{impl}/{pot}/")]
+            for impl in IMPLEMENTATIONS
+        }
         if not any(mine.values()):
             lines += ["Not run yet.", ""]
             continue
         seeds = {impl: sorted(f["seed"] for f in fs) for impl, fs in mine.items()}
-        lines += [f"Seeds finished: BK {seeds['bk'] or 'none'}, rl-bk {seeds['rl-bk'] or 'none'}.",
-                  "", "| env steps | BK success | rl-bk success | BK return | rl-bk return |",
-                  "|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            f"Seeds finished: BK {seeds['bk'] or 'none'}, rl-bk {seeds['rl-bk'] or 'none'}.",
+            "",
+            "| env steps | BK success | rl-bk success | BK return | rl-bk return |",
+            "|---|---|---|---|---|",
+        ]
         for b in grid:
-            cells = [_cell([v for f in mine[impl] if not math.isnan(v := _at(f["evals"], b,
-                                                                              every, key))])
-                     for key in ("success", "return") for impl in IMPLEMENTATIONS]
+            cells = [
+                _cell(
+                    [v for f in mine[impl] if not math.isnan(v := _at(f["evals"], b, every, key))]
+                )
+                for key in ("success", "return")
+                for impl in IMPLEMENTATIONS
+            ]
             lines.append(f"| {b:,} | " + " | ".join(cells) + " |")
         last = []
         for key in ("success", "return"):
@@ -1170,34 +1383,56 @@ def write_report(out: Output, facts: dict, finished: dict[str, dict]) -> None:
                 where = f" (at {', '.join(f'{s / 1000:.1f}k' for s in at)})" if at else ""
                 last.append(_cell([e[key] for e in ends]) + (where if key == "success" else ""))
         lines.append("| last | " + " | ".join(last) + " |")
-        sps = {impl: [f["env_steps_per_s"] for f in fs if f.get("env_steps_per_s")]
-               for impl, fs in mine.items()}  # fmt: skip
-        lines += ["", "Env steps/s (whole run, evaluation included): "
-                  + "; ".join(f"{IMPLEMENTATIONS[i]} {_cell(v)}" for i, v in sps.items()) + ".",
-                  ""]  # fmt: skip
+        sps = {
+            impl: [f["env_steps_per_s"] for f in fs if f.get("env_steps_per_s")]
+            for impl, fs in mine.items()
+        }
+        lines += [
+            "",
+            "Env steps/s (whole run, evaluation included): "
+            + "; ".join(f"{IMPLEMENTATIONS[i]} {_cell(v)}" for i, v in sps.items())
+            + ".",
+            "",
+        ]
         lines += _area_lines(mine, facts["steps"], every)
         earlier = _superseded(facts, pot)
         area = _area_lines({"bk": mine["bk"], "rl-bk": earlier}, facts["steps"], every)
         if area:
             commits = ", ".join(sorted({f"`{f.get('commit')}`" for f in earlier}))
             lines += [f"Superseded (rl-bk before the last fix, at {commits}): " + area[0], ""]
-        residual = max((e.get("success_residual", 0) for f in mine["bk"] for e in f["evals"]),
-                       default=0)  # fmt: skip
+        residual = max(
+            (e.get("success_residual", 0) for f in mine["bk"] for e in f["evals"]), default=0
+        )
         if residual > 0.2:
-            lines += [f"Warning: a BK success count was {residual} from a whole number: the "
-                      "derivation's assumption does not hold for some evaluation.", ""]
+            lines += [
+                f"Warning: a BK success count was {residual} from a whole number: the "
+                "derivation's assumption does not hold for some evaluation.",
+                "",
+            ]
     if plot(out, finished, facts):
-        lines += [f"Curves: `{out.png.name}` (greedy success and return against env steps, "
-                  "mean over seeds, band = min..max).", ""]
+        lines += [
+            f"Curves: `{out.png.name}` (greedy success and return against env steps, "
+            "mean over seeds, band = min..max).",
+            "",
+        ]
     commits = sorted({f"{f['implementation']} `{f.get('commit')}`" for f in finished.values()})
     if commits:
-        lines += [f"Code the parts ran at: {', '.join(commits)}. Runs (not committed): "
-                  f"`{_rel(out.runs)}/<implementation>/<potential>/<seed>/`.", ""]
-    ran = {json.dumps(f["settings"], sort_keys=True) for f in finished.values()
-           if f["implementation"] == "rl-bk" and "settings" in f}  # fmt: skip
+        lines += [
+            f"Code the parts ran at: {', '.join(commits)}. Runs (not committed): "
+            f"`{_rel(out.runs)}/<implementation>/<potential>/<seed>/`.",
+            "",
+        ]
+    ran = {
+        json.dumps(f["settings"], sort_keys=True)
+        for f in finished.values()
+        if f["implementation"] == "rl-bk" and "settings" in f
+    }
     if len(ran) > 1:
-        lines += ["Warning: rl-bk's parts ran with different settings (the task file changed "
-                  "during the check); each part's are in the JSON.", ""]
+        lines += [
+            "Warning: rl-bk's parts ran with different settings (the task file changed "
+            "during the check); each part's are in the JSON.",
+            "",
+        ]
     lines += _pooled_lines(facts, finished)
     todo = [p for p in parts(facts["seeds"]) if p not in finished]
     if todo:
@@ -1221,9 +1456,18 @@ def plot(out: Output, finished: dict[str, dict], facts: dict) -> bool:
     for col, (pot, title) in enumerate(POTENTIALS.items()):
         for row, key in enumerate(("success", "return")):
             ax = axes[row][col]
-            curves = [(label, [f["evals"] for p, f in finished.items()
-                               if p.startswith(f"{impl}/{pot}/") and f["evals"]], "-")
-                      for impl, label in IMPLEMENTATIONS.items()]  # fmt: skip
+            curves = [
+                (
+                    label,
+                    [
+                        f["evals"]
+                        for p, f in finished.items()
+                        if p.startswith(f"{impl}/{pot}/") and f["evals"]
+                    ],
+                    "-",
+                )
+                for impl, label in IMPLEMENTATIONS.items()
+            ]
             earlier = [f["evals"] for f in _superseded(facts, pot) if f["evals"]]
             curves.append(("rl-bk before the last fix", earlier, "--"))
             for label, runs, style in curves:
@@ -1236,10 +1480,14 @@ def plot(out: Output, finished: dict[str, dict], facts: dict) -> bool:
                 if not keep.any():
                     continue
                 x, values = np.array(grid)[keep] / 1000, values[:, keep]
-                (line,) = ax.plot(x, values.mean(0), marker=".", linestyle=style,
-                                  label=f"{label} ({len(runs)} seed{'s' * (len(runs) > 1)})")
-                ax.fill_between(x, values.min(0), values.max(0), alpha=0.15,
-                                color=line.get_color())  # fmt: skip
+                (line,) = ax.plot(
+                    x,
+                    values.mean(0),
+                    marker=".",
+                    linestyle=style,
+                    label=f"{label} ({len(runs)} seed{'s' * (len(runs) > 1)})",
+                )
+                ax.fill_between(x, values.min(0), values.max(0), alpha=0.15, color=line.get_color())
             ax.set_title(f"{title}" if row == 0 else "")
             ax.set_xlabel("env steps (thousands)")
             ax.set_ylabel(f"greedy {key} ({facts['episodes']} episodes)")
@@ -1260,8 +1508,13 @@ def _fresh_facts(steps: int, seeds: list[int]) -> dict:
     """This command, machine and date, and the plan's seeds, steps and evaluation."""
     from bench.paired_rounds import run_facts
 
-    return {**run_facts("-m bench.bk_reference_check"), "seeds": seeds, "steps": steps,
-            "every": _grid(steps)[1], "episodes": EPISODES}  # fmt: skip
+    return {
+        **run_facts("-m bench.bk_reference_check"),
+        "seeds": seeds,
+        "steps": steps,
+        "every": _grid(steps)[1],
+        "episodes": EPISODES,
+    }
 
 
 def _facts(out: Output, steps: int, seeds: list[int]) -> tuple[dict, dict]:
@@ -1272,28 +1525,46 @@ def _facts(out: Output, steps: int, seeds: list[int]) -> tuple[dict, dict]:
         old = json.loads(out.json.read_text())
         if old.get("seeds") == seeds and old.get("steps") == steps:
             return {k: v for k, v in old.items() if k != "finished"}, old.get("finished", {})
-        print(f"[{NAME}] {out.json} planned seeds {old.get('seeds')} and steps "
-              f"{old.get('steps')}: starting a new check", flush=True)  # fmt: skip
+        print(
+            f"[{NAME}] {out.json} planned seeds {old.get('seeds')} and steps "
+            f"{old.get('steps')}: starting a new check",
+            flush=True,
+        )
     return facts, {}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bk-repo", type=Path, help="a clone of BK's repository (normal or bare)")
-    p.add_argument("--setup-bk-env", action="store_true",
-                   help=f"export BK's source and make its environment ({_rel(BK_ENV)}), then go on")
-    p.add_argument("--check-port", type=int, metavar="N",
-                   help="compare the BK-format potential with rl-bk's on N random transitions "
-                   "in BK's environment, then stop")  # fmt: skip
-    p.add_argument("--parts", help="comma-separated part prefixes to run: bk, rl-bk/zero, "
-                   "bk/oracle/1 (default: all)")  # fmt: skip
+    p.add_argument(
+        "--setup-bk-env",
+        action="store_true",
+        help=f"export BK's source and make its environment ({_rel(BK_ENV)}), then go on",
+    )
+    p.add_argument(
+        "--check-port",
+        type=int,
+        metavar="N",
+        help="compare the BK-format potential with rl-bk's on N random transitions "
+        "in BK's environment, then stop",
+    )
+    p.add_argument(
+        "--parts",
+        help="comma-separated part prefixes to run: bk, rl-bk/zero, bk/oracle/1 (default: all)",
+    )
     p.add_argument("--report-only", action="store_true", help="rewrite the report and stop")
-    p.add_argument("--pool", metavar="NAMES",
-                   help="with the plan's report: pool its seeds with those of other runs of "
-                        "this check (their --out names, comma-separated; '' for none)")
-    p.add_argument("--rerun", action="store_true",
-                   help="run the chosen rl-bk parts again even if finished (after a fix); "
-                        "their earlier records are kept as superseded")
+    p.add_argument(
+        "--pool",
+        metavar="NAMES",
+        help="with the plan's report: pool its seeds with those of other runs of "
+        "this check (their --out names, comma-separated; '' for none)",
+    )
+    p.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run the chosen rl-bk parts again even if finished (after a fix); "
+        "their earlier records are kept as superseded",
+    )
     p.add_argument("--steps", type=int, default=STEPS, help=f"env steps per run ({STEPS:,})")
     p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated")
     p.add_argument("--out", help=f"output name for runs other than the plan's ({NAME}-smoke)")
@@ -1328,8 +1599,9 @@ def _main(args: argparse.Namespace) -> int:
                 raise CheckError(f"--pool {name}: no {_rel(other.json)}")
             other_facts = json.loads(other.json.read_text())
             if other_facts.get("steps") != facts["steps"]:
-                raise CheckError(f"--pool {name} ran {other_facts.get('steps')} env steps, "
-                                 f"not {facts['steps']}")  # fmt: skip
+                raise CheckError(
+                    f"--pool {name} ran {other_facts.get('steps')} env steps, not {facts['steps']}"
+                )
             facts["pooled_parts"].update(other_facts.get("finished", {}))
     if args.report_only:
         write_report(out, facts, finished)
@@ -1340,8 +1612,10 @@ def _main(args: argparse.Namespace) -> int:
     needs_bk = args.setup_bk_env or args.check_port or any(c.startswith("bk/") for c in chosen)
     if args.setup_bk_env:
         if args.bk_repo is None:
-            raise CheckError("--setup-bk-env needs --bk-repo PATH (a clone of "
-                             "github.com/mansicer/background-knowledge-rl)")  # fmt: skip
+            raise CheckError(
+                "--setup-bk-env needs --bk-repo PATH (a clone of "
+                "github.com/mansicer/background-knowledge-rl)"
+            )
         setup_bk_env(args.bk_repo)
     bk = require_bk(args.bk_repo) if needs_bk else {}
 
@@ -1351,26 +1625,39 @@ def _main(args: argparse.Namespace) -> int:
     potentials = write_potentials(out)
     task = load_task(TASK)
     plan = {
-        "potentials": potentials, "rl_bk_commit": code_commit(),
+        "potentials": potentials,
+        "rl_bk_commit": code_commit(),
         "rl_bk_settings": {
-            "ppo": task.ppo.model_dump(mode="json"), "model": task.model.model_dump(mode="json"),
+            "ppo": task.ppo.model_dump(mode="json"),
+            "model": task.model.model_dump(mode="json"),
             "env_runners": task.env_runners.model_dump(mode="json"),
             "evaluation": task.evaluation.model_dump(mode="json"),
-            "shaping": {k: getattr(task.knowledge, k) for k in (
-                "extrinsic_coeff", "potential_normalization", "shaping_convention",
-                "shaping_coeff")}},
-    }  # fmt: skip
+            "shaping": {
+                k: getattr(task.knowledge, k)
+                for k in (
+                    "extrinsic_coeff",
+                    "potential_normalization",
+                    "shaping_convention",
+                    "shaping_coeff",
+                )
+            },
+        },
+    }
     if bk:
-        plan.update(bk_commit=bk["bk_commit"],
-                    bk_env={k: bk[k] for k in ("python", "packages", "defaults")})
+        plan.update(
+            bk_commit=bk["bk_commit"], bk_env={k: bk[k] for k in ("python", "packages", "defaults")}
+        )
     if not finished and not args.check_port:
         # No part has run: the plan is (re)written now, as this command starts the runs.
         facts.update({**_fresh_facts(args.steps, seeds), **plan})
     else:
         if facts.get("potentials") and facts["potentials"] != potentials:
-            print(f"[{NAME}] warning: the potentials differ from those this check started "
-                  f"with ({facts['potentials']} then, {potentials} now); each part keeps its "
-                  "own", flush=True)  # fmt: skip
+            print(
+                f"[{NAME}] warning: the potentials differ from those this check started "
+                f"with ({facts['potentials']} then, {potentials} now); each part keeps its "
+                "own",
+                flush=True,
+            )
         for key, value in plan.items():
             facts.setdefault(key, value)
 
@@ -1401,15 +1688,21 @@ def _main(args: argparse.Namespace) -> int:
         else:
             result = run_rl_bk_part(out, pot, int(seed), args.steps)
             result["commit"] = code_commit()
-        finished[part] = {"implementation": impl, "potential": pot, "seed": int(seed),
-                          "potential_sha256": potentials[pot]["bk_sha256" if impl == "bk"
-                                                              else "rl_bk_sha256"],
-                          **result}  # fmt: skip
+        finished[part] = {
+            "implementation": impl,
+            "potential": pot,
+            "seed": int(seed),
+            "potential_sha256": potentials[pot]["bk_sha256" if impl == "bk" else "rl_bk_sha256"],
+            **result,
+        }
         write_report(out, facts, finished)
         last = result["evals"][-1] if result["evals"] else {}
-        print(f"[{NAME}] {part} done: greedy success {last.get('success', math.nan):.2f} at "
-              f"{last.get('env_steps', 0):,} env steps, {result['env_steps_per_s']:.0f} env "
-              f"steps/s ({result['run_dir']})", flush=True)  # fmt: skip
+        print(
+            f"[{NAME}] {part} done: greedy success {last.get('success', math.nan):.2f} at "
+            f"{last.get('env_steps', 0):,} env steps, {result['env_steps_per_s']:.0f} env "
+            f"steps/s ({result['run_dir']})",
+            flush=True,
+        )
     print(f"[{NAME}] report: {_rel(out.md)}")
     return 0
 

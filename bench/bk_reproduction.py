@@ -77,8 +77,10 @@ def parts() -> list[tuple[str, str, str, object]]:
             evaluation = task.evaluation.model_copy(update={"lockstep": False})
             task = task.model_copy(update={"evaluation": evaluation})
         for method in task.methods:
-            out += [(part, study, method, seeded)
-                    for part, seeded, _ in seed_parts(f"{study}/{method}", task)]  # fmt: skip
+            out += [
+                (part, study, method, seeded)
+                for part, seeded, _ in seed_parts(f"{study}/{method}", task)
+            ]
     return out
 
 
@@ -128,24 +130,38 @@ def _plan(facts: dict) -> list[str]:
         methods = ", ".join(t.methods)
         if any(True in g.get("include_mission", []) for g in t.sweep.values()):
             methods += " (bk-*: task-agnostic and goal-aware)"
-        lines.append(f"| {name} | `{task_name}` | {methods} | {t.seeds} | "
-                     f"{t.stop.num_env_steps:,} |")  # fmt: skip
+        lines.append(
+            f"| {name} | `{task_name}` | {methods} | {t.seeds} | {t.stop.num_env_steps:,} |"
+        )
     return lines
 
 
-def _table(name: str, numbers: dict, steps: int, budgets: list[int],
-           runs: list[str]) -> list[str]:  # fmt: skip
+def _table(name: str, numbers: dict, steps: int, budgets: list[int], runs: list[str]) -> list[str]:
     from bench.study import censored_mean, mean_sd, steps_mean, steps_per_seed
 
-    cols = ["eval steps to 0.9 (per seed)", "mean steps to 0.9",
-            *[f"eval @{b // 1000}k" for b in budgets], "final eval return",
-            "train steps to 0.9"]  # fmt: skip
-    lines = [f"### {name}", "", f"Runs (not committed): {', '.join(f'`{r}`' for r in runs)}.", "",
-             "| variant | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]  # fmt: skip
+    cols = [
+        "eval steps to 0.9 (per seed)",
+        "mean steps to 0.9",
+        *[f"eval @{b // 1000}k" for b in budgets],
+        "final eval return",
+        "train steps to 0.9",
+    ]
+    lines = [
+        f"### {name}",
+        "",
+        f"Runs (not committed): {', '.join(f'`{r}`' for r in runs)}.",
+        "",
+        "| variant | " + " | ".join(cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
     for label, n in numbers.items():
-        cells = [steps_per_seed(n["eval_steps"]), steps_mean(n["eval_steps"], steps),
-                 *[mean_sd(n["eval_at"][str(b)]) for b in budgets],
-                 mean_sd(n["final_eval_return"]), steps_per_seed(n["train_steps"])]  # fmt: skip
+        cells = [
+            steps_per_seed(n["eval_steps"]),
+            steps_mean(n["eval_steps"], steps),
+            *[mean_sd(n["eval_at"][str(b)]) for b in budgets],
+            mean_sd(n["final_eval_return"]),
+            steps_per_seed(n["train_steps"]),
+        ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     ppo = numbers.get("ppo")
     if ppo is not None and any(label.startswith("bk-") for label in numbers):
@@ -156,12 +172,17 @@ def _table(name: str, numbers: dict, steps: int, budgets: list[int],
                 continue
             mean, censored = censored_mean(n["eval_steps"], steps)
             ppo_at = dict(zip(ppo["seeds"], ppo["eval_steps"]))  # paired by seed
-            wins = sum((not math.isnan(b)) and (math.isnan(ppo_at[s]) or b < ppo_at[s])
-                       for s, b in zip(n["seeds"], n["eval_steps"]) if s in ppo_at)  # fmt: skip
+            wins = sum(
+                (not math.isnan(b)) and (math.isnan(ppo_at[s]) or b < ppo_at[s])
+                for s, b in zip(n["seeds"], n["eval_steps"])
+                if s in ppo_at
+            )
             verdict = "fewer" if mean < base else "not fewer"
-            lines.append(f"- {label}: mean {mean / 1000:.0f}k{' (lower bound)' if censored else ''}"
-                         f" vs PPO {base / 1000:.0f}k: {verdict}; sooner than PPO on "
-                         f"{wins}/{len(n['eval_steps'])} seeds")  # fmt: skip
+            lines.append(
+                f"- {label}: mean {mean / 1000:.0f}k{' (lower bound)' if censored else ''}"
+                f" vs PPO {base / 1000:.0f}k: {verdict}; sooner than PPO on "
+                f"{wins}/{len(n['eval_steps'])} seeds"
+            )
     return [*lines, ""]
 
 
@@ -177,11 +198,17 @@ def _budget_points(parts: dict[str, dict], budgets: list[int]) -> list[dict]:
             continue
         for label, n in f["numbers"].items():
             for i, seed in enumerate(n["seeds"]):
-                out.append({"label": f"{label} (at {', '.join(f'{b // 1000}k' for b in budgets)})",
-                            "seed": seed, "progress": {
-                                M.ENV_STEPS: [float(b) for b in budgets],
-                                M.EVAL_SUCCESS_RATE: [n["eval_at"][str(b)][i] for b in budgets],
-                                M.SUCCESS_RATE: [n["train_at"][str(b)][i] for b in budgets]}})
+                out.append(
+                    {
+                        "label": f"{label} (at {', '.join(f'{b // 1000}k' for b in budgets)})",
+                        "seed": seed,
+                        "progress": {
+                            M.ENV_STEPS: [float(b) for b in budgets],
+                            M.EVAL_SUCCESS_RATE: [n["eval_at"][str(b)][i] for b in budgets],
+                            M.SUCCESS_RATE: [n["train_at"][str(b)][i] for b in budgets],
+                        },
+                    }
+                )
     return out
 
 
@@ -204,20 +231,33 @@ def write_report(facts: dict, finished: dict[str, dict]) -> None:
         trials = [c for f in mine.values() for c in f.get("curves", [])]
         trials += _budget_points(mine, list(t.budgets))
         plot = RESULTS.parent / f"bk-reproduction-{name}.png"
-        if plot_study(trials, {"greedy success (evaluation)": M.EVAL_SUCCESS_RATE,
-                               "training success (last 100 episodes)": M.SUCCESS_RATE},
-                      plot, f"BK reproduction, {name} (ORACLE knowledge)"):  # fmt: skip
-            lines += [f"Curves: `{plot.name}` (a variant whose per-report numbers were not kept "
-                      "is drawn through its values at the budgets).", ""]  # fmt: skip
+        if plot_study(
+            trials,
+            {
+                "greedy success (evaluation)": M.EVAL_SUCCESS_RATE,
+                "training success (last 100 episodes)": M.SUCCESS_RATE,
+            },
+            plot,
+            f"BK reproduction, {name} (ORACLE knowledge)",
+        ):
+            lines += [
+                f"Curves: `{plot.name}` (a variant whose per-report numbers were not kept "
+                "is drawn through its values at the budgets).",
+                "",
+            ]
         for part, f in mine.items():
             old_plot = f"bk-reproduction-{part.replace('/', '-')}.png"
             if "curves" not in f and (RESULTS.parent / old_plot).is_file():
                 lines += [f"Full curves of `{part}`, from its own run: `{old_plot}`.", ""]
-        commits = ", ".join(f"`{c}`" for c in sorted({f.get("commit", "not recorded")
-                                                      for f in mine.values()}))  # fmt: skip
+        commits = ", ".join(
+            f"`{c}`" for c in sorted({f.get("commit", "not recorded") for f in mine.values()})
+        )
         lines += [f"Code: {commits} (the commits its parts ran at).", ""]
-        missing = [f"{m} (seeds {', '.join(str(s) for s in left)})" for m in t.methods
-                   if (left := [s for s in t.seeds if not is_done(f"{name}/{m}/{s}", mine)])]
+        missing = [
+            f"{m} (seeds {', '.join(str(s) for s in left)})"
+            for m in t.methods
+            if (left := [s for s in t.seeds if not is_done(f"{name}/{m}/{s}", mine)])
+        ]
         if missing:
             lines += [f"Still to run in this study: {'; '.join(missing)}.", ""]
     from bench.bk_reanalysis import reanalysis_section  # the area measure, paired by seed
@@ -227,8 +267,7 @@ def write_report(facts: dict, finished: dict[str, dict]) -> None:
 
     lines += saved_section()
     write_keeping_reading(RESULTS.with_suffix(".md"), "\n".join(lines))
-    RESULTS.with_suffix(".json").write_text(json.dumps({**facts, "finished": finished},
-                                                       indent=2))  # fmt: skip
+    RESULTS.with_suffix(".json").write_text(json.dumps({**facts, "finished": finished}, indent=2))
 
 
 def _finish(run_dir: Path, budgets: list[int]) -> dict:
@@ -240,16 +279,23 @@ def _finish(run_dir: Path, budgets: list[int]) -> dict:
     numbers = {label: asdict(n) for label, n in seed_numbers(run_dir, budgets).items()}
     numbers = json.loads(json.dumps(numbers))  # as the JSON keeps them (budget keys: str)
     rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
-    return {"run_dir": str(rel), "numbers": numbers, "curves": trial_curves(run_dir),
-            "commit": code_commit()}  # fmt: skip
+    return {
+        "run_dir": str(rel),
+        "numbers": numbers,
+        "curves": trial_curves(run_dir),
+        "commit": code_commit(),
+    }
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--studies", default=None, help="comma-separated (default: all, in order)")
-    p.add_argument("--methods", default=None,
-                   help="comma-separated: run these methods' parts first, in this order (the "
-                   "rest after, in the task files' order); the plan stays the same")  # fmt: skip
+    p.add_argument(
+        "--methods",
+        default=None,
+        help="comma-separated: run these methods' parts first, in this order (the "
+        "rest after, in the task files' order); the plan stays the same",
+    )
     p.add_argument("--report-only", action="store_true", help="rewrite the tables and stop")
     p.add_argument("--runs", type=Path, default=RUNS, help="where the Tune runs go")
     args = p.parse_args()
@@ -273,8 +319,10 @@ def main() -> int:
     first = args.methods.split(",") if args.methods else []
     studies = [n for n, _ in STUDIES]
     # Studies keep their order; within one, the named methods come first (sorted is stable).
-    ordered = sorted(parts(), key=lambda p: (
-        studies.index(p[1]), first.index(p[2]) if p[2] in first else len(first)))
+    ordered = sorted(
+        parts(),
+        key=lambda p: (studies.index(p[1]), first.index(p[2]) if p[2] in first else len(first)),
+    )
     for part, study, method, task in ordered:
         if study not in names or is_done(part, finished):
             continue

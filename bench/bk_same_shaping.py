@@ -33,7 +33,9 @@ from bench.bk_same_update import _HOOKS, DRIVER_HEAD, DRIVER_TAIL, run_hooked_tr
 #: 'updated' one.
 _SHAPING_HOOKS = [_HOOKS[0], _HOOKS[2]]
 
-_DRIVER = DRIVER_HEAD + r"""
+_DRIVER = (
+    DRIVER_HEAD
+    + r"""
 rollouts = []
 
 def hook(kind, frame):
@@ -47,7 +49,9 @@ def hook(kind, frame):
             pickle.dump(rollouts, f)
         raise SystemExit(0)
 
-""" + DRIVER_TAIL
+"""
+    + DRIVER_TAIL
+)
 
 
 def bk_rollouts(seed: int, updates: int) -> list[dict[str, np.ndarray]]:
@@ -81,11 +85,14 @@ class RolloutEpisodes:
             while t < steps:
                 new = e not in self.open or bool(dones[t, e])
                 if new:
-                    episode = SingleAgentEpisode(observations=[obs[t, e]],
-                                                 infos=[{"caption": self.caption(obs[t, e])}],
-                                                 len_lookback_buffer=0)  # fmt: skip
-                    tag_env_slot(episode=episode, env_runner=SimpleNamespace(worker_index=1),
-                                 env_index=e)  # fmt: skip
+                    episode = SingleAgentEpisode(
+                        observations=[obs[t, e]],
+                        infos=[{"caption": self.caption(obs[t, e])}],
+                        len_lookback_buffer=0,
+                    )
+                    tag_env_slot(
+                        episode=episode, env_runner=SimpleNamespace(worker_index=1), env_index=e
+                    )
                 else:
                     episode = self.open.pop(e)  # the running episode's next chunk
                 end = next((u for u in range(t + 1, steps) if dones[u, e]), steps)
@@ -94,10 +101,15 @@ class RolloutEpisodes:
                     # rollout's end; after a terminal step BK keeps none (never read).
                     after = obs[u + 1, e] if u + 1 < steps else rollout["next_obs"][e]
                     ends = (u + 1 < steps and bool(dones[u + 1, e])) or (
-                        u + 1 == steps and bool(rollout["next_done"][e]))
-                    episode.add_env_step(after, int(actions[u, e]), 0.0,
-                                         infos={"caption": self.caption(after)},
-                                         terminated=ends)  # fmt: skip
+                        u + 1 == steps and bool(rollout["next_done"][e])
+                    )
+                    episode.add_env_step(
+                        after,
+                        int(actions[u, e]),
+                        0.0,
+                        infos={"caption": self.caption(after)},
+                        terminated=ends,
+                    )
                 chunks.append(episode)
                 where.append([(u, e) for u in range(t, end)])
                 if end == steps and not episode.is_terminated:
@@ -135,20 +147,25 @@ def check_same_shaping(seed: int = 0, updates: int = 12, tol: float = 1e-6) -> d
     # writes what rl-bk's env writes).
     caption = load_function(bk_format_code(code, horizon), "port_caption")
     shaping = PotentialShaping(
-        potential_fn=CodePotential(code, family="babyai", horizon=horizon), gamma=task.ppo.gamma,
-        coeff=task.knowledge.shaping_coeff, normalization=task.knowledge.potential_normalization,
+        potential_fn=CodePotential(code, family="babyai", horizon=horizon),
+        gamma=task.ppo.gamma,
+        coeff=task.knowledge.shaping_coeff,
+        normalization=task.knowledge.potential_normalization,
         convention=task.knowledge.shaping_convention,
-        episode_start=task.knowledge.episode_start_window)  # fmt: skip
+        episode_start=task.knowledge.episode_start_window,
+    )
     piece = RewriteRewards(terms=[shaping], extrinsic_coeff=1.0)
     episodes = RolloutEpisodes(caption)
     gaps, scale, steps, starts = [], 0.0, 0, 0
     for rollout in rollouts:
         chunks, where = episodes.batch(rollout)
         shared = {}
-        AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=chunks,
-                                        shared_data=shared)  # fmt: skip
-        piece(rl_module=None, batch={}, episodes=chunks, shared_data=shared,
-              metrics=MetricsLogger())  # fmt: skip
+        AddOneTsToEpisodesAndTruncate()(
+            rl_module=None, batch={}, episodes=chunks, shared_data=shared
+        )
+        piece(
+            rl_module=None, batch={}, episodes=chunks, shared_data=shared, metrics=MetricsLogger()
+        )
         for chunk, cells in zip(chunks, where):
             ours = np.asarray(chunk.get_rewards(), np.float64)[: len(cells)]
             theirs = np.array([rollout["shaped_rewards"][u, e] for u, e in cells], np.float64)
@@ -157,6 +174,13 @@ def check_same_shaping(seed: int = 0, updates: int = 12, tol: float = 1e-6) -> d
             steps += len(cells)
             starts += int(chunk.t_started == 0)
     gap = max(gaps)
-    return {"seed": seed, "rollouts": len(rollouts), "steps": steps, "episode_starts": starts,
-            "gamma": task.ppo.gamma, "largest_shaped_reward": scale, "max_difference": gap,
-            "ok": bool(steps == updates * 1024 and gap <= tol * max(1.0, scale))}  # fmt: skip
+    return {
+        "seed": seed,
+        "rollouts": len(rollouts),
+        "steps": steps,
+        "episode_starts": starts,
+        "gamma": task.ppo.gamma,
+        "largest_shaped_reward": scale,
+        "max_difference": gap,
+        "ok": bool(steps == updates * 1024 and gap <= tol * max(1.0, scale)),
+    }

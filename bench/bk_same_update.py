@@ -45,14 +45,23 @@ from bench.bk_reference_check import (
 #: (a line of train_rs.py, where the hook goes, the hook): the driver asserts each line is
 #: found exactly once, so a changed train_rs.py fails loudly instead of comparing nothing.
 _HOOKS = [
-    ("        # Optimizing the policy and value network\n", "before",
-     "        __rlbk_hook__('batch', locals())\n"),
-    ("                optimizer.step()\n", "after",
-     "                __rlbk_hook__('step', locals())\n"),
-    ("        if last_eval_step == 0 or (global_step - last_eval_step) >= args.eval_freq "
-     "or global_step >= args.total_timesteps:\n", "before",
-     "        __rlbk_hook__('updated', locals())\n"),
-]  # fmt: skip
+    (
+        "        # Optimizing the policy and value network\n",
+        "before",
+        "        __rlbk_hook__('batch', locals())\n",
+    ),
+    (
+        "                optimizer.step()\n",
+        "after",
+        "                __rlbk_hook__('step', locals())\n",
+    ),
+    (
+        "        if last_eval_step == 0 or (global_step - last_eval_step) >= args.eval_freq "
+        "or global_step >= args.total_timesteps:\n",
+        "before",
+        "        __rlbk_hook__('updated', locals())\n",
+    ),
+]
 
 #: Every hook driver's start: its arguments, and train_rs.py's source with the hooks put in.
 DRIVER_HEAD = r"""
@@ -77,7 +86,9 @@ exec(compile(source, src_path, "exec"), {"__name__": "__main__", "__file__": src
 raise SystemExit("train_rs.py ended before the driver's last hook")
 """
 
-_DRIVER = DRIVER_HEAD + r"""
+_DRIVER = (
+    DRIVER_HEAD
+    + r"""
 saved = {"steps": []}
 
 def numpy(x):
@@ -111,22 +122,30 @@ def hook(kind, frame):
             pickle.dump(saved, f)
         raise SystemExit(0)
 
-""" + DRIVER_TAIL
+"""
+    + DRIVER_TAIL
+)
 
 #: BK's IntrinsicAgent's parameter names -> GridConvPPOModule's.
-_NAMES = {"network.": "torso.", "extra_layer.0.": "value_features.0.", "actor.": "pi.",
-          "critic_ext.": "vf.", "critic_int.": "int_vf."}
+_NAMES = {
+    "network.": "torso.",
+    "extra_layer.0.": "value_features.0.",
+    "actor.": "pi.",
+    "critic_ext.": "vf.",
+    "critic_int.": "int_vf.",
+}
 
 
 def rl_bk_name(bk_name: str) -> str:
     for bk, ours in _NAMES.items():
         if bk_name.startswith(bk):
-            return ours + bk_name[len(bk):]
+            return ours + bk_name[len(bk) :]
     raise KeyError(f"no rl-bk parameter for BK's {bk_name}")
 
 
-def run_hooked_train_rs(driver: str, hooks: list[tuple[str, str, str]], update: int,
-                        seed: int, workdir: Path) -> Any:  # fmt: skip
+def run_hooked_train_rs(
+    driver: str, hooks: list[tuple[str, str, str]], update: int, seed: int, workdir: Path
+) -> Any:
     """BK's ``train_rs.py`` on RedBall-S20 with the exported oracle potential, for ``update``
     updates of 1,024 env steps, executed by ``driver`` (a script: output path, train_rs.py's
     path, the hex-pickled ``hooks``, ``update``, then train_rs.py's arguments); returns what the
@@ -138,15 +157,32 @@ def run_hooked_train_rs(driver: str, hooks: list[tuple[str, str, str]], update: 
     _, potential_dir = potential_paths(out, "oracle")
     (workdir / "prompts").symlink_to(BK_SRC.resolve() / "prompts")
     saved = workdir / "bk-hooked.pkl"
-    cmd = [str(bk_python()), "-c", driver, str(saved), str(BK_SRC.resolve() / "train_rs.py"),
-           pickle.dumps(hooks).hex(), str(update), "--alg", "bk-code", "--pretrain_path",
-           str(potential_dir.resolve()), "--env", BK_ENV_ID, "--seed", str(seed),
-           "--total_timesteps", str(1024 * update)]  # fmt: skip
+    cmd = [
+        str(bk_python()),
+        "-c",
+        driver,
+        str(saved),
+        str(BK_SRC.resolve() / "train_rs.py"),
+        pickle.dumps(hooks).hex(),
+        str(update),
+        "--alg",
+        "bk-code",
+        "--pretrain_path",
+        str(potential_dir.resolve()),
+        "--env",
+        BK_ENV_ID,
+        "--seed",
+        str(seed),
+        "--total_timesteps",
+        str(1024 * update),
+    ]
     env = {**bk_run_env(), "PYTHONPATH": str(BK_SRC.resolve())}
     done = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
     if done.returncode != 0 or not saved.is_file():
-        raise RuntimeError(f"BK's train_rs.py under a hook driver failed (exit "
-                           f"{done.returncode}):\n{done.stderr[-3000:]}")  # fmt: skip
+        raise RuntimeError(
+            f"BK's train_rs.py under a hook driver failed (exit "
+            f"{done.returncode}):\n{done.stderr[-3000:]}"
+        )
     return pickle.loads(saved.read_bytes())
 
 
@@ -181,12 +217,19 @@ def episode_pieces(bk: dict, obs_size: int):
             last = bk["next_obs"][e] if b == steps else bk["obs"][b - 1, e]  # unread if ended
             obs = [rl_bk_view(bk["obs"][t, e], obs_size) for t in range(a, b)]
             obs.append(rl_bk_view(last, obs_size))
-            pieces.append(SingleAgentEpisode(
-                observations=obs, actions=[int(x) for x in bk["actions"][a:b, e]],
-                rewards=[float(r) for r in bk["rewards"][a:b, e]], infos=[{}] * len(obs),
-                extra_model_outputs={Columns.ACTION_LOGP: [np.float32(x)
-                                                           for x in bk["logprobs"][a:b, e]]},
-                terminated=ended, len_lookback_buffer=0))  # fmt: skip
+            pieces.append(
+                SingleAgentEpisode(
+                    observations=obs,
+                    actions=[int(x) for x in bk["actions"][a:b, e]],
+                    rewards=[float(r) for r in bk["rewards"][a:b, e]],
+                    infos=[{}] * len(obs),
+                    extra_model_outputs={
+                        Columns.ACTION_LOGP: [np.float32(x) for x in bk["logprobs"][a:b, e]]
+                    },
+                    terminated=ended,
+                    len_lookback_buffer=0,
+                )
+            )
             indices.append([t * envs + e for t in range(a, b)])
     return pieces, indices
 
@@ -217,20 +260,24 @@ def load_adam_state(learner, module, adam: dict) -> None:
     params = dict(module.named_parameters())
     for bk_name, state in adam.items():
         optimizer.state[params[rl_bk_name(bk_name)]] = {
-            k: torch.as_tensor(v) for k, v in state.items()}
+            k: torch.as_tensor(v) for k, v in state.items()
+        }
 
 
 def _number(x) -> float:
     return float(x.detach()) if hasattr(x, "detach") else float(x)
 
 
-def first_epoch_envs(env_of_row: dict[int, int], order: np.ndarray, minibatch: int = 256,
-                     rows: int | None = None) -> list[int]:
+def first_epoch_envs(
+    env_of_row: dict[int, int], order: np.ndarray, minibatch: int = 256, rows: int | None = None
+) -> list[int]:
     """How many envs' steps each minibatch of a first epoch holds, when it takes the batch's
     rows in ``order`` (RLlib's iterator: the batch as built; CleanRL's: a permutation)."""
     rows = len(order) if rows is None else rows
-    return [len({env_of_row[r] for r in order[i:i + minibatch] if r in env_of_row})
-            for i in range(0, rows - minibatch + 1, minibatch)]
+    return [
+        len({env_of_row[r] for r in order[i : i + minibatch] if r in env_of_row})
+        for i in range(0, rows - minibatch + 1, minibatch)
+    ]
 
 
 def check_update(seed: int = 0, update: int = 4, rtol: float = 1e-4) -> dict:
@@ -247,8 +294,9 @@ def check_update(seed: int = 0, update: int = 4, rtol: float = 1e-4) -> dict:
     module.load_state_dict({rl_bk_name(k): torch.from_numpy(v) for k, v in bk["weights"].items()})
     load_adam_state(learner, module, bk["adam"])
     pieces, indices = episode_pieces(bk, obs_size)
-    batch = learner._learner_connector(rl_module=learner.module, batch={}, episodes=pieces,
-                                       shared_data={}, metrics=learner.metrics)  # fmt: skip
+    batch = learner._learner_connector(
+        rl_module=learner.module, batch={}, episodes=pieces, shared_data={}, metrics=learner.metrics
+    )
     batch = batch[DEFAULT_MODULE_ID]
 
     # BK's flat index -> the batch's row (each chunk's steps, then RLlib's artificial step)
@@ -264,10 +312,13 @@ def check_update(seed: int = 0, update: int = 4, rtol: float = 1e-4) -> dict:
         "shuffled": first_epoch_envs(env_of_row, np.random.default_rng(seed).permutation(total)),
     }
     rows = torch.as_tensor([row_of[i] for i in range(n)])
-    flat = {k: bk[k].reshape(n, *bk[k].shape[2:]) for k in
-            ("obs", "actions", "values", "returns", "advantages")}  # fmt: skip
-    obs_ok = np.allclose(batch[Columns.OBS][rows].numpy(),
-                         np.stack([rl_bk_view(o, obs_size) for o in flat["obs"]]))  # fmt: skip
+    flat = {
+        k: bk[k].reshape(n, *bk[k].shape[2:])
+        for k in ("obs", "actions", "values", "returns", "advantages")
+    }
+    obs_ok = np.allclose(
+        batch[Columns.OBS][rows].numpy(), np.stack([rl_bk_view(o, obs_size) for o in flat["obs"]])
+    )
     actions_ok = np.array_equal(batch[Columns.ACTIONS][rows].numpy(), flat["actions"].astype(int))
     mask = batch[Columns.LOSS_MASK]
     real_ok = bool(mask[rows].all()) and int(mask.sum()) == n
@@ -278,34 +329,57 @@ def check_update(seed: int = 0, update: int = 4, rtol: float = 1e-4) -> dict:
 
     values = batch[Columns.VF_PREDS][rows].numpy()
     targets = batch[Postprocessing.VALUE_TARGETS][rows].numpy()
-    value_gaps = {"sampled_values": gap(values, flat["values"]),
-                  "value_targets": gap(targets, flat["returns"]),
-                  "advantages": gap(targets - values, flat["advantages"])}  # fmt: skip
+    value_gaps = {
+        "sampled_values": gap(values, flat["values"]),
+        "value_targets": gap(targets, flat["returns"]),
+        "advantages": gap(targets - values, flat["advantages"]),
+    }
 
     losses = []
     for step in bk["steps"]:
         picked = rows[torch.as_tensor(step["indices"])]
         minibatch = {k: v[picked] for k, v in batch.items()}
         learner._uncompiled_update({DEFAULT_MODULE_ID: minibatch})
-        peek = {key: _number(learner.metrics.peek((DEFAULT_MODULE_ID, key)))
-                for key in (POLICY_LOSS_KEY, VF_LOSS_KEY, ENTROPY_KEY)}  # fmt: skip
-        losses.append({"bk": [step["policy"], step["value"], step["entropy"]],
-                       "rl-bk": [peek[POLICY_LOSS_KEY], peek[VF_LOSS_KEY], peek[ENTROPY_KEY]]})
+        peek = {
+            key: _number(learner.metrics.peek((DEFAULT_MODULE_ID, key)))
+            for key in (POLICY_LOSS_KEY, VF_LOSS_KEY, ENTROPY_KEY)
+        }
+        losses.append(
+            {
+                "bk": [step["policy"], step["value"], step["entropy"]],
+                "rl-bk": [peek[POLICY_LOSS_KEY], peek[VF_LOSS_KEY], peek[ENTROPY_KEY]],
+            }
+        )
     loss_gap = max(gap(m["rl-bk"], m["bk"]) for m in losses)
     after = {k: v.detach().numpy() for k, v in module.state_dict().items()}
     # absolute: the largest difference between the two updated networks, against the largest
     # change the update made to any weight
-    difference = max(float(np.abs(after[rl_bk_name(k)] - v).max())
-                     for k, v in bk["weights_after"].items())  # fmt: skip
+    difference = max(
+        float(np.abs(after[rl_bk_name(k)] - v).max()) for k, v in bk["weights_after"].items()
+    )
     change = max(float(np.abs(bk["weights_after"][k] - v).max()) for k, v in bk["weights"].items())
     ended = int(sum(1 for p in pieces if p.is_terminated))
-    ok = (obs_ok and actions_ok and real_ok and max(value_gaps.values()) < rtol
-          and loss_gap < rtol and difference < 1e-3 * change)  # fmt: skip
-    return {"seed": seed, "update": update, "rows": n, "chunks": len(pieces),
-            "episodes_ended": ended, "minibatches": len(losses),
-            "batch": {"observations": obs_ok, "actions": actions_ok, "loss_mask": real_ok},
-            "envs_per_minibatch": envs_per_minibatch,
-            "values": value_gaps, "loss_gap": loss_gap,
-            "losses_first_last": [losses[0], losses[-1]],
-            "weights_max_difference": difference, "weights_max_change": change,
-            "ok": bool(ok)}  # fmt: skip
+    ok = (
+        obs_ok
+        and actions_ok
+        and real_ok
+        and max(value_gaps.values()) < rtol
+        and loss_gap < rtol
+        and difference < 1e-3 * change
+    )
+    return {
+        "seed": seed,
+        "update": update,
+        "rows": n,
+        "chunks": len(pieces),
+        "episodes_ended": ended,
+        "minibatches": len(losses),
+        "batch": {"observations": obs_ok, "actions": actions_ok, "loss_mask": real_ok},
+        "envs_per_minibatch": envs_per_minibatch,
+        "values": value_gaps,
+        "loss_gap": loss_gap,
+        "losses_first_last": [losses[0], losses[-1]],
+        "weights_max_difference": difference,
+        "weights_max_change": change,
+        "ok": bool(ok),
+    }

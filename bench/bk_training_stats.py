@@ -39,7 +39,7 @@ MEASURES = {
     "training episode length": ("train/episodic_length", ("env_runners", "episode_len_mean")),
     "policy entropy": ("learner/entropy_loss", ("learners", "default_policy", "entropy")),
     "value loss": ("learner/value_loss", ("learners", "default_policy", "vf_loss")),
-}  # fmt: skip
+}
 
 
 def tensorboard_scalars(path: Path) -> dict[str, list[tuple[int, float]]]:
@@ -109,13 +109,18 @@ def collect(check: dict) -> dict[str, dict]:
     for part, record in part_runs(check).items():
         run_dir = ROOT / record["run_dir"]
         if not run_dir.is_dir():
-            raise SystemExit(f"{part}: its run folder {record['run_dir']} is not on this machine;"
-                             " run the reference check here first")  # fmt: skip
+            raise SystemExit(
+                f"{part}: its run folder {record['run_dir']} is not on this machine;"
+                " run the reference check here first"
+            )
         bk = record["implementation"] == "bk"
         scalars = bk_scalars(run_dir) if bk else rl_bk_scalars(run_dir)
-        out[part] = {"implementation": record["implementation"], "potential": record["potential"],
-                     "seed": int(record["seed"]),
-                     "windows": {m: window_means(p) for m, p in scalars.items()}}  # fmt: skip
+        out[part] = {
+            "implementation": record["implementation"],
+            "potential": record["potential"],
+            "seed": int(record["seed"]),
+            "windows": {m: window_means(p) for m, p in scalars.items()},
+        }
     return out
 
 
@@ -123,27 +128,43 @@ def report(parts: dict[str, dict]) -> list[str]:
     from bench.learning_measures import interval_text, signed, unpaired_difference
 
     heads = [f"{lo // 1000}–{hi // 1000 if hi < 310_000 else 300}k" for lo, hi in WINDOWS]
-    lines = ["# The reference check's runs, training side", "",
-             "`python -m bench.bk_training_stats`: BK's `train_rs.py` and rl-bk on RedBall-S20, "
-             "every part `bench/results/bk-reference-check.json` records (pooled seeds "
-             "included), read from their training logs. Each cell: the mean over seeds of each "
-             "run's mean in the env-step window (BK logs every 20k env steps; rl-bk every "
-             "iteration, its return and length over the last 100 episodes), ± the std over "
-             "seeds; then rl-bk minus BK with Welch's 95% t interval (unpaired).",
-             ""]  # fmt: skip
+    lines = [
+        "# The reference check's runs, training side",
+        "",
+        "`python -m bench.bk_training_stats`: BK's `train_rs.py` and rl-bk on RedBall-S20, "
+        "every part `bench/results/bk-reference-check.json` records (pooled seeds "
+        "included), read from their training logs. Each cell: the mean over seeds of each "
+        "run's mean in the env-step window (BK logs every 20k env steps; rl-bk every "
+        "iteration, its return and length over the last 100 episodes), ± the std over "
+        "seeds; then rl-bk minus BK with Welch's 95% t interval (unpaired).",
+        "",
+    ]
     for potential in sorted({p["potential"] for p in parts.values()}):
-        lines += [f"## {potential} potential", "",
-                  "| measure | implementation | seeds | " + " | ".join(heads) + " |",
-                  "|---|---|---|" + "---|" * len(heads)]  # fmt: skip
+        lines += [
+            f"## {potential} potential",
+            "",
+            "| measure | implementation | seeds | " + " | ".join(heads) + " |",
+            "|---|---|---|" + "---|" * len(heads),
+        ]
         diffs = []
         for measure in MEASURES:
             groups = {}
             for impl in ("bk", "rl-bk"):
-                runs = sorted((p for p in parts.values() if p["potential"] == potential
-                               and p["implementation"] == impl), key=lambda p: p["seed"])
+                runs = sorted(
+                    (
+                        p
+                        for p in parts.values()
+                        if p["potential"] == potential and p["implementation"] == impl
+                    ),
+                    key=lambda p: p["seed"],
+                )
                 groups[impl] = np.array([p["windows"][measure] for p in runs], dtype=float)
-                cells = [f"{np.nanmean(col):.3f} ± {np.nanstd(col, ddof=1):.3f}"
-                         if len(col) > 1 else f"{np.nanmean(col):.3f}" for col in groups[impl].T]
+                cells = [
+                    f"{np.nanmean(col):.3f} ± {np.nanstd(col, ddof=1):.3f}"
+                    if len(col) > 1
+                    else f"{np.nanmean(col):.3f}"
+                    for col in groups[impl].T
+                ]
                 lines.append(f"| {measure} | {impl} | {len(runs)} | " + " | ".join(cells) + " |")
             if min(len(g) for g in groups.values()) < 2:
                 continue  # a side with under two seeds (its runs still to come) has no interval
@@ -151,9 +172,15 @@ def report(parts: dict[str, dict]) -> list[str]:
                 d = unpaired_difference(groups["rl-bk"][:, w], groups["bk"][:, w])
                 diffs.append(f"| {measure} | {head} | {signed(d.mean)} | {interval_text(d)} |")
         if diffs:
-            lines += ["", "rl-bk minus BK:", "",
-                      "| measure | window | difference | Welch's 95% t interval |",
-                      "|---|---|---|---|", *diffs, ""]
+            lines += [
+                "",
+                "rl-bk minus BK:",
+                "",
+                "| measure | window | difference | Welch's 95% t interval |",
+                "|---|---|---|---|",
+                *diffs,
+                "",
+            ]
         else:
             lines += ["", "rl-bk minus BK: not yet (a side has under two seeds).", ""]
     return lines
@@ -161,8 +188,11 @@ def report(parts: dict[str, dict]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--report-only", action="store_true",
-                   help="rewrite the report from the parts its JSON keeps (no training logs)")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rewrite the report from the parts its JSON keeps (no training logs)",
+    )
     args = p.parse_args(argv)
     if args.report_only:
         parts = json.loads(OUT.with_suffix(".json").read_text())["parts"]
@@ -170,9 +200,16 @@ def main(argv: list[str] | None = None) -> int:
         if not CHECK.is_file():
             raise SystemExit(f"{CHECK} is missing: run python -m bench.bk_reference_check first")
         parts = collect(json.loads(CHECK.read_text()))
-        OUT.with_suffix(".json").write_text(json.dumps(
-            {"command": "python -m bench.bk_training_stats", "windows": WINDOWS, "parts": parts},
-            indent=1))  # fmt: skip
+        OUT.with_suffix(".json").write_text(
+            json.dumps(
+                {
+                    "command": "python -m bench.bk_training_stats",
+                    "windows": WINDOWS,
+                    "parts": parts,
+                },
+                indent=1,
+            )
+        )
     from bench.study import write_keeping_reading
 
     text = "\n".join(report(parts)) + "\n"

@@ -122,20 +122,30 @@ class PPOSetup:
 
     @property
     def task_setting(self) -> bool:
-        return (self.runners_x_envs is None and self.learner_threads is None
-                and self.vectorize_mode is None and not self.compile_learner)  # fmt: skip
+        return (
+            self.runners_x_envs is None
+            and self.learner_threads is None
+            and self.vectorize_mode is None
+            and not self.compile_learner
+        )
 
 
 #: RLlib's per-iteration timers of PPO, under the result's ``timers``.
-TIMERS = {"sampling": "env_runner_sampling_timer", "learner update": "learner_update_timer",
-          "weight sync": "synch_weights"}  # fmt: skip
+TIMERS = {
+    "sampling": "env_runner_sampling_timer",
+    "learner update": "learner_update_timer",
+    "weight sync": "synch_weights",
+}
 #: APPO's (RLlib 2.60, new API stack, the learner in the algorithm's process): the main
 #: loop's timers under ``timers`` (``ray.rllib.algorithms.impala.impala.IMPALA.training_step``:
 #: SAMPLE_TIMER, LEARNER_UPDATE_TIMER, SYNCH_WORKER_WEIGHTS_TIMER), and its learner thread's
 #: under ``learners/__all_modules__`` (``impala_learner``: LEARNER_THREAD_UPDATE_TIMER,
 #: LEARNER_THREAD_IN_QUEUE_WAIT_TIMER).
-APPO_TIMERS = {"sampling": "sample", "learner update": "learner_update_timer",
-               "weight sync": "synch_weights"}  # fmt: skip
+APPO_TIMERS = {
+    "sampling": "sample",
+    "learner update": "learner_update_timer",
+    "weight sync": "synch_weights",
+}
 LEARNER_THREAD_TIMERS = {
     "learner thread update": "learner_thread_update_timer",
     "learner thread waiting": "learner_thread_in_queue_wait_timer",
@@ -144,8 +154,13 @@ LEARNER_THREAD_TIMERS = {
 #: pulling APPO's weights from the env-runner state server (at the start of a call).
 RUNNER_TIMERS = ("sample", "time_between_sampling", "env_runner_state_server_pull")
 #: What the tables show of them, in order (NaN where RLlib reported none).
-TIMER_COLUMNS = ("sampling", "learner update", "weight sync", *LEARNER_THREAD_TIMERS,
-                 "env runners sampling share")  # fmt: skip
+TIMER_COLUMNS = (
+    "sampling",
+    "learner update",
+    "weight sync",
+    *LEARNER_THREAD_TIMERS,
+    "env runners sampling share",
+)
 
 
 def sum_timers(algo, main: dict[str, str], learner: dict[str, str]) -> None:
@@ -194,8 +209,9 @@ def _get(result: dict, *path: str) -> float:
         return math.nan
 
 
-def timed_run(config, iterations: int, main: dict[str, str],
-              learner: dict[str, str] | None = None) -> dict:  # fmt: skip
+def timed_run(
+    config, iterations: int, main: dict[str, str], learner: dict[str, str] | None = None
+) -> dict:
     """Builds ``config``, trains one warm-up iteration, then times ``iterations`` more: env
     steps sampled, wall time, and RLlib's timers in seconds per timed iteration (NaN where it
     reported none)."""
@@ -226,23 +242,36 @@ def timed_run(config, iterations: int, main: dict[str, str],
 
     timers = dict.fromkeys(TIMER_COLUMNS, math.nan)  # NaN: RLlib has no such timer here
     timers |= {name: per_iteration(key) for name, key in main.items()}
-    timers |= {name: lifetime("learners", "__all_modules__", key) / iterations
-               for name, key in learner.items()}  # fmt: skip
+    timers |= {
+        name: lifetime("learners", "__all_modules__", key) / iterations
+        for name, key in learner.items()
+    }
     runner = {k: lifetime("env_runners", k) for k in RUNNER_TIMERS}
     busy = runner["sample"] + runner["time_between_sampling"]
-    busy += 0.0 if math.isnan(runner["env_runner_state_server_pull"]) else (
-        runner["env_runner_state_server_pull"])  # fmt: skip
+    busy += (
+        0.0
+        if math.isnan(runner["env_runner_state_server_pull"])
+        else (runner["env_runner_state_server_pull"])
+    )
     timers["env runners sampling share"] = runner["sample"] / busy if busy > 0 else math.nan
     steps = last["num_env_steps_sampled_lifetime"] - first["num_env_steps_sampled_lifetime"]
     # Samples the learner trained on (an epoch over a batch trains on each once): PPO's epochs,
     # APPO's epochs times the batches it took from its circular buffer (each up to K times).
     trained = lifetime("learners", "__all_modules__", "num_module_steps_trained_lifetime")
     calls = [_get(r, "num_training_step_calls_per_iteration") for r in results]
-    return {"env_steps_per_s": steps / elapsed, "env_steps_timed": steps, "wall_s": elapsed,
-            "iterations": iterations, "iteration_s": elapsed / iterations, "timers_s": timers,
-            "env_runner_timers_s": runner, "samples_trained": trained,
-            "samples_trained_per_env_step": trained / steps, "cpu_s": cpu,
-            "training_step_calls_per_iteration": statistics.mean(calls)}  # fmt: skip
+    return {
+        "env_steps_per_s": steps / elapsed,
+        "env_steps_timed": steps,
+        "wall_s": elapsed,
+        "iterations": iterations,
+        "iteration_s": elapsed / iterations,
+        "timers_s": timers,
+        "env_runner_timers_s": runner,
+        "samples_trained": trained,
+        "samples_trained_per_env_step": trained / steps,
+        "cpu_s": cpu,
+        "training_step_calls_per_iteration": statistics.mean(calls),
+    }
 
 
 def cpu_processes(algo) -> dict[str, list]:
@@ -257,8 +286,10 @@ def cpu_processes(algo) -> dict[str, list]:
 def cpu_seconds(processes: dict[str, list]) -> dict[str, float]:
     """User plus system CPU seconds so far, summed per group of processes. CPU time barely
     depends on what else runs, so it says where a run's work goes even on a busy machine."""
-    return {group: sum(p.cpu_times().user + p.cpu_times().system for p in members)
-            for group, members in processes.items()}  # fmt: skip
+    return {
+        group: sum(p.cpu_times().user + p.cpu_times().system for p in members)
+        for group, members in processes.items()
+    }
 
 
 def network(task) -> str:
@@ -276,8 +307,9 @@ def ppo_throughput(iterations: int, setups: list[PPOSetup]) -> dict[str, dict]:
     from rl_bk.experiments.ppo_config import learner_threads
     from rl_bk.experiments.task_config import load_task
 
-    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
-             logging_level="ERROR")
+    ray.init(
+        address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
+    )
     env_registry.register_all()
     task = load_task("babyai-gotolocal-redball-s20")
     out = {}
@@ -298,28 +330,36 @@ def ppo_throughput(iterations: int, setups: list[PPOSetup]) -> dict[str, dict]:
                 config.evaluation(evaluation_interval=None)
             run = timed_run(config, iterations, TIMERS)
             threads = learner_threads(config, learner.threads)
-            label = (f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} envs, "
-                      f"batch {config.train_batch_size_per_learner}, {config.num_epochs} epochs, "
-                      f"{network(task)}, learner on {threads} thread(s)"
-                      + (f", {setup.vectorize_mode} vector env" if setup.vectorize_mode else "")
-                      + (", learner compiled (torch.compile)" if setup.compile_learner else "")
-                      + (", with the task's greedy evaluation" if setup.evaluate
-                         else ""))  # fmt: skip
-            out[label] = {**run, "task_setting": setup.task_setting,
-                          "evaluation": setup.evaluate}  # fmt: skip
+            label = (
+                f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} envs, "
+                f"batch {config.train_batch_size_per_learner}, {config.num_epochs} epochs, "
+                f"{network(task)}, learner on {threads} thread(s)"
+                + (f", {setup.vectorize_mode} vector env" if setup.vectorize_mode else "")
+                + (", learner compiled (torch.compile)" if setup.compile_learner else "")
+                + (", with the task's greedy evaluation" if setup.evaluate else "")
+            )
+            out[label] = {**run, "task_setting": setup.task_setting, "evaluation": setup.evaluate}
     finally:
         ray.shutdown()
     return out
 
 
 #: Each family's task for PPO against APPO (tune_configs/<name>.yaml).
-TASKS = {"babyai": "babyai-gotolocal-redball-s20", "crafter": "crafter-text",
-         "nethack": "nethack-score"}  # fmt: skip
+TASKS = {
+    "babyai": "babyai-gotolocal-redball-s20",
+    "crafter": "crafter-text",
+    "nethack": "nethack-score",
+}
 ALGORITHMS = ("ppo", "appo")
 
 
-def timed_variant(task, algorithm: str, iterations: int, training: dict | None = None,
-                  rllib_learner_thread: bool = False) -> tuple[dict, str]:  # fmt: skip
+def timed_variant(
+    task,
+    algorithm: str,
+    iterations: int,
+    training: dict | None = None,
+    rllib_learner_thread: bool = False,
+) -> tuple[dict, str]:
     """``task`` built by the ``ppo`` method on ``algorithm`` (evaluation off, ``training``
     overrides applied; with ``rllib_learner_thread``, RLlib's own APPO learner, whose thread
     polls its buffer), timed by :func:`timed_run`; the run and its layout in words."""
@@ -335,26 +375,32 @@ def timed_variant(task, algorithm: str, iterations: int, training: dict | None =
 
         config.training(learner_class=APPOTorchLearner)
     appo = algorithm == "appo"
-    run = timed_run(config, iterations, APPO_TIMERS if appo else TIMERS,
-                    LEARNER_THREAD_TIMERS if appo else None)  # fmt: skip
-    layout = (f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} envs, "
-              f"batch {config.train_batch_size_per_learner}, {config.num_epochs} epoch(s), "
-              f"{network(task)}, learner on "
-              f"{learner_threads(config, task.learner.threads)} thread(s)")
+    run = timed_run(
+        config, iterations, APPO_TIMERS if appo else TIMERS, LEARNER_THREAD_TIMERS if appo else None
+    )
+    layout = (
+        f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} envs, "
+        f"batch {config.train_batch_size_per_learner}, {config.num_epochs} epoch(s), "
+        f"{network(task)}, learner on "
+        f"{learner_threads(config, task.learner.threads)} thread(s)"
+    )
     if appo:
-        layout += (f", fragment {config.rollout_fragment_length}, buffer "
-                   f"{config.circular_buffer_num_batches} x "
-                   f"{config.circular_buffer_iterations_per_batch} passes, broadcast every "
-                   f"{config.broadcast_interval}, main loop waits "
-                   f"{config.timeout_s_sampler_manager:g} s, "
-                   f"{config.max_requests_in_flight_per_env_runner} sample request(s) in flight "
-                   f"per runner, learner thread "
-                   f"{'polls' if rllib_learner_thread else 'waits'}")  # fmt: skip
+        layout += (
+            f", fragment {config.rollout_fragment_length}, buffer "
+            f"{config.circular_buffer_num_batches} x "
+            f"{config.circular_buffer_iterations_per_batch} passes, broadcast every "
+            f"{config.broadcast_interval}, main loop waits "
+            f"{config.timeout_s_sampler_manager:g} s, "
+            f"{config.max_requests_in_flight_per_env_runner} sample request(s) in flight "
+            f"per runner, learner thread "
+            f"{'polls' if rllib_learner_thread else 'waits'}"
+        )
     return run, layout
 
 
-def ppo_vs_appo(families: list[str], iterations: int, rounds: int, scale: float,
-                pairs: int) -> dict[str, dict]:  # fmt: skip
+def ppo_vs_appo(
+    families: list[str], iterations: int, rounds: int, scale: float, pairs: int
+) -> dict[str, dict]:
     """For each family: its raw captioned rate, then ``rounds`` rounds of its task on PPO and
     on APPO, each a fresh build timed by :func:`timed_run` (PPO first in even rounds, APPO
     first in odd ones); rates pooled over the rounds."""
@@ -362,8 +408,9 @@ def ppo_vs_appo(families: list[str], iterations: int, rounds: int, scale: float,
 
     from rl_bk.experiments.task_config import load_task
 
-    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
-             logging_level="ERROR")
+    ray.init(
+        address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
+    )
     env_registry.register_all()
     out: dict[str, dict] = {}
     try:
@@ -382,23 +429,30 @@ def ppo_vs_appo(families: list[str], iterations: int, rounds: int, scale: float,
                     run, layout[algorithm] = timed_variant(task, algorithm, iterations)
                     run["round"] = i
                     runs[algorithm].append(run)
-                    print(f"{task.name} {algorithm.upper()} round {i}: "
-                          f"{run['env_steps_per_s']:.0f} env steps/s "
-                          f"= {run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "
-                          f"({raw_rate:.0f} steps/s, same run)")  # fmt: skip
+                    print(
+                        f"{task.name} {algorithm.upper()} round {i}: "
+                        f"{run['env_steps_per_s']:.0f} env steps/s "
+                        f"= {run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "
+                        f"({raw_rate:.0f} steps/s, same run)"
+                    )
             pooled = {a: pool(runs[a]) for a in ALGORITHMS}
             for algorithm, r in pooled.items():
                 r["layout"] = layout[algorithm]
                 r["over_raw"] = r["env_steps_per_s"] / raw_rate
             out[family] = {
-                "task": task.name, "env": task.env, "raw_captioned_steps_per_s_same_run": raw_rate,
-                "raw": raw, **pooled,
+                "task": task.name,
+                "env": task.env,
+                "raw_captioned_steps_per_s_same_run": raw_rate,
+                "raw": raw,
+                **pooled,
                 "appo_over_ppo": pooled["appo"]["env_steps_per_s"]
                 / pooled["ppo"]["env_steps_per_s"],
-                "appo_over_ppo_per_round": [a["env_steps_per_s"] / p["env_steps_per_s"]
-                                            for p, a in zip(runs["ppo"], runs["appo"])],
+                "appo_over_ppo_per_round": [
+                    a["env_steps_per_s"] / p["env_steps_per_s"]
+                    for p, a in zip(runs["ppo"], runs["appo"])
+                ],
                 "runs": runs,
-            }  # fmt: skip
+            }
     finally:
         ray.shutdown()
     return out
@@ -444,49 +498,91 @@ BABYAI_APPO_LAYOUTS: dict[str, Layout] = {
     "1x8+1-pass": Layout({"env_runners": ONE_RUNNER, "appo": ONE_PASS}),
     # the MLP the target was set on, PPO as the baseline and APPO in the best conv layout
     "mlp": Layout({"model": BABYAI_MLP}, algorithm="ppo"),
-    "mlp+1x8+1-pass": Layout({"model": BABYAI_MLP, "env_runners": ONE_RUNNER,
-                              "appo": ONE_PASS}),
+    "mlp+1x8+1-pass": Layout({"model": BABYAI_MLP, "env_runners": ONE_RUNNER, "appo": ONE_PASS}),
     # with the MLP's cheap update, can a second sampling process use the learner's spare core?
     "mlp+1-pass": Layout({"model": BABYAI_MLP, "appo": ONE_PASS}),
     # RLlib's per-step work (connectors, the module's forward) is per vector step: more envs
     # per runner spread it over more env steps
-    "mlp+1x16+1-pass": Layout({"model": BABYAI_MLP, "appo": ONE_PASS,
-                               "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16}}),
-    "mlp+1x32+1-pass": Layout({"model": BABYAI_MLP, "appo": ONE_PASS,
-                               "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32}}),
+    "mlp+1x16+1-pass": Layout(
+        {
+            "model": BABYAI_MLP,
+            "appo": ONE_PASS,
+            "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16},
+        }
+    ),
+    "mlp+1x32+1-pass": Layout(
+        {
+            "model": BABYAI_MLP,
+            "appo": ONE_PASS,
+            "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32},
+        }
+    ),
     # with the main loop no longer polling, two sampling processes and a one-thread learner
-    "mlp+2x8+1-pass+1-thread": Layout({
-        "model": BABYAI_MLP, "appo": ONE_PASS, "learner": {"threads": 1},
-        "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 8}}),
-    "mlp+1x16+1-pass+rllib-polling": Layout({
-        "model": BABYAI_MLP, "appo": {**ONE_PASS, **RLLIB_POLLING},
-        "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16}}),
+    "mlp+2x8+1-pass+1-thread": Layout(
+        {
+            "model": BABYAI_MLP,
+            "appo": ONE_PASS,
+            "learner": {"threads": 1},
+            "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 8},
+        }
+    ),
+    "mlp+1x16+1-pass+rllib-polling": Layout(
+        {
+            "model": BABYAI_MLP,
+            "appo": {**ONE_PASS, **RLLIB_POLLING},
+            "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16},
+        }
+    ),
     # RLlib's learner thread, which polls its empty buffer every 0.1 ms (rl-bk's waits), alone
     # and with RLlib's polling main loop: APPO as RLlib ships it
     "rllib-learner-thread": Layout({}, rllib_learner_thread=True),
-    "rllib-polling+rllib-learner-thread": Layout({"appo": RLLIB_POLLING},
-                                                 rllib_learner_thread=True),
-    "mlp+1x32+1-pass+rllib-learner-thread": Layout({
-        "model": BABYAI_MLP, "appo": ONE_PASS,
-        "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32}},
-        rllib_learner_thread=True),
+    "rllib-polling+rllib-learner-thread": Layout(
+        {"appo": RLLIB_POLLING}, rllib_learner_thread=True
+    ),
+    "mlp+1x32+1-pass+rllib-learner-thread": Layout(
+        {
+            "model": BABYAI_MLP,
+            "appo": ONE_PASS,
+            "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32},
+        },
+        rllib_learner_thread=True,
+    ),
     # with neither polling, a second sampling process on the learner's spare CPU
-    "mlp+2x16+1-pass+1-thread": Layout({
-        "model": BABYAI_MLP, "appo": ONE_PASS, "learner": {"threads": 1},
-        "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 16}}),
-    "mlp+2x32+1-pass+1-thread": Layout({
-        "model": BABYAI_MLP, "appo": ONE_PASS, "learner": {"threads": 1},
-        "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 32}}),
+    "mlp+2x16+1-pass+1-thread": Layout(
+        {
+            "model": BABYAI_MLP,
+            "appo": ONE_PASS,
+            "learner": {"threads": 1},
+            "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 16},
+        }
+    ),
+    "mlp+2x32+1-pass+1-thread": Layout(
+        {
+            "model": BABYAI_MLP,
+            "appo": ONE_PASS,
+            "learner": {"threads": 1},
+            "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 32},
+        }
+    ),
     # RLlib keeps one sample request in flight per runner, and the main loop collects them
     # all (or times out) before asking again: a runner that finishes first sits idle
-    "mlp+2x32+1-pass+1-thread+2-in-flight": Layout({
-        "model": BABYAI_MLP, "appo": ONE_PASS, "learner": {"threads": 1},
-        "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 32, **TWO_IN_FLIGHT}}),
-    "mlp+1x32+1-pass+2-in-flight": Layout({
-        "model": BABYAI_MLP, "appo": ONE_PASS,
-        "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32, **TWO_IN_FLIGHT}}),
+    "mlp+2x32+1-pass+1-thread+2-in-flight": Layout(
+        {
+            "model": BABYAI_MLP,
+            "appo": ONE_PASS,
+            "learner": {"threads": 1},
+            "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 32, **TWO_IN_FLIGHT},
+        }
+    ),
+    "mlp+1x32+1-pass+2-in-flight": Layout(
+        {
+            "model": BABYAI_MLP,
+            "appo": ONE_PASS,
+            "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32, **TWO_IN_FLIGHT},
+        }
+    ),
     "2-in-flight": Layout({"env_runners": TWO_IN_FLIGHT}),
-}  # fmt: skip
+}
 #: NetHack's task already samples with one runner of 8 envs (its MLP's update is cheap): the
 #: question is whether sampling in two processes, or less learner work, lets APPO overlap more.
 TWO_RUNNERS = {"num_env_runners": 2, "num_envs_per_env_runner": 4}
@@ -498,24 +594,35 @@ NETHACK_APPO_LAYOUTS: dict[str, Layout] = {
     "2x4+1-pass": Layout({"env_runners": TWO_RUNNERS, "appo": ONE_PASS}),
     "broadcast-4": Layout({}, {"broadcast_interval": 4}),
     "rllib-learner-thread": Layout({}, rllib_learner_thread=True),
-    "rllib-polling+rllib-learner-thread": Layout({"appo": RLLIB_POLLING},
-                                                 rllib_learner_thread=True),
+    "rllib-polling+rllib-learner-thread": Layout(
+        {"appo": RLLIB_POLLING}, rllib_learner_thread=True
+    ),
     "2-in-flight": Layout({"env_runners": TWO_IN_FLIGHT}),
-}  # fmt: skip
+}
 APPO_LAYOUTS: dict[str, dict[str, Layout]] = {
-    "babyai": BABYAI_APPO_LAYOUTS, "nethack": NETHACK_APPO_LAYOUTS}
+    "babyai": BABYAI_APPO_LAYOUTS,
+    "nethack": NETHACK_APPO_LAYOUTS,
+}
 FAMILY_NAMES = {"babyai": "BabyAI-Text", "crafter": "Crafter-Text", "nethack": "NetHack-Text"}
 
 
 def with_overrides(task, overrides: dict):
     """``task`` with nested section fields replaced (``{"appo": {"num_epochs": 2}}``)."""
-    update = {section: getattr(task, section).model_copy(update=fields)
-              for section, fields in overrides.items()}  # fmt: skip
+    update = {
+        section: getattr(task, section).model_copy(update=fields)
+        for section, fields in overrides.items()
+    }
     return task.model_copy(update=update)
 
 
-def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
-                 pairs: int, family: str = "babyai") -> dict:  # fmt: skip
+def appo_layouts(
+    layouts: list[str],
+    iterations: int,
+    rounds: int,
+    scale: float,
+    pairs: int,
+    family: str = "babyai",
+) -> dict:
     """The family's task on PPO (its file's layout) and on APPO in each of ``layouts``, each
     a fresh build timed by :func:`timed_run`, rounds in alternating order, against the raw
     captioned rate measured just before."""
@@ -523,37 +630,50 @@ def appo_layouts(layouts: list[str], iterations: int, rounds: int, scale: float,
 
     from rl_bk.experiments.task_config import load_task
 
-    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
-             logging_level="ERROR")
+    ray.init(
+        address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
+    )
     env_registry.register_all()
     task = load_task(TASKS[family])
     try:
         raw = raw_throughput(task.env, int(ROUND_STEPS[family] * scale), pairs)
         raw_rate = raw["steps_per_s_captioned"]
         chosen = {"PPO (task)": Layout({}, algorithm="ppo")}
-        chosen |= {f"{APPO_LAYOUTS[family][n].row_prefix}: {n}": APPO_LAYOUTS[family][n]
-                   for n in layouts}  # fmt: skip
+        chosen |= {
+            f"{APPO_LAYOUTS[family][n].row_prefix}: {n}": APPO_LAYOUTS[family][n] for n in layouts
+        }
         names = list(chosen)
         runs: dict[str, list[dict]] = {n: [] for n in names}
         described: dict[str, str] = {}
         for i in range(rounds):
             for name in names if i % 2 == 0 else names[::-1]:
                 layout = chosen[name]
-                run, described[name] = timed_variant(with_overrides(task, layout.task),
-                                                     layout.algorithm, iterations,
-                                                     layout.training,
-                                                     layout.rllib_learner_thread)  # fmt: skip
+                run, described[name] = timed_variant(
+                    with_overrides(task, layout.task),
+                    layout.algorithm,
+                    iterations,
+                    layout.training,
+                    layout.rllib_learner_thread,
+                )
                 runs[name].append(run)
-                print(f"{name} round {i}: {run['env_steps_per_s']:.0f} env steps/s = "
-                      f"{run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "
-                      f"({raw_rate:.0f} steps/s, same run)")  # fmt: skip
+                print(
+                    f"{name} round {i}: {run['env_steps_per_s']:.0f} env steps/s = "
+                    f"{run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "
+                    f"({raw_rate:.0f} steps/s, same run)"
+                )
     finally:
         ray.shutdown()
     pooled = {n: {**pool(r), "layout": described[n]} for n, r in runs.items()}
     for r in pooled.values():
         r["over_raw"] = r["env_steps_per_s"] / raw_rate
-    return {"task": task.name, "family": family, "raw_captioned_steps_per_s_same_run": raw_rate,
-            "raw": raw, "pooled": pooled, "runs": runs}  # fmt: skip
+    return {
+        "task": task.name,
+        "family": family,
+        "raw_captioned_steps_per_s_same_run": raw_rate,
+        "raw": raw,
+        "pooled": pooled,
+        "runs": runs,
+    }
 
 
 def layouts_heading(family: str) -> str:
@@ -569,9 +689,11 @@ def layouts_section(result: dict, meta: dict) -> list[str]:
     raw = result["raw_captioned_steps_per_s_same_run"]
     ppo = result["pooled"]["PPO (task)"]["env_steps_per_s"]
     lines = [
-        layouts_heading(result.get("family", "babyai")), "",
+        layouts_heading(result.get("family", "babyai")),
+        "",
         f"Command: `{meta['command']}` — {meta['date']}, {meta['machine']}, load average at "
-        f"end {meta['load_average_at_end'][0]:.1f}.", "",
+        f"end {meta['load_average_at_end'][0]:.1f}.",
+        "",
         f"{result['task']} as its file sets it on PPO, and on APPO with one change at a time: "
         f"{meta['rounds']} rounds, the order reversed in every other one, each a fresh build, "
         f"one warm-up iteration then {meta['iterations']} timed, evaluation off; raw captioned "
@@ -579,12 +701,13 @@ def layouts_section(result: dict, meta: dict) -> list[str]:
         f"section below. CPU per env step: user and system CPU time over the timed iterations "
         f"per env step sampled, of the driver process (main loop, learner and its thread) and "
         f"of the env runner processes (Ray's own daemons not counted); it barely depends on "
-        f"what else runs, so it shows where the work goes.", "",
+        f"what else runs, so it shows where the work goes.",
+        "",
         "| run | layout | env steps/s | / raw captioned | / PPO | samples trained per env step "
         "| learner thread: update | learner thread: waiting | env runners: share in sample() "
         "| CPU ms per env step: driver | CPU ms per env step: env runners |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for name, r in result["pooled"].items():
         t = r["timers_s"]
         cpu = r.get("cpu_ms_per_env_step", {})
@@ -594,7 +717,8 @@ def layouts_section(result: dict, meta: dict) -> list[str]:
             f"{_s(t.get('learner thread update', math.nan))} | "
             f"{_s(t.get('learner thread waiting', math.nan))} | "
             f"{_s(t.get('env runners sampling share', math.nan), 2)} | "
-            f"{_s(cpu.get('driver', math.nan))} | {_s(cpu.get('env runners', math.nan))} |")
+            f"{_s(cpu.get('driver', math.nan))} | {_s(cpu.get('env runners', math.nan))} |"
+        )
     return [*lines, ""]
 
 
@@ -606,17 +730,27 @@ def pool(runs: list[dict]) -> dict:
         if name == "env runners sampling share":
             timers[name] = statistics.mean(r["timers_s"].get(name, math.nan) for r in runs)
         else:
-            timers[name] = sum(r["timers_s"].get(name, math.nan) * r["iterations"]
-                               for r in runs) / iterations  # fmt: skip
+            timers[name] = (
+                sum(r["timers_s"].get(name, math.nan) * r["iterations"] for r in runs) / iterations
+            )
     steps, wall = sum(r["env_steps_timed"] for r in runs), sum(r["wall_s"] for r in runs)
     trained = sum(r["samples_trained"] for r in runs)
     calls = sum(r["training_step_calls_per_iteration"] * r["iterations"] for r in runs)
-    cpu = {group: 1e3 * sum(r.get("cpu_s", {}).get(group, math.nan) for r in runs) / steps
-           for group in ("driver", "env runners")}  # fmt: skip
-    return {"env_steps_per_s": steps / wall, "env_steps_timed": steps, "wall_s": wall,
-            "iteration_s": wall / iterations, "rounds": len(runs), "timers_s": timers,
-            "samples_trained_per_env_step": trained / steps, "cpu_ms_per_env_step": cpu,
-            "training_step_calls_per_iteration": calls / iterations}  # fmt: skip
+    cpu = {
+        group: 1e3 * sum(r.get("cpu_s", {}).get(group, math.nan) for r in runs) / steps
+        for group in ("driver", "env runners")
+    }
+    return {
+        "env_steps_per_s": steps / wall,
+        "env_steps_timed": steps,
+        "wall_s": wall,
+        "iteration_s": wall / iterations,
+        "rounds": len(runs),
+        "timers_s": timers,
+        "samples_trained_per_env_step": trained / steps,
+        "cpu_ms_per_env_step": cpu,
+        "training_step_calls_per_iteration": calls / iterations,
+    }
 
 
 def _s(value: float, digits: int = 3) -> str:
@@ -626,28 +760,35 @@ def _s(value: float, digits: int = 3) -> str:
 APPO_HEADING = "## PPO against APPO in each family's task layout"
 
 
-def appo_section(results: dict[str, dict], meta: dict, iterations: int, rounds: int,
-                 pairs: int) -> list[str]:  # fmt: skip
+def appo_section(
+    results: dict[str, dict], meta: dict, iterations: int, rounds: int, pairs: int
+) -> list[str]:
     """The markdown section of :func:`ppo_vs_appo`'s results."""
-    order = ("PPO first" if rounds == 1
-             else f"{rounds} rounds of each, PPO first in the 1st and APPO first in the 2nd"
-             + (" and so on" if rounds > 2 else ""))  # fmt: skip
+    order = (
+        "PPO first"
+        if rounds == 1
+        else f"{rounds} rounds of each, PPO first in the 1st and APPO first in the 2nd"
+        + (" and so on" if rounds > 2 else "")
+    )
     lines = [
-        APPO_HEADING, "",
+        APPO_HEADING,
+        "",
         f"Command: `{meta['command']}` — {meta['date']}, {meta['machine']}, "
-        f"load average at end {meta['load_average_at_end'][0]:.1f}.", "",
+        f"load average at end {meta['load_average_at_end'][0]:.1f}.",
+        "",
         f"Each task as its file sets it, built by the `ppo` method with `algorithm: ppo` and "
         f"with `algorithm: appo`, evaluation off: {order}, each a fresh build, one warm-up "
         f"iteration, then {iterations} timed; env steps sampled over the wall time of the timed "
         f"iterations, pooled over the rounds. Raw captioned: the family's env in one process "
         f"with random actions, median of {pairs} rounds, measured just before its PPO and "
-        f"APPO rounds.", "",
+        f"APPO rounds.",
+        "",
         "| task | algorithm | layout | env steps/s | / raw captioned | APPO / PPO | "
         "samples trained per env step | s per iteration | main-loop calls per iteration | "
         "sampling | learner update | weight sync | learner thread: update | "
         "learner thread: waiting for a batch | env runners: share of time in sample() |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for f in results.values():
         for algorithm in ALGORITHMS:
             r, t = f[algorithm], f[algorithm]["timers_s"]
@@ -658,7 +799,8 @@ def appo_section(results: dict[str, dict], meta: dict, iterations: int, rounds: 
                 f"{r['over_raw']:.2f} | {ratio} | {_s(r['samples_trained_per_env_step'], 2)} | "
                 f"{r['iteration_s']:.3f} | {_s(r['training_step_calls_per_iteration'], 0)} | "
                 + " | ".join(_s(t.get(name, math.nan)) for name in TIMER_COLUMNS[:-1])
-                + f" | {_s(t.get('env runners sampling share', math.nan), 2)} |")  # fmt: skip
+                + f" | {_s(t.get('env runners sampling share', math.nan), 2)} |"
+            )
     lines += [
         "",
         "An iteration samples one train batch of env steps under both (APPO: "
@@ -697,26 +839,38 @@ def appo_section(results: dict[str, dict], meta: dict, iterations: int, rounds: 
         "the gaps between calls (`env_runners/time_between_sampling`; under PPO, the learner's "
         "update) and APPO's weight pulls (`env_runners/env_runner_state_server_pull`).",
         "- –: RLlib reported no such timer (PPO has no learner thread).",
-    ]  # fmt: skip
+    ]
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--families", default=",".join(ENVS),
-                   help=f"comma-separated, of {', '.join(ENVS)} (default: all)")
-    p.add_argument("--appo-only", action="store_true",
-                   help="only PPO against APPO: rewrites that section of the results "
-                   "and leaves the rest")  # fmt: skip
-    p.add_argument("--appo-layouts", metavar="NAMES",
-                   help="only APPO's layouts, on BabyAI-Text or the one family --families "
-                        "names (comma-separated, of: " + "; ".join(
-                            f"{f}: {', '.join(ls)}" for f, ls in APPO_LAYOUTS.items())
-                        + "; or all): rewrites that section")  # fmt: skip
-    p.add_argument("--iterations", type=int, metavar="N",
-                   help="timed iterations per round (default 10; --quick 3): more for steadier "
-                        "rates of fast layouts, whose iterations take a fraction of a second")
+    p.add_argument(
+        "--families",
+        default=",".join(ENVS),
+        help=f"comma-separated, of {', '.join(ENVS)} (default: all)",
+    )
+    p.add_argument(
+        "--appo-only",
+        action="store_true",
+        help="only PPO against APPO: rewrites that section of the results and leaves the rest",
+    )
+    p.add_argument(
+        "--appo-layouts",
+        metavar="NAMES",
+        help="only APPO's layouts, on BabyAI-Text or the one family --families "
+        "names (comma-separated, of: "
+        + "; ".join(f"{f}: {', '.join(ls)}" for f, ls in APPO_LAYOUTS.items())
+        + "; or all): rewrites that section",
+    )
+    p.add_argument(
+        "--iterations",
+        type=int,
+        metavar="N",
+        help="timed iterations per round (default 10; --quick 3): more for steadier "
+        "rates of fast layouts, whose iterations take a fraction of a second",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
     families = [f for f in args.families.split(",") if f]
@@ -728,10 +882,13 @@ def main(argv: list[str] | None = None) -> int:
     iters = args.iterations or iters
     rounds = 1 if args.quick else 2
 
-    command = ("python -m bench.env_throughput" + (" --quick" if args.quick else "")
-               + (f" --iterations {args.iterations}" if args.iterations else "")
-               + (" --appo-only" if args.appo_only else "")
-               + (f" --families {','.join(families)}" if families != list(ENVS) else ""))
+    command = (
+        "python -m bench.env_throughput"
+        + (" --quick" if args.quick else "")
+        + (f" --iterations {args.iterations}" if args.iterations else "")
+        + (" --appo-only" if args.appo_only else "")
+        + (f" --families {','.join(families)}" if families != list(ENVS) else "")
+    )
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}"
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / "env_throughput.json", args.out / "env_throughput.md"
@@ -740,36 +897,58 @@ def main(argv: list[str] | None = None) -> int:
     def appo_part() -> tuple[dict, list[str]]:
         appo = ppo_vs_appo(families, iters, rounds, scale, pairs)
         for f in appo.values():
-            print(f"{f['task']}: APPO / PPO {f['appo_over_ppo']:.2f}; PPO "
-                  f"{f['ppo']['over_raw']:.2f} x raw captioned, APPO "
-                  f"{f['appo']['over_raw']:.2f} x ({f['raw_captioned_steps_per_s_same_run']:.0f}"
-                  f" steps/s, same run)")  # fmt: skip
-        meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine,
-                "load_average_at_end": os.getloadavg(), "iterations": iters, "rounds": rounds,
-                "raw_pairs": pairs}  # fmt: skip
+            print(
+                f"{f['task']}: APPO / PPO {f['appo_over_ppo']:.2f}; PPO "
+                f"{f['ppo']['over_raw']:.2f} x raw captioned, APPO "
+                f"{f['appo']['over_raw']:.2f} x ({f['raw_captioned_steps_per_s_same_run']:.0f}"
+                f" steps/s, same run)"
+            )
+        meta = {
+            "command": command,
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "machine": machine,
+            "load_average_at_end": os.getloadavg(),
+            "iterations": iters,
+            "rounds": rounds,
+            "raw_pairs": pairs,
+        }
         return {"meta": meta, **appo}, appo_section(appo, meta, iters, rounds, pairs)
 
     if args.appo_layouts:
         family = families[0] if families != list(ENVS) else "babyai"
         if (len(families) != 1 and families != list(ENVS)) or family not in APPO_LAYOUTS:
-            p.error(f"--appo-layouts takes one family of {', '.join(APPO_LAYOUTS)} "
-                    f"(--families), got {','.join(families)}")  # fmt: skip
+            p.error(
+                f"--appo-layouts takes one family of {', '.join(APPO_LAYOUTS)} "
+                f"(--families), got {','.join(families)}"
+            )
         known = APPO_LAYOUTS[family]
-        layouts = (list(known) if args.appo_layouts == "all"
-                   else [n.strip() for n in args.appo_layouts.split(",") if n.strip()])
+        layouts = (
+            list(known)
+            if args.appo_layouts == "all"
+            else [n.strip() for n in args.appo_layouts.split(",") if n.strip()]
+        )
         unknown = [n for n in layouts if n not in known]
         if unknown:
             p.error(f"unknown APPO layouts {unknown} for {family}; known: {', '.join(known)}")
-        command = (f"python -m bench.env_throughput --appo-layouts {args.appo_layouts}"
-                   + (f" --families {family}" if family != "babyai" else "")
-                   + (" --quick" if args.quick else "")
-                   + (f" --iterations {args.iterations}" if args.iterations else ""))  # fmt: skip
+        command = (
+            f"python -m bench.env_throughput --appo-layouts {args.appo_layouts}"
+            + (f" --families {family}" if family != "babyai" else "")
+            + (" --quick" if args.quick else "")
+            + (f" --iterations {args.iterations}" if args.iterations else "")
+        )
         result = appo_layouts(layouts, iters, rounds, scale, pairs, family)
-        meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine,
-                "load_average_at_end": os.getloadavg(), "iterations": iters, "rounds": rounds}
+        meta = {
+            "command": command,
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "machine": machine,
+            "load_average_at_end": os.getloadavg(),
+            "iterations": iters,
+            "rounds": rounds,
+        }
         old = json.loads(json_path.read_text()) if json_path.is_file() else {}
-        json_path.write_text(json.dumps({**old, layouts_json_key(family): {"meta": meta, **result}},
-                                        indent=2))  # fmt: skip
+        json_path.write_text(
+            json.dumps({**old, layouts_json_key(family): {"meta": meta, **result}}, indent=2)
+        )
         replace_section(md_path, layouts_heading(family), layouts_section(result, meta))
         print(f"wrote {md_path}")
         return 0
@@ -797,9 +976,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skip {family}: {err}")
             continue
         r = results[family]
-        print(f"{name:40s} raw {r['steps_per_s_uncaptioned']:8.0f} steps/s, captioned "
-              f"{r['steps_per_s_captioned']:8.0f}: captions take "
-              f"{100 * r['caption_share_of_step_time']:.1f}% of step time")  # fmt: skip
+        print(
+            f"{name:40s} raw {r['steps_per_s_uncaptioned']:8.0f} steps/s, captioned "
+            f"{r['steps_per_s_captioned']:8.0f}: captions take "
+            f"{100 * r['caption_share_of_step_time']:.1f}% of step time"
+        )
 
     ppo: dict[str, dict] = {}
     if "babyai" in families:
@@ -807,64 +988,87 @@ def main(argv: list[str] | None = None) -> int:
         babyai_raw = raw_throughput(ENVS["babyai"], steps, pairs)["steps_per_s_captioned"]
         # Training throughput without evaluation (the target's measure), then the task's layout
         # with its greedy evaluation (50 episodes every 20k env steps: env steps too, not counted).
-        ppo = ppo_throughput(iters, [
-            PPOSetup(),
-            PPOSetup(learner_threads=1),
-            PPOSetup(runners_x_envs=(1, 32)),
-            PPOSetup(runners_x_envs=(1, 16)),
-            PPOSetup(runners_x_envs=(1, 8)),
-            PPOSetup(vectorize_mode="async"),
-            PPOSetup(runners_x_envs=(1, 16), vectorize_mode="async"),
-            PPOSetup(compile_learner=True),
-            PPOSetup(evaluate=True),
-        ])  # fmt: skip
+        ppo = ppo_throughput(
+            iters,
+            [
+                PPOSetup(),
+                PPOSetup(learner_threads=1),
+                PPOSetup(runners_x_envs=(1, 32)),
+                PPOSetup(runners_x_envs=(1, 16)),
+                PPOSetup(runners_x_envs=(1, 8)),
+                PPOSetup(vectorize_mode="async"),
+                PPOSetup(runners_x_envs=(1, 16), vectorize_mode="async"),
+                PPOSetup(compile_learner=True),
+                PPOSetup(evaluate=True),
+            ],
+        )
         for r in ppo.values():
             r["over_raw"] = r["env_steps_per_s"] / babyai_raw
         results["ppo_babyai"] = {"raw_captioned_steps_per_s_same_run": babyai_raw, "runs": ppo}
         for layout, r in ppo.items():
             mark = " (the task's setting)" if r["task_setting"] else ""
-            print(f"PPO on {ENVS['babyai']}, {layout}{mark}: {r['env_steps_per_s']:.0f} env "
-                  f"steps/s = {r['over_raw']:.2f} x raw ({babyai_raw:.0f} steps/s, "
-                  f"same run)")  # fmt: skip
+            print(
+                f"PPO on {ENVS['babyai']}, {layout}{mark}: {r['env_steps_per_s']:.0f} env "
+                f"steps/s = {r['over_raw']:.2f} x raw ({babyai_raw:.0f} steps/s, "
+                f"same run)"
+            )
     appo, section = appo_part()
     results["ppo_vs_appo"] = appo
 
-    meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine,
-            "load_average_at_end": os.getloadavg()}  # fmt: skip
+    meta = {
+        "command": command,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": machine,
+        "load_average_at_end": os.getloadavg(),
+    }
     json_path.write_text(json.dumps({"meta": meta, **results}, indent=2))
     lines = [
-        "# Env throughput", "",
+        "# Env throughput",
+        "",
         f"Command: `{command}` — {meta['date']}, {meta['machine']}, "
-        f"load average at end {meta['load_average_at_end'][0]:.1f}.", "",
+        f"load average at end {meta['load_average_at_end'][0]:.1f}.",
+        "",
         "| env | raw steps/s (no caption) | captioned steps/s | caption share of step time "
         f"(CPU time, median of {pairs} pairs) |",
         "|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for family in ENVS:
         if family in results:
             r = results[family]
-            lines.append(f"| {r['env']} | {r['steps_per_s_uncaptioned']:.0f} | "
-                         f"{r['steps_per_s_captioned']:.0f} | "
-                         f"{100 * r['caption_share_of_step_time']:.1f}% |")  # fmt: skip
+            lines.append(
+                f"| {r['env']} | {r['steps_per_s_uncaptioned']:.0f} | "
+                f"{r['steps_per_s_captioned']:.0f} | "
+                f"{100 * r['caption_share_of_step_time']:.1f}% |"
+            )
     if ppo:
-        lines += ["", f"PPO on {ENVS['babyai']} (learning included), over the raw captioned "
-                  f"single-process rate measured in the same run "
-                  f"({results['ppo_babyai']['raw_captioned_steps_per_s_same_run']:.0f} "
-                  f"steps/s):", "",
-                  "| setup | PPO env steps/s | PPO / raw | s per iteration | sampling | "
-                  "learner update | weight sync |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"PPO on {ENVS['babyai']} (learning included), over the raw captioned "
+            f"single-process rate measured in the same run "
+            f"({results['ppo_babyai']['raw_captioned_steps_per_s_same_run']:.0f} "
+            f"steps/s):",
+            "",
+            "| setup | PPO env steps/s | PPO / raw | s per iteration | sampling | "
+            "learner update | weight sync |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for layout, r in ppo.items():
             mark = " **(task setting)**" if r["task_setting"] else ""
             t = r["timers_s"]
-            lines.append(f"| {layout}{mark} | {r['env_steps_per_s']:.0f} | {r['over_raw']:.2f} | "
-                         f"{r['iteration_s']:.3f} | "
-                         + " | ".join(_s(t.get(name, math.nan)) for name in TIMERS)
-                         + " |")  # fmt: skip
-        lines += ["", "s per iteration: wall time of one timed iteration (one train batch); "
-                  "sampling, learner update, weight sync: RLlib's own timers for those parts of "
-                  "an iteration (seconds per timed iteration, each summed by RLlib: this bench "
-                  "sets that), with no profiler attached; the rest of an iteration is RLlib's "
-                  "bookkeeping and, where on, the greedy evaluation."]  # fmt: skip
+            lines.append(
+                f"| {layout}{mark} | {r['env_steps_per_s']:.0f} | {r['over_raw']:.2f} | "
+                f"{r['iteration_s']:.3f} | "
+                + " | ".join(_s(t.get(name, math.nan)) for name in TIMERS)
+                + " |"
+            )
+        lines += [
+            "",
+            "s per iteration: wall time of one timed iteration (one train batch); "
+            "sampling, learner update, weight sync: RLlib's own timers for those parts of "
+            "an iteration (seconds per timed iteration, each summed by RLlib: this bench "
+            "sets that), with no profiler attached; the rest of an iteration is RLlib's "
+            "bookkeeping and, where on, the greedy evaluation.",
+        ]
     lines += ["", *section]
     write_keeping_reading(md_path, "\n".join(lines) + "\n")
     print(f"wrote {md_path}")

@@ -56,8 +56,12 @@ def _timed_evaluation(algo) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=4)
-    p.add_argument("--train-iterations", type=int, default=5,
-                   help="PPO iterations before evaluating (both policies train the same)")
+    p.add_argument(
+        "--train-iterations",
+        type=int,
+        default=5,
+        help="PPO iterations before evaluating (both policies train the same)",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
 
@@ -65,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import env_registry
 
-    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
-             logging_level="ERROR")  # fmt: skip
+    ray.init(
+        address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
+    )
     env_registry.register_all()
     modes = {"lockstep": True, "sequential (RLlib, one env)": False}
     algos, train_s = {}, {}
@@ -83,32 +88,52 @@ def main(argv: list[str] | None = None) -> int:
         ray.shutdown()
 
     per_step = {n: [r[n][0] / r[n][1] for r in rounds] for n in modes}
-    ratios = [r["sequential (RLlib, one env)"][0] / r["sequential (RLlib, one env)"][1]
-              / (r["lockstep"][0] / r["lockstep"][1]) for r in rounds]  # fmt: skip
+    ratios = [
+        r["sequential (RLlib, one env)"][0]
+        / r["sequential (RLlib, one env)"][1]
+        / (r["lockstep"][0] / r["lockstep"][1])
+        for r in rounds
+    ]
     given = sys.argv[1:] if argv is None else argv
     command = " ".join(["python bench/evaluation_speed.py", *given])
-    meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
-            "load_average_at_end": os.getloadavg()}  # fmt: skip
-    out = {"meta": meta, "rounds": rounds, "train_iteration_s": train_s,
-           "sequential_over_lockstep_per_step": ratios}  # fmt: skip
+    meta = {
+        "command": command,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
+        "load_average_at_end": os.getloadavg(),
+    }
+    out = {
+        "meta": meta,
+        "rounds": rounds,
+        "train_iteration_s": train_s,
+        "sequential_over_lockstep_per_step": ratios,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "evaluation_speed.json").write_text(json.dumps(out, indent=2))
-    lines = ["# Greedy evaluation: lockstep vs RLlib's sequential evaluation", "",
-             f"Command: `{command}` — {meta['date']}, {meta['machine']}, load average at end "
-             f"{meta['load_average_at_end'][0]:.1f}. Task `{TASK}`: 50 greedy episodes (at "
-             f"most 400 steps each) on PPO after {args.train_iterations} training iterations; "
-             f"{args.rounds} paired rounds.", "",
-             "| evaluation | s per evaluation (median) | eval env steps (median) | "
-             "ms per eval env step (median) | a training iteration, s (median) |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "# Greedy evaluation: lockstep vs RLlib's sequential evaluation",
+        "",
+        f"Command: `{command}` — {meta['date']}, {meta['machine']}, load average at end "
+        f"{meta['load_average_at_end'][0]:.1f}. Task `{TASK}`: 50 greedy episodes (at "
+        f"most 400 steps each) on PPO after {args.train_iterations} training iterations; "
+        f"{args.rounds} paired rounds.",
+        "",
+        "| evaluation | s per evaluation (median) | eval env steps (median) | "
+        "ms per eval env step (median) | a training iteration, s (median) |",
+        "|---|---|---|---|---|",
+    ]
     for n in modes:
         seconds, steps = (statistics.median(r[n][k] for r in rounds) for k in (0, 1))
-        lines.append(f"| {n} | {seconds:.2f} | {steps:.0f} | "
-                     f"{1000 * statistics.median(per_step[n]):.3f} | {train_s[n]:.2f} |")
-    lines += ["", f"Sequential over lockstep, per eval env step, same round: median "
-              f"{statistics.median(ratios):.2f}x (rounds: "
-              f"{', '.join(f'{x:.2f}' for x in ratios)})."]  # fmt: skip
+        lines.append(
+            f"| {n} | {seconds:.2f} | {steps:.0f} | "
+            f"{1000 * statistics.median(per_step[n]):.3f} | {train_s[n]:.2f} |"
+        )
+    lines += [
+        "",
+        f"Sequential over lockstep, per eval env step, same round: median "
+        f"{statistics.median(ratios):.2f}x (rounds: "
+        f"{', '.join(f'{x:.2f}' for x in ratios)}).",
+    ]
     (args.out / "evaluation_speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

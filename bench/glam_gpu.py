@@ -40,11 +40,21 @@ def write_random_smollm2_1_7b(folder: Path) -> None:
 
     from rl_bk.labeling.backends.packaged_models import packaged_model_path
 
-    config = LlamaConfig(vocab_size=49152, hidden_size=2048, intermediate_size=8192,
-                         num_hidden_layers=24, num_attention_heads=32, num_key_value_heads=32,
-                         max_position_embeddings=8192, rope_theta=130000.0, rms_norm_eps=1e-5,
-                         tie_word_embeddings=True, bos_token_id=1, eos_token_id=2,
-                         pad_token_id=2)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=49152,
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=24,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        max_position_embeddings=8192,
+        rope_theta=130000.0,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=2,
+    )
     torch.manual_seed(0)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
         model = LlamaForCausalLM(config).to(torch.bfloat16)
@@ -61,9 +71,11 @@ def peak_memory() -> dict:
 
     if not torch.cuda.is_available():
         return {}
-    return {"pid": os.getpid(),
-            "max_allocated_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2),
-            "max_reserved_gib": round(torch.cuda.max_memory_reserved() / 2**30, 2)}  # fmt: skip
+    return {
+        "pid": os.getpid(),
+        "max_allocated_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2),
+        "max_reserved_gib": round(torch.cuda.max_memory_reserved() / 2**30, 2),
+    }
 
 
 def run_variant(precision: str, args: argparse.Namespace) -> dict:
@@ -81,30 +93,46 @@ def run_variant(precision: str, args: argparse.Namespace) -> dict:
     task = load_task(TASK)
     g = task.glam
     ppo = {**g.ppo, "train_batch_size_per_learner": args.steps, "num_epochs": args.epochs}
-    glam = g.model_copy(update={"ppo": ppo, "float32_matmul_precision": precision,
-                                **({"model": args.model} if args.model else {})})  # fmt: skip
+    glam = g.model_copy(
+        update={
+            "ppo": ppo,
+            "float32_matmul_precision": precision,
+            **({"model": args.model} if args.model else {}),
+        }
+    )
     algo = get_method("glam").build(task.model_copy(update={"glam": glam}), 0, {}).build_algo()
-    entry = {"precision": precision, "model": glam.model, "steps": args.steps,
-             "epochs": args.epochs, "minibatch_size": ppo["minibatch_size"],
-             "allocator": run_module.cuda_alloc_conf(), "iterations": []}  # fmt: skip
+    entry = {
+        "precision": precision,
+        "model": glam.model,
+        "steps": args.steps,
+        "epochs": args.epochs,
+        "minibatch_size": ppo["minibatch_size"],
+        "allocator": run_module.cuda_alloc_conf(),
+        "iterations": [],
+    }
     try:
         for i in range(args.iterations):
             started = time.perf_counter()
             result = algo.train()
             timers = result["timers"]
             connectors = result["learners"]["__all_modules__"]["learner_connector"]
-            row = {"wall_s": round(time.perf_counter() - started, 2),
-                   "env_steps": int(result["env_runners"]["num_env_steps_sampled"]),
-                   "sampling_s": round(float(timers["env_runner_sampling_timer"]), 2),
-                   "learner_update_s": round(float(timers["learner_update_timer"]), 2),
-                   "gae_s": round(float(connectors["timers"]["connectors"]
-                                        ["general_advantage_estimation"]), 2)}  # fmt: skip
+            row = {
+                "wall_s": round(time.perf_counter() - started, 2),
+                "env_steps": int(result["env_runners"]["num_env_steps_sampled"]),
+                "sampling_s": round(float(timers["env_runner_sampling_timer"]), 2),
+                "learner_update_s": round(float(timers["learner_update_timer"]), 2),
+                "gae_s": round(
+                    float(connectors["timers"]["connectors"]["general_advantage_estimation"]), 2
+                ),
+            }
             entry["iterations"].append(row)
             print(f"{precision} iteration {i}: {row}", flush=True)
-        entry["learner"] = [r.get() for r in algo.learner_group.foreach_learner(
-            lambda _: peak_memory())]  # fmt: skip
+        entry["learner"] = [
+            r.get() for r in algo.learner_group.foreach_learner(lambda _: peak_memory())
+        ]
         entry["env_runners"] = algo.env_runner_group.foreach_env_runner(
-            lambda _: peak_memory(), local_env_runner=False)  # fmt: skip
+            lambda _: peak_memory(), local_env_runner=False
+        )
     finally:
         algo.stop()
         ray.shutdown()
@@ -114,16 +142,26 @@ def run_variant(precision: str, args: argparse.Namespace) -> dict:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--precisions", default="highest,high",
-                   help="comma-separated float32 matmul precisions: highest, high, medium")
+    p.add_argument(
+        "--precisions",
+        default="highest,high",
+        help="comma-separated float32 matmul precisions: highest, high, medium",
+    )
     p.add_argument("--steps", type=int, default=320, help="env steps per iteration")
     p.add_argument("--epochs", type=int, default=1, help="PPO epochs per iteration")
     p.add_argument("--iterations", type=int, default=2)
     p.add_argument("--model", help="GLAM's model folder (default: the recipe's)")
-    p.add_argument("--allocator", help="PYTORCH_CUDA_ALLOC_CONF for the run's processes "
-                   "(default: tune_run.py's, expandable_segments:True)")  # fmt: skip
-    p.add_argument("--random-model", type=Path, metavar="DIR",
-                   help="write SmolLM2-1.7B's architecture with random weights to DIR, exit")
+    p.add_argument(
+        "--allocator",
+        help="PYTORCH_CUDA_ALLOC_CONF for the run's processes "
+        "(default: tune_run.py's, expandable_segments:True)",
+    )
+    p.add_argument(
+        "--random-model",
+        type=Path,
+        metavar="DIR",
+        help="write SmolLM2-1.7B's architecture with random weights to DIR, exit",
+    )
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "glam_gpu.json")
     args = p.parse_args()
     if args.random_model:
@@ -138,9 +176,17 @@ def main() -> int:
     device = torch.cuda.get_device_name(0)
     old = json.loads(args.results.read_text()) if args.results.is_file() else []
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    args.results.write_text(json.dumps(
-        old + [{"date": stamp, "device": device, "command": " ".join(sys.argv), **e}
-               for e in entries], indent=1) + "\n")  # fmt: skip
+    args.results.write_text(
+        json.dumps(
+            old
+            + [
+                {"date": stamp, "device": device, "command": " ".join(sys.argv), **e}
+                for e in entries
+            ],
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"appended to {args.results}")
     return 0
 

@@ -124,9 +124,13 @@ def _state_key(env: Any) -> tuple:
     """What decides a greedy episode's future: the level's state and the prompt."""
     level = env.unwrapped.level
     held = level.carrying
-    return (tuple(int(v) for v in level.agent_pos), int(level.agent_dir),
-            None if held is None else (held.type, held.color),
-            level.grid.encode().tobytes(), env.prompt)  # fmt: skip
+    return (
+        tuple(int(v) for v in level.agent_pos),
+        int(level.agent_dir),
+        None if held is None else (held.type, held.color),
+        level.grid.encode().tobytes(),
+        env.prompt,
+    )
 
 
 def play(arm: str, seeds: list[int], make_env: Any, scorer: CachedScorer) -> list[dict]:
@@ -135,8 +139,9 @@ def play(arm: str, seeds: list[int], make_env: Any, scorer: CachedScorer) -> lis
 
     envs = {s: make_env() for s in seeds}
     rngs = {s: np.random.default_rng([ARMS.index(arm), s]) for s in seeds}
-    records = {s: {"seed": s, "success": False, "return": 0.0, "length": 0, "cycle": False}
-               for s in seeds}  # fmt: skip
+    records = {
+        s: {"seed": s, "success": False, "return": 0.0, "length": 0, "cycle": False} for s in seeds
+    }
     seen: dict[int, set] = {s: set() for s in seeds}
     for s, env in envs.items():
         env.reset(seed=s)
@@ -170,8 +175,11 @@ def play(arm: str, seeds: list[int], make_env: Any, scorer: CachedScorer) -> lis
                 still.append(s)
         running, step = still, step + 1
         if step % 8 == 0 or not running:
-            print(f"  {arm} step {step}: {len(running)} running, {scorer.computed} prompts "
-                  f"scored in {scorer.seconds:.0f} s", flush=True)  # fmt: skip
+            print(
+                f"  {arm} step {step}: {len(running)} running, {scorer.computed} prompts "
+                f"scored in {scorer.seconds:.0f} s",
+                flush=True,
+            )
     for env in envs.values():
         env.close()
     return [records[s] for s in seeds]
@@ -197,8 +205,9 @@ def summarise(records: list[dict], uniform: list[dict] | None) -> dict[str, Any]
 # --------------------------------------------------------------------------------------------
 # The weight sync
 # --------------------------------------------------------------------------------------------
-def weight_sync(model_config: dict[str, Any], spaces: tuple[Any, Any],
-                prompts: list[str]) -> dict[str, Any]:  # fmt: skip
+def weight_sync(
+    model_config: dict[str, Any], spaces: tuple[Any, Any], prompts: list[str]
+) -> dict[str, Any]:
     """Pickled sizes of the synced state, RLlib's and GLAM's, and scores after a sync."""
     import numpy as np
     import torch
@@ -209,9 +218,12 @@ def weight_sync(model_config: dict[str, Any], spaces: tuple[Any, Any],
     from rl_bk.algorithms.glam_ppo.rl_module import GLAMTorchRLModule
 
     def build(inference_only: bool) -> GLAMTorchRLModule:
-        return GLAMTorchRLModule(observation_space=spaces[0], action_space=spaces[1],
-                                 model_config=model_config,
-                                 inference_only=inference_only)  # fmt: skip
+        return GLAMTorchRLModule(
+            observation_space=spaces[0],
+            action_space=spaces[1],
+            model_config=model_config,
+            inference_only=inference_only,
+        )
 
     def size(state: dict) -> int:
         return len(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
@@ -221,16 +233,19 @@ def weight_sync(model_config: dict[str, Any], spaces: tuple[Any, Any],
     after = learner.get_state(inference_only=True)
     out = {
         "lora": model_config.get("lora"),
-        "before_bytes": size(before), "before_tensors": len(before),
+        "before_bytes": size(before),
+        "before_tensors": len(before),
         "after_bytes": size(after),
         "after_tensors": sum(isinstance(v, np.ndarray) for v in after.values()),
         "after_other_entries": [k for k, v in after.items() if not isinstance(v, np.ndarray)],
         "after_keys_not_adapter_or_value_head": [
-            k for k, v in after.items() if isinstance(v, np.ndarray)
-            and "lora_" not in k and not k.startswith("value_head.")],
+            k
+            for k, v in after.items()
+            if isinstance(v, np.ndarray) and "lora_" not in k and not k.startswith("value_head.")
+        ],
         "trainable_params": sum(p.numel() for p in learner.parameters() if p.requires_grad),
         "all_params": sum(p.numel() for p in learner.parameters()),
-    }  # fmt: skip
+    }
     del before, after
     obs = torch.from_numpy(np.stack([encode_prompt(p, 1024) for p in prompts]))
 
@@ -293,12 +308,15 @@ def main() -> int:
     g = task.glam
     env_config = dict(task.env_config)
     if args.max_steps is not None:
-        env_config["level_kwargs"] = {**env_config.get("level_kwargs", {}),
-                                      "max_steps": args.max_steps}  # fmt: skip
+        env_config["level_kwargs"] = {
+            **env_config.get("level_kwargs", {}),
+            "max_steps": args.max_steps,
+        }
 
     def make_env() -> GLAMPromptObservation:
-        return GLAMPromptObservation(env_registry.make_env(task.env, env_config), n_obs=g.n_obs,
-                                     reward_scale=g.reward_scale)  # fmt: skip
+        return GLAMPromptObservation(
+            env_registry.make_env(task.env, env_config), n_obs=g.n_obs, reward_scale=g.reward_scale
+        )
 
     probe = make_env()
     probe.reset(seed=0)
@@ -308,15 +326,26 @@ def main() -> int:
         arms_facts, settings, runs = kept["facts"], kept["settings"], kept["arms"]
     else:
         arms_facts = facts
-        settings = {"task": args.task, "env": task.env, "model": g.model, "n_obs": g.n_obs,
-                    "max_prompt_tokens": g.max_prompt_tokens, "episodes": args.episodes,
-                    "episode_seeds": f"0..{args.episodes - 1}",
-                    "max_steps": int(probe.unwrapped.level.max_steps),
-                    "max_steps_capped": args.max_steps is not None, "batch": args.batch,
-                    "torch_threads": torch.get_num_threads()}  # fmt: skip
+        settings = {
+            "task": args.task,
+            "env": task.env,
+            "model": g.model,
+            "n_obs": g.n_obs,
+            "max_prompt_tokens": g.max_prompt_tokens,
+            "episodes": args.episodes,
+            "episode_seeds": f"0..{args.episodes - 1}",
+            "max_steps": int(probe.unwrapped.level.max_steps),
+            "max_steps_capped": args.max_steps is not None,
+            "batch": args.batch,
+            "torch_threads": torch.get_num_threads(),
+        }
         started = time.perf_counter()
-        module = GLAMTorchRLModule(observation_space=spaces[0], action_space=spaces[1],
-                                   model_config=base_config, inference_only=True)  # fmt: skip
+        module = GLAMTorchRLModule(
+            observation_space=spaces[0],
+            action_space=spaces[1],
+            model_config=base_config,
+            inference_only=True,
+        )
         module.eval()
         print(f"{g.model}: built in {time.perf_counter() - started:.0f} s", flush=True)
         runs = play_arms(args, p, module, make_env)
@@ -333,14 +362,21 @@ def main() -> int:
             started = time.perf_counter()
             row = weight_sync({**base_config, "lora": lora_setting}, spaces, prompts)
             sync.append({"variant": name, **row})
-            print(f"sync {name}: {row['before_bytes'] / 1e6:.1f} MB -> "
-                  f"{row['after_bytes'] / 1e6:.1f} MB ({time.perf_counter() - started:.0f} s)",
-                  flush=True)  # fmt: skip
+            print(
+                f"sync {name}: {row['before_bytes'] / 1e6:.1f} MB -> "
+                f"{row['after_bytes'] / 1e6:.1f} MB ({time.perf_counter() - started:.0f} s)",
+                flush=True,
+            )
     probe.close()
 
     args.results.mkdir(parents=True, exist_ok=True)
-    data = {"facts": arms_facts, "sync_facts": facts if sync else None, "settings": settings,
-            "arms": runs, "weight_sync": sync}  # fmt: skip
+    data = {
+        "facts": arms_facts,
+        "sync_facts": facts if sync else None,
+        "settings": settings,
+        "arms": runs,
+        "weight_sync": sync,
+    }
     json_path.write_text(json.dumps(data, indent=1) + "\n")
     text = report(arms_facts, data["sync_facts"], settings, runs, sync)
     write_keeping_reading(args.results / "glam_prior.md", text)
@@ -360,10 +396,16 @@ def play_arms(args: Any, parser: Any, module: Any, make_env: Any) -> dict[str, d
         scorer = CachedScorer(module, args.batch)
         started = time.perf_counter()
         records = play(arm, seeds, make_env, scorer)
-        runs[arm] = {"records": records, "seconds": round(time.perf_counter() - started, 1),
-                     "prompts_scored": scorer.computed}  # fmt: skip
-        print(f"{arm}: {sum(r['success'] for r in records)}/{len(records)} successes, "
-              f"{runs[arm]['seconds']:.0f} s", flush=True)  # fmt: skip
+        runs[arm] = {
+            "records": records,
+            "seconds": round(time.perf_counter() - started, 1),
+            "prompts_scored": scorer.computed,
+        }
+        print(
+            f"{arm}: {sum(r['success'] for r in records)}/{len(records)} successes, "
+            f"{runs[arm]['seconds']:.0f} s",
+            flush=True,
+        )
     uniform = runs.get("uniform", {}).get("records")
     for arm, run in runs.items():
         run["summary"] = summarise(run["records"], uniform if arm != "uniform" else None)
@@ -375,18 +417,25 @@ def _ci(triple: tuple[float, float, float] | list[float], fmt: str = ".2f") -> s
     return f"{mean:{fmt}} [{low:{fmt}}, {high:{fmt}}]"
 
 
-def report(facts: dict, sync_facts: dict | None, settings: dict, runs: dict,
-           sync: list[dict]) -> str:  # fmt: skip
-    cap = (f"**{settings['max_steps']} steps**, a cap set with `--max-steps` (the level's own "
-           "max_steps, every arm alike)" if settings["max_steps_capped"]
-           else f"{settings['max_steps']} steps, the env's own limit")  # fmt: skip
+def report(
+    facts: dict, sync_facts: dict | None, settings: dict, runs: dict, sync: list[dict]
+) -> str:
+    cap = (
+        f"**{settings['max_steps']} steps**, a cap set with `--max-steps` (the level's own "
+        "max_steps, every arm alike)"
+        if settings["max_steps_capped"]
+        else f"{settings['max_steps']} steps, the env's own limit"
+    )
     lines = [
         "# GLAM's zero-shot prior: SmolLM2's action scores vs a uniform policy; the weight sync",
         "",
         f"`{facts['command']}` ({facts['date']}, {facts['machine']}).",
         "",
-        *([f"Weight sync measured by `{sync_facts['command']}` ({sync_facts['date']}).",
-           ""] if sync_facts and sync_facts != facts else []),
+        *(
+            [f"Weight sync measured by `{sync_facts['command']}` ({sync_facts['date']}).", ""]
+            if sync_facts and sync_facts != facts
+            else []
+        ),
         f"Task `{settings['task']}` (`{settings['env']}`), GLAM model `{settings['model']}` "
         f"(the GLAM RLModule's scores: each action text's log-likelihood after the prompt of "
         f"the goal and the last {settings['n_obs']} observations and actions, "
@@ -404,7 +453,7 @@ def report(facts: dict, sync_facts: dict | None, settings: dict, runs: dict,
         "| arm | success rate [95%] | success − uniform [95%] | mean return [95%] | "
         "mean length [95%] | greedy cycles cut | prompts scored | seconds |",
         "|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for arm in ARMS:
         if arm not in runs:
             continue
@@ -413,9 +462,11 @@ def report(facts: dict, sync_facts: dict | None, settings: dict, runs: dict,
         diff = _ci(s["success_minus_uniform"]) if "success_minus_uniform" in s else "–"
         cycles = s["cycles_cut"] if arm == "lm-greedy" else "–"
         prompts = run["prompts_scored"] if arm != "uniform" else "–"
-        lines.append(f"| {arm} | {s['success_rate']:.2f} [{lo:.2f}, {hi:.2f}] | {diff} | "
-                     f"{_ci(s['mean_return'], '.3f')} | {_ci(s['mean_length'], '.1f')} | "
-                     f"{cycles} | {prompts} | {run['seconds']:.0f} |")  # fmt: skip
+        lines.append(
+            f"| {arm} | {s['success_rate']:.2f} [{lo:.2f}, {hi:.2f}] | {diff} | "
+            f"{_ci(s['mean_return'], '.3f')} | {_ci(s['mean_length'], '.1f')} | "
+            f"{cycles} | {prompts} | {run['seconds']:.0f} |"
+        )
     lines += [
         "",
         "`lm-greedy`: the highest score; `lm-sampled`: softmax(scores), as the env runners "
@@ -423,7 +474,7 @@ def report(facts: dict, sync_facts: dict | None, settings: dict, runs: dict,
         "and prompt recurred (a deterministic loop), counted as failures at the step limit "
         "without playing the rest. Prompts scored: distinct prompts the LM evaluated (each "
         "once). Seconds: wall time on a shared machine, not a speed measurement.",
-    ]  # fmt: skip
+    ]
     if sync:
         lines += [
             "",
@@ -440,7 +491,7 @@ def report(facts: dict, sync_facts: dict | None, settings: dict, runs: dict,
             "| variant | trainable / all params | before: MB (tensors) | after: MB (tensors) "
             "| ratio | score gap before sync | after sync |",
             "|---|---|---|---|---|---|---|",
-        ]  # fmt: skip
+        ]
         for row in sync:
             lines.append(
                 f"| {row['variant']} | {row['trainable_params'] / 1e6:.3g}M / "
@@ -448,7 +499,7 @@ def report(facts: dict, sync_facts: dict | None, settings: dict, runs: dict,
                 f"({row['before_tensors']}) | {row['after_bytes'] / 1e6:.1f} "
                 f"({row['after_tensors']}) | {row['before_bytes'] / row['after_bytes']:.0f}× | "
                 f"{row['max_score_gap_before_sync']:.3g} | {row['max_score_gap_after_sync']:.3g} |"
-            )  # fmt: skip
+            )
         lora = next((r for r in sync if r["lora"]), None)
         if lora is not None:
             lines += [

@@ -34,8 +34,11 @@ def main() -> int:
     p.add_argument("--epochs", type=int, default=1, help="PPO epochs per iteration")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--variants", default="ppo,glam-lora,glam-full",
-                   help="comma-separated: ppo, glam-lora, glam-full")  # fmt: skip
+    p.add_argument(
+        "--variants",
+        default="ppo,glam-lora,glam-full",
+        help="comma-separated: ppo, glam-lora, glam-full",
+    )
     p.add_argument("--model", help="GLAM's model (default: the task's): tiny, smollm2, a folder")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args()
@@ -48,17 +51,24 @@ def main() -> int:
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
 
-    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
-             logging_level="ERROR")
+    ray.init(
+        address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
+    )
     env_registry.register_all()
     task = load_task(args.task)
-    sizes = {"train_batch_size_per_learner": args.batch, "num_epochs": args.epochs,
-             "minibatch_size": min(16, args.batch)}  # fmt: skip
-    task = task.model_copy(update={
-        "ppo": task.ppo.model_copy(update=sizes),
-        "glam": task.glam.model_copy(update={"ppo": {**task.glam.ppo, **sizes},
-                                             "model": args.model or task.glam.model}),
-    })  # fmt: skip
+    sizes = {
+        "train_batch_size_per_learner": args.batch,
+        "num_epochs": args.epochs,
+        "minibatch_size": min(16, args.batch),
+    }
+    task = task.model_copy(
+        update={
+            "ppo": task.ppo.model_copy(update=sizes),
+            "glam": task.glam.model_copy(
+                update={"ppo": {**task.glam.ppo, **sizes}, "model": args.model or task.glam.model}
+            ),
+        }
+    )
     builds = {
         "ppo": lambda: get_method("ppo").build(task, 0, {}),
         "glam-lora": lambda: get_method("glam").build(task, 0, {}),
@@ -77,8 +87,10 @@ def main() -> int:
             timers = result[TIMERS]
             steps = result["env_runners"]["num_env_steps_sampled"]
             infer, train = timers[ENV_RUNNER_SAMPLING_TIMER], timers[LEARNER_UPDATE_TIMER]
-            print(f"round {r} {name}: {steps} steps, sampling {infer:.2f} s, update "
-                  f"{train:.2f} s", flush=True)  # fmt: skip
+            print(
+                f"round {r} {name}: {steps} steps, sampling {infer:.2f} s, update {train:.2f} s",
+                flush=True,
+            )
             if r >= args.warmup:
                 rows[name]["infer"].append(steps / infer)
                 rows[name]["train"].append(steps / train)
@@ -88,18 +100,21 @@ def main() -> int:
     facts = run_facts("-m bench.glam_throughput")
     g = task.glam
     lines = [
-        "# GLAM: env steps/s for inference and for training, beside symbolic PPO", "",
+        "# GLAM: env steps/s for inference and for training, beside symbolic PPO",
+        "",
         f"`{facts['command']}` ({facts['date']}, {facts['machine']}); task `{args.task}`, "
         f"GLAM model `{g.model}`, prompts of the last {g.n_obs} observations; "
         f"{args.batch} env steps per iteration ({task.env_runners.num_envs_per_env_runner} "
         f"envs, one process), {args.epochs} PPO epoch(s) of minibatch {sizes['minibatch_size']}; "
-        f"{args.warmup} warm-up round(s), then medians over {args.rounds} round(s).", "",
+        f"{args.warmup} warm-up round(s), then medians over {args.rounds} round(s).",
+        "",
         "Inference: env steps / RLlib's sampling time (policy forward passes + env). Training: "
-        "env steps / the learner update's time (GAE's value pass + PPO's epochs).", "",
+        "env steps / the learner update's time (GAE's value pass + PPO's epochs).",
+        "",
         "| variant | inference env steps/s | training env steps/s | inference ratio to ppo "
         "| training ratio to ppo |",
         "|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     base = rows.get("ppo")
     for name, r in rows.items():
         inf, tr = statistics.median(r["infer"]), statistics.median(r["train"])

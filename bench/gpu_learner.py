@@ -35,27 +35,39 @@ def run_variant(method: str, num_gpus: float, iterations: int) -> dict:
     from rl_bk.experiments.task_config import load_task
 
     task = load_task(TASK)
-    task = task.model_copy(update={"learner": task.learner.model_copy(
-        update={"num_gpus": num_gpus})})  # fmt: skip
+    task = task.model_copy(
+        update={"learner": task.learner.model_copy(update={"num_gpus": num_gpus})}
+    )
     algo = get_method(method).build(task, 0, {}).build_algo()
-    entry = {"method": method, "learner": "gpu" if num_gpus else "cpu",
-             "learner_threads": task.learner.threads, "iterations": []}  # fmt: skip
+    entry = {
+        "method": method,
+        "learner": "gpu" if num_gpus else "cpu",
+        "learner_threads": task.learner.threads,
+        "iterations": [],
+    }
     try:
         for _ in range(iterations):
             started = time.perf_counter()
             result = algo.train()
             timers = result["timers"]
             learner = result["learners"]["default_policy"]
-            entry["iterations"].append({
-                "wall_s": round(time.perf_counter() - started, 3),
-                "env_steps": int(result["env_runners"]["num_env_steps_sampled"]),
-                "sampling_s": round(float(timers["env_runner_sampling_timer"]), 3),
-                "learner_update_s": round(float(timers["learner_update_timer"]), 3),
-                "losses_finite": all(math.isfinite(float(learner[k]))
-                                     for k in ("policy_loss", "vf_loss")),
-            })  # fmt: skip
-        (entry["module_device"],) = [r.get() for r in algo.learner_group.foreach_learner(
-            lambda lrn: str(next(lrn.module["default_policy"].parameters()).device))]  # fmt: skip
+            entry["iterations"].append(
+                {
+                    "wall_s": round(time.perf_counter() - started, 3),
+                    "env_steps": int(result["env_runners"]["num_env_steps_sampled"]),
+                    "sampling_s": round(float(timers["env_runner_sampling_timer"]), 3),
+                    "learner_update_s": round(float(timers["learner_update_timer"]), 3),
+                    "losses_finite": all(
+                        math.isfinite(float(learner[k])) for k in ("policy_loss", "vf_loss")
+                    ),
+                }
+            )
+        (entry["module_device"],) = [
+            r.get()
+            for r in algo.learner_group.foreach_learner(
+                lambda lrn: str(next(lrn.module["default_policy"].parameters()).device)
+            )
+        ]
     finally:
         algo.stop()
     rows = entry["iterations"][1:] or entry["iterations"]
@@ -75,8 +87,10 @@ def main() -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print("bench.gpu_learner compares the learner on a GPU with the CPU: torch sees no "
-              "CUDA GPU", file=sys.stderr)  # fmt: skip
+        print(
+            "bench.gpu_learner compares the learner on a GPU with the CPU: torch sees no CUDA GPU",
+            file=sys.stderr,
+        )
         return 2
     import env_registry
     from rl_bk.experiments import run as run_module
@@ -85,8 +99,12 @@ def main() -> int:
     env_registry.register_all()
     old = json.loads(args.results.read_text()) if args.results.is_file() else []
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    head = {"date": stamp, "device": torch.cuda.get_device_name(0), "cpus": os.cpu_count(),
-            "command": " ".join(sys.argv)}  # fmt: skip
+    head = {
+        "date": stamp,
+        "device": torch.cuda.get_device_name(0),
+        "cpus": os.cpu_count(),
+        "command": " ".join(sys.argv),
+    }
     entries = []
     for method in args.methods.split(","):
         for num_gpus in (0.0, 1.0):  # side by side, CPU first
@@ -94,8 +112,11 @@ def main() -> int:
                 entry = run_variant(method, num_gpus, args.iterations)
             except Exception as e:  # one method's failure must not lose the others' rows
                 print(f"{method} learner.num_gpus={num_gpus:g} failed: {e!r}", flush=True)
-                entry = {"method": method, "learner": "gpu" if num_gpus else "cpu",
-                         "error": repr(e)}  # fmt: skip
+                entry = {
+                    "method": method,
+                    "learner": "gpu" if num_gpus else "cpu",
+                    "error": repr(e),
+                }
             entries.append({**head, **entry})
             # Written after each variant: a run cut short keeps what it measured.
             args.results.write_text(json.dumps(old + entries, indent=1) + "\n")

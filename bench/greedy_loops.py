@@ -42,18 +42,24 @@ def play(env, module, seed: int, greedy: bool, rng) -> dict:
     targets, saw_target, at_reset = level.instrs.desc.obj_set, False, None
     while True:
         # The whole state: the agent, what it carries and the grid (a pick-up changes it).
-        state = (tuple(level.agent_pos), int(level.agent_dir), repr(level.carrying),
-                 level.grid.encode().tobytes())  # fmt: skip
+        state = (
+            tuple(level.agent_pos),
+            int(level.agent_dir),
+            repr(level.carrying),
+            level.grid.encode().tobytes(),
+        )
         looped |= state in seen
         seen.add(state)
         # A carried target has cur_pos (-1, -1); it was seen to be picked up.
         saw_target = saw_target or any(
             obj.cur_pos is not None and obj.cur_pos[0] >= 0 and level.agent_sees(*obj.cur_pos)
-            for obj in targets)  # fmt: skip
+            for obj in targets
+        )
         at_reset = saw_target if at_reset is None else at_reset
         with torch.no_grad():
             logits = module.forward_inference({Columns.OBS: torch.as_tensor(obs[None])})[
-                Columns.ACTION_DIST_INPUTS][0].numpy()  # fmt: skip
+                Columns.ACTION_DIST_INPUTS
+            ][0].numpy()
         if greedy:
             action = int(np.argmax(logits))
         else:
@@ -62,9 +68,13 @@ def play(env, module, seed: int, greedy: bool, rng) -> dict:
         actions[action] += 1
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
-            return {"success": bool(info.get("success")), "looped": looped,
-                    "saw_target": saw_target, "target_in_view_at_reset": at_reset,
-                    "actions": dict(actions)}  # fmt: skip
+            return {
+                "success": bool(info.get("success")),
+                "looped": looped,
+                "saw_target": saw_target,
+                "target_in_view_at_reset": at_reset,
+                "actions": dict(actions),
+            }
 
 
 def checkpoint_env_steps(run: Path, checkpoint: Path) -> int | None:
@@ -95,7 +105,8 @@ def check_run(run: Path, episodes: int) -> dict:
 
     checkpoint = sorted(run.glob("checkpoint_*"))[-1]
     module = RLModule.from_checkpoint(
-        checkpoint / "learner_group" / "learner" / "rl_module" / "default_policy")
+        checkpoint / "learner_group" / "learner" / "rl_module" / "default_policy"
+    )
     params = json.loads((run / "params.json").read_text())
     env_name = load_task(run.parents[1] / "task.yaml").env  # the run folder's resolved task
     env = env_registry.make_env(env_name, {})
@@ -103,19 +114,26 @@ def check_run(run: Path, episodes: int) -> dict:
     greedy = [play(env, module, 10_000 + i, True, rng) for i in range(episodes)]
     sampled = [play(env, module, 10_000 + i, False, rng) for i in range(episodes)]
     failed = [g for g in greedy if not g["success"]]
-    return {"run": str(run), "checkpoint": checkpoint.name,
-            "env_steps": checkpoint_env_steps(run, checkpoint), "variant": params["variant"],
-            "seed": params["seed"], "env": env_name, "episodes": episodes,
-            # The same reset seeds for both policies: the levels, and what is in view at reset.
-            "target_in_view_at_reset": sum(g["target_in_view_at_reset"] for g in greedy),
-            "greedy_success": sum(g["success"] for g in greedy) / episodes,
-            "sampled_success": sum(s["success"] for s in sampled) / episodes,
-            "greedy_failed": len(failed),
-            "greedy_failed_looped": sum(g["looped"] for g in failed),
-            "greedy_failed_never_saw_target": sum(not g["saw_target"] for g in failed),
-            "sampled_failed": sum(not s["success"] for s in sampled),
-            "sampled_failed_never_saw_target": sum(not s["saw_target"] and not s["success"]
-                                                   for s in sampled)}  # fmt: skip
+    return {
+        "run": str(run),
+        "checkpoint": checkpoint.name,
+        "env_steps": checkpoint_env_steps(run, checkpoint),
+        "variant": params["variant"],
+        "seed": params["seed"],
+        "env": env_name,
+        "episodes": episodes,
+        # The same reset seeds for both policies: the levels, and what is in view at reset.
+        "target_in_view_at_reset": sum(g["target_in_view_at_reset"] for g in greedy),
+        "greedy_success": sum(g["success"] for g in greedy) / episodes,
+        "sampled_success": sum(s["success"] for s in sampled) / episodes,
+        "greedy_failed": len(failed),
+        "greedy_failed_looped": sum(g["looped"] for g in failed),
+        "greedy_failed_never_saw_target": sum(not g["saw_target"] for g in failed),
+        "sampled_failed": sum(not s["success"] for s in sampled),
+        "sampled_failed_never_saw_target": sum(
+            not s["saw_target"] and not s["success"] for s in sampled
+        ),
+    }
 
 
 def table_lines(rows: list[dict], command: str, when: str = "") -> list[str]:
@@ -124,32 +142,39 @@ def table_lines(rows: list[dict], command: str, when: str = "") -> list[str]:
     from rl_bk.experiments.results import display_label
 
     episodes = sorted({r["episodes"] for r in rows})
-    lines = ["# Greedy evaluation: failures from loops", "",
-             f"`{command}`{when} ({time.strftime('%Y-%m-%d %H:%M')}). Each trial's last "
-             f"checkpoint, {', '.join(map(str, episodes))} episodes per policy from reset seeds "
-             "10000 on. A greedy episode \"looped\" when it came back to a state it had been "
-             "in (the agent's cell, direction and load, and the grid): from there a greedy "
-             "agent repeats itself "
-             "until the time limit. \"Never saw the target\": no object the mission names was "
-             "ever in the agent's view (a failed search, not a failed approach). "
-             "Oracle-knowledge trials are marked as everywhere.", "",
-             "| trial | checkpoint (env steps) | target in view at reset | greedy success "
-             "| sampled success "
-             "| failed greedy episodes | of which looped | of which never saw the target "
-             "| failed sampled episodes | of which never saw the target |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "# Greedy evaluation: failures from loops",
+        "",
+        f"`{command}`{when} ({time.strftime('%Y-%m-%d %H:%M')}). Each trial's last "
+        f"checkpoint, {', '.join(map(str, episodes))} episodes per policy from reset seeds "
+        '10000 on. A greedy episode "looped" when it came back to a state it had been '
+        "in (the agent's cell, direction and load, and the grid): from there a greedy "
+        "agent repeats itself "
+        'until the time limit. "Never saw the target": no object the mission names was '
+        "ever in the agent's view (a failed search, not a failed approach). "
+        "Oracle-knowledge trials are marked as everywhere.",
+        "",
+        "| trial | checkpoint (env steps) | target in view at reset | greedy success "
+        "| sampled success "
+        "| failed greedy episodes | of which looped | of which never saw the target "
+        "| failed sampled episodes | of which never saw the target |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         v = r["variant"]
-        name = display_label(" ".join([v["method"], *(f"{k}={x}" for k, x in
-                                                     sorted(v["params"].items()))]))  # fmt: skip
+        name = display_label(
+            " ".join([v["method"], *(f"{k}={x}" for k, x in sorted(v["params"].items()))])
+        )
         steps = "" if r["env_steps"] is None else f" ({r['env_steps']:,})"
-        lines.append(f"| {name} seed={r['seed']} | {r['checkpoint']}{steps} | "
-                     f"{r['target_in_view_at_reset']} of {r['episodes']} | "
-                     f"{r['greedy_success']:.2f}"
-                     f" | {r['sampled_success']:.2f} | {r['greedy_failed']} | "
-                     f"{r['greedy_failed_looped']} | {r['greedy_failed_never_saw_target']} | "
-                     f"{r['sampled_failed']} | "
-                     f"{r['sampled_failed_never_saw_target']} |")  # fmt: skip
+        lines.append(
+            f"| {name} seed={r['seed']} | {r['checkpoint']}{steps} | "
+            f"{r['target_in_view_at_reset']} of {r['episodes']} | "
+            f"{r['greedy_success']:.2f}"
+            f" | {r['sampled_success']:.2f} | {r['greedy_failed']} | "
+            f"{r['greedy_failed_looped']} | {r['greedy_failed_never_saw_target']} | "
+            f"{r['sampled_failed']} | "
+            f"{r['sampled_failed_never_saw_target']} |"
+        )
     return lines
 
 

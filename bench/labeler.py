@@ -68,8 +68,9 @@ def main() -> int:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     store = Path(tempfile.mkdtemp()) / "labels.sqlite3"
-    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
-             logging_level="ERROR")
+    ray.init(
+        address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
+    )
     cfg = LabelerAppConfig(backend="llamacpp", store_path=str(store), port=port)
     handle = start_labeler(cfg)
     payload = [r.model_dump() for r in requests]
@@ -115,17 +116,20 @@ def main() -> int:
     stamp = time.strftime("%Y-%m-%d %H:%M")
     h, w = results["cached_handle_ms"], results["cached_http_ms"]
     lines = [
-        "# Labeler speed (embedded SmolLM2-135M, llama.cpp, 2 threads)", "",
+        "# Labeler speed (embedded SmolLM2-135M, llama.cpp, 2 threads)",
+        "",
         f"Command: `python -m bench.labeler` — {stamp}, {os.cpu_count()} CPUs, load average "
-        f"at end {os.getloadavg()[0]:.1f}. 40 helpful requests (BabyAI captions).", "",
-        "| measure | value |", "|---|---|",
+        f"at end {os.getloadavg()[0]:.1f}. 40 helpful requests (BabyAI captions).",
+        "",
+        "| measure | value |",
+        "|---|---|",
         f"| raw generation, generator called directly | {raw_rate:.2f} labels/s |",
         f"| cold, through Serve (handle, one batch, empty store) | {cold_rate:.2f} labels/s "
         f"= **{cold_rate / raw_rate:.2f} x raw** |",
         f"| cached, handle round trip | p50 {h['p50']:.1f} ms, p99 {h['p99']:.1f} ms |",
         f"| cached, HTTP round trip | p50 {w['p50']:.1f} ms, p99 {w['p99']:.1f} ms |",
         f"| cached in the client (no call) | {client_us:.0f} µs |",
-    ]  # fmt: skip
+    ]
     out = ROOT / "bench" / "results"
     (out / "labeler.md").write_text("\n".join(lines) + "\n")
     (out / "labeler.json").write_text(json.dumps({"date": stamp, **results}, indent=2))

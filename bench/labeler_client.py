@@ -69,16 +69,25 @@ class LabelerClient:
         self._executor: ThreadPoolExecutor | None = None
         self._pending = 0
         self.metrics: dict[str, float] = dict.fromkeys(
-            ("requests", "cache_hits", "calls", "labels_received", "fallbacks", "failures",
-             "call_seconds"), 0,
-        )  # fmt: skip
+            (
+                "requests",
+                "cache_hits",
+                "calls",
+                "labels_received",
+                "fallbacks",
+                "failures",
+                "call_seconds",
+            ),
+            0,
+        )
 
     # ------------------------------------------------------------------------- synchronous
     def label(self, task: str, requests: Sequence[BaseModel | dict]) -> list[BaseModel]:
         """One label per request, in order; fallbacks (counted) where the labeler failed."""
         spec = get_task(task)
-        requests = [r if isinstance(r, BaseModel) else spec.request.model_validate(r)
-                    for r in requests]  # fmt: skip
+        requests = [
+            r if isinstance(r, BaseModel) else spec.request.model_validate(r) for r in requests
+        ]
         keys = [(task, canonical_json(r)) for r in requests]
         with self._lock:
             self.metrics["requests"] += len(requests)

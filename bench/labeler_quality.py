@@ -64,8 +64,11 @@ def preference_probe(n: int, seed: int = SEED):
     from rl_bk.knowledge.trajectory import step_text
     from rl_bk.labeling.tasks import PreferenceRequest
 
-    eps = [e for e in _random_episodes("BabyAI-Text-GoToLocal-RedBall-S20-v0", 400, 64, seed)
-           if len(e[1]) >= 4]  # fmt: skip
+    eps = [
+        e
+        for e in _random_episodes("BabyAI-Text-GoToLocal-RedBall-S20-v0", 400, 64, seed)
+        if len(e[1]) >= 4
+    ]
     rng = np.random.default_rng(seed)
 
     def segment():
@@ -83,8 +86,14 @@ def preference_probe(n: int, seed: int = SEED):
         want = "AB"[len(items) % 2]
         if truth != want:
             a, b = b, a
-        items.append((PreferenceRequest(segment_a=a, segment_b=b, criteria=GENERIC_CRITERIA,
-                                        env="babyai"), want))  # fmt: skip
+        items.append(
+            (
+                PreferenceRequest(
+                    segment_a=a, segment_b=b, criteria=GENERIC_CRITERIA, env="babyai"
+                ),
+                want,
+            )
+        )
     return items
 
 
@@ -158,9 +167,18 @@ def _chunks(env_id: str, episodes: int, steps: int, seed: int):
             rewards.append(r)
             if term or trunc:
                 break
-        out.append(Chunk(np.stack(observations).astype(np.float32), captions,
-                         np.asarray(actions, np.int64), np.asarray(rewards, np.float32),
-                         bool(term), bool(trunc), info.get("mission"), f"ep{e}"))  # fmt: skip
+        out.append(
+            Chunk(
+                np.stack(observations).astype(np.float32),
+                captions,
+                np.asarray(actions, np.int64),
+                np.asarray(rewards, np.float32),
+                bool(term),
+                bool(trunc),
+                info.get("mission"),
+                f"ep{e}",
+            )
+        )
     env.close()
     return out
 
@@ -191,8 +209,12 @@ def action_probe(n: int, seed: int = SEED):
                 break
             if rng.random() < 0.3:  # a few states of each episode, not all
                 prompt = build_prompt(info["mission"], observations[-3:], actions[-2:])
-                items.append((ActionScoresRequest(prompt=prompt, actions=list(ACTION_TEXTS)),
-                              ACTION_TEXTS[action]))  # fmt: skip
+                items.append(
+                    (
+                        ActionScoresRequest(prompt=prompt, actions=list(ACTION_TEXTS)),
+                        ACTION_TEXTS[action],
+                    )
+                )
             _, _, term, trunc, info = env.step(action)
             actions.append(ACTION_TEXTS[action])
             observations.append(caption_to_observation(info["caption"]))
@@ -216,10 +238,12 @@ def agreement(pred: list, truth: list) -> dict:
     k = sum(p == t for p, t in zip(pred, truth))
     counts = Counter(map(str, pred))
     return {
-        "n": len(pred), "agreement": round(k / len(pred), 3), "ci95": wilson(k, len(pred)),
+        "n": len(pred),
+        "agreement": round(k / len(pred), 3),
+        "ci95": wilson(k, len(pred)),
         "majority_rate": round(counts.most_common(1)[0][1] / len(pred), 3),
         "answers": dict(counts),
-    }  # fmt: skip
+    }
 
 
 # --------------------------------------------------------------------------------- runners
@@ -256,8 +280,10 @@ def run_closed(kind: str, items, backend, text_items: int) -> dict:
     s_prompt = round(seconds / prompts, 3)
     out["token-scores, one order"] = {**agreement(one, truth), "s_per_label": s_prompt}
     if kind == "preference":
-        out["token-scores, both orders"] = {**agreement(both, truth),
-                                            "s_per_label": round(2 * s_prompt, 3)}  # fmt: skip
+        out["token-scores, both orders"] = {
+            **agreement(both, truth),
+            "s_per_label": round(2 * s_prompt, 3),
+        }
         finite = [b for b in bias if math.isfinite(b)]
         out["position_bias_logodds_A"] = round(float(np.mean(finite)), 3) if finite else None
     if text_items:
@@ -274,8 +300,10 @@ def run_closed(kind: str, items, backend, text_items: int) -> dict:
             except Exception:  # a malformed answer counts as a wrong one
                 pred.append(None)
         seconds = time.perf_counter() - started
-        out["text (grammar)"] = {**agreement(pred, [t for _, t in sub]),
-                                 "s_per_label": round(seconds / len(sub), 3)}  # fmt: skip
+        out["text (grammar)"] = {
+            **agreement(pred, [t for _, t in sub]),
+            "s_per_label": round(seconds / len(sub), 3),
+        }
     return out
 
 
@@ -300,12 +328,16 @@ def run_goals(items, backend) -> dict:
         if len(examples) < 3:
             examples.append({"caption": r.caption[:160], "goals": goals, "oracle": useful[:5]})
     n = len(items)
-    return {"n_states": n, "goals_suggested": suggested,
-            "share_useful": round(hits / suggested, 3) if suggested else None,
-            "ci95": wilson(hits, suggested) if suggested else None,
-            "states_with_a_useful_goal": round(states_hit / n, 3), "failed": failures,
-            "s_per_label": round((time.perf_counter() - started) / n, 3),
-            "examples": examples}  # fmt: skip
+    return {
+        "n_states": n,
+        "goals_suggested": suggested,
+        "share_useful": round(hits / suggested, 3) if suggested else None,
+        "ci95": wilson(hits, suggested) if suggested else None,
+        "states_with_a_useful_goal": round(states_hit / n, 3),
+        "failed": failures,
+        "s_per_label": round((time.perf_counter() - started) / n, 3),
+        "examples": examples,
+    }
 
 
 def run_actions(items, backend) -> dict:
@@ -314,8 +346,10 @@ def run_actions(items, backend) -> dict:
     for r, _ in items:
         scores = backend.label("action_scores", [r])[0].logprobs
         pred.append(r.actions[int(np.argmax(scores))])
-    return {**agreement(pred, [t for _, t in items]),
-            "s_per_label": round((time.perf_counter() - started) / len(items), 3)}  # fmt: skip
+    return {
+        **agreement(pred, [t for _, t in items]),
+        "s_per_label": round((time.perf_counter() - started) / len(items), 3),
+    }
 
 
 def run_code(backend, rounds: int = 3, seed: int = SEED) -> dict:
@@ -341,8 +375,16 @@ def run_code(backend, rounds: int = 3, seed: int = SEED) -> dict:
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        write_potential_code(labeler, data, tmp, family="babyai", mission=None, rounds=rounds,
-                             seed=seed, progress=False)  # fmt: skip
+        write_potential_code(
+            labeler,
+            data,
+            tmp,
+            family="babyai",
+            mission=None,
+            rounds=rounds,
+            seed=seed,
+            progress=False,
+        )
         history = json.loads((Path(tmp) / "history.json").read_text())
     seconds = time.perf_counter() - started
     per_round = []
@@ -360,8 +402,11 @@ def run_code(backend, rounds: int = 3, seed: int = SEED) -> dict:
                     row["outcome"] = f"failed on held-out windows: {type(err).__name__}"
             row["code"] = entry.get("code")
             per_round.append(row)
-    return {"rounds": per_round, "heldout_windows": len(records),
-            "s_per_round": round(seconds / max(len(history), 1), 1)}  # fmt: skip
+    return {
+        "rounds": per_round,
+        "heldout_windows": len(records),
+        "s_per_round": round(seconds / max(len(history), 1), 1),
+    }
 
 
 # -------------------------------------------------------------------------------- backends
@@ -403,48 +448,75 @@ def render_markdown(data: dict) -> str:
                     f"{', '.join(f'{k} {v}' for k, v in sorted(m['answers'].items()))} | "
                     f"{m['s_per_label']} |"
                 )
-    lines += ["", "Position bias on preferences (mean log P(A) - log P(B) common to both "
-              "orders; positive favours the first-shown segment):", ""]  # fmt: skip
+    lines += [
+        "",
+        "Position bias on preferences (mean log P(A) - log P(B) common to both "
+        "orders; positive favours the first-shown segment):",
+        "",
+    ]
     for res in data.get("results", {}).values():
         r = res.get("preference")
         if r and r["modes"].get("position_bias_logodds_A") is not None:
             lines.append(f"- {res['model']}: {r['modes']['position_bias_logodds_A']:+.2f} nats")
-    lines += ["", "## Open questions (goals)", "",
-              "| kind | labeller | states | goals suggested | share the oracle also suggests "
-              "[95% Wilson] | states with one such goal | failed | s / label |",
-              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        "## Open questions (goals)",
+        "",
+        "| kind | labeller | states | goals suggested | share the oracle also suggests "
+        "[95% Wilson] | states with one such goal | failed | s / label |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for kind in OPEN:
         for res in data.get("results", {}).values():
             m = res.get(kind)
             if not m:
                 continue
-            share = "–" if m["share_useful"] is None else (
-                f"{m['share_useful']:.3f} [{m['ci95'][0]:.3f}, {m['ci95'][1]:.3f}]")
-            lines.append(f"| {kind} | {res['model']} | {m['n_states']} | {m['goals_suggested']} "
-                         f"| {share} | {m['states_with_a_useful_goal']:.2f} | {m['failed']} | "
-                         f"{m['s_per_label']} |")  # fmt: skip
-    lines += ["", "## GLAM: zero-shot action scores", "",
-              "| labeller | states | agreement with the BabyAI bot [95% Wilson] | "
-              "most frequent action (rate) | s / state |", "|---|---|---|---|---|"]  # fmt: skip
+            share = (
+                "–"
+                if m["share_useful"] is None
+                else (f"{m['share_useful']:.3f} [{m['ci95'][0]:.3f}, {m['ci95'][1]:.3f}]")
+            )
+            lines.append(
+                f"| {kind} | {res['model']} | {m['n_states']} | {m['goals_suggested']} "
+                f"| {share} | {m['states_with_a_useful_goal']:.2f} | {m['failed']} | "
+                f"{m['s_per_label']} |"
+            )
+    lines += [
+        "",
+        "## GLAM: zero-shot action scores",
+        "",
+        "| labeller | states | agreement with the BabyAI bot [95% Wilson] | "
+        "most frequent action (rate) | s / state |",
+        "|---|---|---|---|---|",
+    ]
     for res in data.get("results", {}).values():
         m = res.get("action-scores")
         if m:
             top = max(m["answers"].items(), key=lambda kv: kv[1])[0]
-            lines.append(f"| {res['model']} | {m['n']} | {m['agreement']:.3f} [{m['ci95'][0]:.3f}, "
-                         f"{m['ci95'][1]:.3f}] | {top} ({m['majority_rate']:.2f}) | "
-                         f"{m['s_per_label']} |")  # fmt: skip
-    lines += ["", "## BK-Code: each round's potential against the oracle's", "",
-              "| labeller | round | outcome | Spearman with the oracle potential | distinct "
-              "values | s / round |", "|---|---|---|---|---|---|"]  # fmt: skip
+            lines.append(
+                f"| {res['model']} | {m['n']} | {m['agreement']:.3f} [{m['ci95'][0]:.3f}, "
+                f"{m['ci95'][1]:.3f}] | {top} ({m['majority_rate']:.2f}) | "
+                f"{m['s_per_label']} |"
+            )
+    lines += [
+        "",
+        "## BK-Code: each round's potential against the oracle's",
+        "",
+        "| labeller | round | outcome | Spearman with the oracle potential | distinct "
+        "values | s / round |",
+        "|---|---|---|---|---|---|",
+    ]
     for res in data.get("results", {}).values():
         m = res.get("code")
         if not m:
             continue
         for r in m["rounds"]:
             rho = r.get("spearman_vs_oracle")
-            lines.append(f"| {res['model']} | {r['round']} | {r['outcome']} | "
-                         f"{'–' if rho is None else f'{rho:+.3f}'} | "
-                         f"{r.get('distinct_values', '–')} | {m['s_per_round']} |")  # fmt: skip
+            lines.append(
+                f"| {res['model']} | {r['round']} | {r['outcome']} | "
+                f"{'–' if rho is None else f'{rho:+.3f}'} | "
+                f"{r.get('distinct_values', '–')} | {m['s_per_round']} |"
+            )
     lines += ["", *data.get("notes", [])]
     return "\n".join(lines) + "\n"
 
@@ -456,8 +528,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--action-states", type=int, default=100, help="states for action-scores")
     p.add_argument("--items", type=int, default=200, help="items per closed kind")
     p.add_argument("--goal-states", type=int, default=50, help="states per open kind")
-    p.add_argument("--text-items", type=int, default=200,
-                   help="items of each closed kind also asked as text (0: none)")
+    p.add_argument(
+        "--text-items",
+        type=int,
+        default=200,
+        help="items of each closed kind also asked as text (0: none)",
+    )
     args = p.parse_args(argv)
     path = RESULTS.with_suffix(".json")
     data = json.loads(path.read_text()) if path.exists() else {}
@@ -486,8 +562,10 @@ def main(argv: list[str] | None = None) -> int:
             started = time.strftime("%Y-%m-%d %H:%M")
             print(f"[{started}] {model} {kind} ({len(probes[kind])} items)", flush=True)
             if kind in CLOSED:
-                entry[kind] = {"modes": run_closed(kind, probes[kind], backend, args.text_items),
-                               "ran": started}  # fmt: skip
+                entry[kind] = {
+                    "modes": run_closed(kind, probes[kind], backend, args.text_items),
+                    "ran": started,
+                }
             elif model == "oracle" and kind == "action-scores":
                 continue  # the oracle scores no actions
             elif kind == "action-scores":

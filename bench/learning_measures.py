@@ -29,8 +29,11 @@ def curve_points(steps: Iterable[float | None], values: Iterable[float | None]) 
     """The ``(env_steps, value)`` points of two aligned columns (as a results JSON keeps a
     trial's progress), leaving out the reports without a value (None or NaN): an evaluation
     runs only every few reports."""
-    return [(float(s), float(v)) for s, v in zip(steps, values, strict=True)
-            if s is not None and v is not None and not math.isnan(v)]  # fmt: skip
+    return [
+        (float(s), float(v))
+        for s, v in zip(steps, values, strict=True)
+        if s is not None and v is not None and not math.isnan(v)
+    ]
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,9 @@ class PairedDifference:
     confidence: float = 0.95
 
 
-def paired_difference(method: Mapping[int, float], baseline: Mapping[int, float], *,
-                      confidence: float = 0.95) -> PairedDifference:
+def paired_difference(
+    method: Mapping[int, float], baseline: Mapping[int, float], *, confidence: float = 0.95
+) -> PairedDifference:
     """The per-seed difference ``method[seed] - baseline[seed]`` of a per-run statistic (an
     area, a value at a budget, env steps to a threshold), over the seeds both have a value for
     (a missing or NaN value leaves that seed out: pairing by seed removes what a seed does to
@@ -123,13 +127,17 @@ def paired_difference(method: Mapping[int, float], baseline: Mapping[int, float]
     that width is what three seeds know. With a single shared seed there is no interval
     (``ci`` None), and none is made up.
     """
-    seeds = sorted(s for s in method.keys() & baseline.keys()
-                   if not (math.isnan(method[s]) or math.isnan(baseline[s])))  # fmt: skip
+    seeds = sorted(
+        s
+        for s in method.keys() & baseline.keys()
+        if not (math.isnan(method[s]) or math.isnan(baseline[s]))
+    )
     diffs = [float(method[s] - baseline[s]) for s in seeds]
     if not diffs:
         return PairedDifference([], [], math.nan, None, confidence)
-    return PairedDifference(seeds, diffs, sum(diffs) / len(diffs),
-                            t_interval(diffs, confidence), confidence)  # fmt: skip
+    return PairedDifference(
+        seeds, diffs, sum(diffs) / len(diffs), t_interval(diffs, confidence), confidence
+    )
 
 
 @dataclass(frozen=True)
@@ -144,8 +152,9 @@ class PooledDifference:
     task_means: list[float] | None = None  # each task's mean difference, in ``tasks`` order
 
 
-def pooled_difference(per_task: Mapping[str, PairedDifference], *,
-                      confidence: float = 0.95) -> PooledDifference:
+def pooled_difference(
+    per_task: Mapping[str, PairedDifference], *, confidence: float = 0.95
+) -> PooledDifference:
     """The mean paired difference over tasks (each task weighs the same), with tasks as the
     unit: the Student t interval over the tasks' mean differences (``tasks - 1`` degrees of
     freedom). A task's mean carries both its own seeds' spread and how the effect differs
@@ -158,13 +167,17 @@ def pooled_difference(per_task: Mapping[str, PairedDifference], *,
         return PooledDifference([], [], math.nan, None, confidence, [])
     means = [sum(per_task[t].diffs) / len(per_task[t].diffs) for t in tasks]
     diffs = [float(x) for t in tasks for x in per_task[t].diffs]
-    ci = (t_interval(means, confidence) if len(tasks) > 1
-          else t_interval(per_task[tasks[0]].diffs, confidence))  # fmt: skip
+    ci = (
+        t_interval(means, confidence)
+        if len(tasks) > 1
+        else t_interval(per_task[tasks[0]].diffs, confidence)
+    )
     return PooledDifference(tasks, diffs, sum(means) / len(means), ci, confidence, means)
 
 
-def unpaired_difference(method: Iterable[float], baseline: Iterable[float], *,
-                        confidence: float = 0.95) -> PairedDifference:
+def unpaired_difference(
+    method: Iterable[float], baseline: Iterable[float], *, confidence: float = 0.95
+) -> PairedDifference:
     """``mean(method) - mean(baseline)`` for runs that share nothing to pair them by (two
     implementations seeding their RNGs their own way), with Welch's t interval (each group's
     own variance; Welch-Satterthwaite degrees of freedom), whose coverage holds at a few runs
@@ -211,8 +224,10 @@ def sd_interval(sd: float, dof: int, confidence: float = 0.95) -> tuple[float, f
     from scipy import stats
 
     tail = (1 - confidence) / 2
-    return (sd * math.sqrt(dof / stats.chi2.ppf(1 - tail, dof)),
-            sd * math.sqrt(dof / stats.chi2.ppf(tail, dof)))
+    return (
+        sd * math.sqrt(dof / stats.chi2.ppf(1 - tail, dof)),
+        sd * math.sqrt(dof / stats.chi2.ppf(tail, dof)),
+    )
 
 
 def chance_every_seed_above(effect: float, sd: float, seeds: int) -> float:
@@ -228,8 +243,7 @@ def chance_every_seed_above(effect: float, sd: float, seeds: int) -> float:
     return float(stats.norm.cdf(effect / sd)) ** seeds
 
 
-def chance_interval_above(effect: float, sd: float, seeds: int,
-                          confidence: float = 0.95) -> float:
+def chance_interval_above(effect: float, sd: float, seeds: int, confidence: float = 0.95) -> float:
     """The chance that :func:`paired_difference`'s t interval lies above zero when the
     ``seeds`` paired differences are drawn independently from a normal law of mean ``effect``
     and standard deviation ``sd``: the noncentral t law of the t statistic (``seeds - 1``

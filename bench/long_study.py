@@ -47,127 +47,206 @@ RUNS = ROOT / "bench" / "runs"
 _QWEN_BK = {
     "methods": ["ppo", "bk-code", "bk-pref", "bk-goal"],
     "seeds": [100, 101, 102, 103, 104],
-    "sweep": {"ppo": {"extrinsic_coeff": [10.0]},
-              **{m: {"include_mission": [False], "backend": ["llamacpp", "oracle"]}
-                 for m in ("bk-code", "bk-pref", "bk-goal")}},
-    "sections": {"env_runners": {"num_env_runners": 0, "num_envs_per_env_runner": 8},
-                 "learner": {"threads": 1}},
+    "sweep": {
+        "ppo": {"extrinsic_coeff": [10.0]},
+        **{
+            m: {"include_mission": [False], "backend": ["llamacpp", "oracle"]}
+            for m in ("bk-code", "bk-pref", "bk-goal")
+        },
+    },
+    "sections": {
+        "env_runners": {"num_env_runners": 0, "num_envs_per_env_runner": 8},
+        "learner": {"threads": 1},
+    },
 }
 
 #: study -> [(part name, task)], run in this order. The questions are the issues' goals.
 STUDIES: dict[str, dict] = {
     "ptgm-fair": {
         "question": "Does PTGM reach 0.9 success in fewer env steps than both ppo and bc-ppo "
-                    "(flat PPO cloned from the same demonstrations) on a target the "
-                    "demonstrations never pursued, and does ptgm beat ptgm-no-kl? On "
-                    "Crafter, with a dataset from RND-PPO's trained policy, does it unlock "
-                    "more achievements?",
-        "parts": [("redkey-s20", "babyai-gotolocal-redkey-s20-ptgm"),
-                  ("crafter", "crafter-text-ptgm")],
+        "(flat PPO cloned from the same demonstrations) on a target the "
+        "demonstrations never pursued, and does ptgm beat ptgm-no-kl? On "
+        "Crafter, with a dataset from RND-PPO's trained policy, does it unlock "
+        "more achievements?",
+        "parts": [
+            ("redkey-s20", "babyai-gotolocal-redkey-s20-ptgm"),
+            ("crafter", "crafter-text-ptgm"),
+        ],
     },
     "crafter-ellm-reward-free": {
         "question": "Reward-free Crafter: does ELLM with the oracle's suggestions (ORACLE) "
-                    "unlock more achievements per episode than the novelty baseline and RND, "
-                    "beyond the seed spread? ELLM with the embedded 135M model is plumbing, "
-                    "not knowledge.",
+        "unlock more achievements per episode than the novelty baseline and RND, "
+        "beyond the seed spread? ELLM with the embedded 135M model is plumbing, "
+        "not knowledge.",
         # The task's ellm grid holds the oracle and the embedded LLM. The embedded model labels
         # at ~15 env steps/s on 2 CPUs (~5.5 h per 300k trial), so its row is a part of its
         # own at a smaller budget, run after the others rather than beside them in one sweep.
-        "parts": [("crafter", "crafter-text-ellm-reward-free",
-                   {"sweep": {"ellm": {"backend": ["oracle"]}}}),
-                  ("crafter-embedded-llm", "crafter-text-ellm-reward-free",
-                   {"methods": ["ellm"], "sweep": {"ellm": {"backend": ["llamacpp"]}},
-                    "steps": 30_000, "budgets": [10_000, 20_000, 30_000]})],
+        "parts": [
+            (
+                "crafter",
+                "crafter-text-ellm-reward-free",
+                {"sweep": {"ellm": {"backend": ["oracle"]}}},
+            ),
+            (
+                "crafter-embedded-llm",
+                "crafter-text-ellm-reward-free",
+                {
+                    "methods": ["ellm"],
+                    "sweep": {"ellm": {"backend": ["llamacpp"]}},
+                    "steps": 30_000,
+                    "budgets": [10_000, 20_000, 30_000],
+                },
+            ),
+        ],
         # The task file runs ELLM's 1M; these CPUs allow 300k (a departure, said in the plan).
-        "steps": 300_000, "budgets": [100_000, 200_000, 300_000],
+        "steps": 300_000,
+        "budgets": [100_000, 200_000, 300_000],
     },
     "crafter-ellm-tech-tree": {
         "question": "Reward-free Crafter, a test planned after crafter-ellm-reward-free's "
-                    "per-achievement table showed a lead: leaving out \"wake up\" (which "
-                    "the novelty baseline collects by paying \"sleep\" at any time), does "
-                    "ELLM with the oracle's suggestions (ORACLE) unlock more achievements per "
-                    "episode than novelty, beyond the seed spread, on seeds that study did "
-                    "not use?",
-        "parts": [("crafter", "crafter-text-ellm-reward-free",
-                   {"methods": ["ellm", "ellm-novelty"],
-                    "sweep": {"ellm": {"backend": ["oracle"]}}, "seeds": [3, 4, 5]})],
-        "steps": 300_000, "budgets": [100_000, 200_000, 300_000],
+        'per-achievement table showed a lead: leaving out "wake up" (which '
+        'the novelty baseline collects by paying "sleep" at any time), does '
+        "ELLM with the oracle's suggestions (ORACLE) unlock more achievements per "
+        "episode than novelty, beyond the seed spread, on seeds that study did "
+        "not use?",
+        "parts": [
+            (
+                "crafter",
+                "crafter-text-ellm-reward-free",
+                {
+                    "methods": ["ellm", "ellm-novelty"],
+                    "sweep": {"ellm": {"backend": ["oracle"]}},
+                    "seeds": [3, 4, 5],
+                },
+            )
+        ],
+        "steps": 300_000,
+        "budgets": [100_000, 200_000, 300_000],
         # The primary measure: achievements per episode minus these achievements' unlock
         # rates, each trial's last-100-episode means at its end.
         "leave_out": ["wake_up"],
     },
     "nethack-oni": {
         "question": "NetHack Score: are ONI-Retrieval and ONI-Classification (oracle labels) "
-                    "above oni-none beyond the seed spread, with ONI's extrinsic weight 0.1 "
-                    "and with no env reward, and is classification no longer identical to "
-                    "none?",
-        "parts": [("extrinsic-0.1", "nethack-score"),
-                  ("reward-free", "nethack-score-reward-free")],
+        "above oni-none beyond the seed spread, with ONI's extrinsic weight 0.1 "
+        "and with no env reward, and is classification no longer identical to "
+        "none?",
+        "parts": [("extrinsic-0.1", "nethack-score"), ("reward-free", "nethack-score-reward-free")],
         # The task files run 2M env steps; these CPUs allow 300k (a departure).
-        "steps": 300_000, "budgets": [100_000, 200_000, 300_000],
+        "steps": 300_000,
+        "budgets": [100_000, 200_000, 300_000],
     },
     "appo-learning": {
         "question": "Does APPO learn as well per env step as PPO, on the same task files: "
-                    "BabyAI-Text RedBall-S20 (BK's PPO baseline, 10 x reward, BK's network) "
-                    "and NetHack Score (oni-none, ONI's extrinsic weight)? Paired by seed, "
-                    "the area under each curve.",
-        "parts": [("babyai-redball-s20", "babyai-gotolocal-redball-s20",
-                   {"methods": ["ppo"],
+        "BabyAI-Text RedBall-S20 (BK's PPO baseline, 10 x reward, BK's network) "
+        "and NetHack Score (oni-none, ONI's extrinsic weight)? Paired by seed, "
+        "the area under each curve.",
+        "parts": [
+            (
+                "babyai-redball-s20",
+                "babyai-gotolocal-redball-s20",
+                {
+                    "methods": ["ppo"],
                     "sweep": {"ppo": {"extrinsic_coeff": [10.0], "algorithm": ["ppo", "appo"]}},
-                    "steps": 300_000, "budgets": [100_000, 200_000, 300_000]}),
-                  ("nethack-score", "nethack-score",
-                   {"methods": ["oni-none"], "sweep": {"oni-none": {"algorithm": ["ppo", "appo"]}},
-                    "steps": 1_000_000, "budgets": [250_000, 500_000, 1_000_000]})],
+                    "steps": 300_000,
+                    "budgets": [100_000, 200_000, 300_000],
+                },
+            ),
+            (
+                "nethack-score",
+                "nethack-score",
+                {
+                    "methods": ["oni-none"],
+                    "sweep": {"oni-none": {"algorithm": ["ppo", "appo"]}},
+                    "steps": 1_000_000,
+                    "budgets": [250_000, 500_000, 1_000_000],
+                },
+            ),
+        ],
         # Each APPO variant against the PPO one with the same other settings, seed by seed.
         "paired": ("algorithm=appo", "algorithm=ppo"),
     },
     "appo-passes": {
         "question": "appo-learning found APPO below PPO per env step on both tasks (area "
-                    "under the curve: NetHack Score's game score -4.0 [-5.3, -1.3], 3 seeds; "
-                    "BabyAI-Text RedBall-S20's training success -0.250 [-0.302, -0.180], 5 "
-                    "seeds), with about 1.1-1.25 passes over each sample against PPO's 4. "
-                    "With PPO's 4 passes (4 epochs over each batch, each batch taken once "
-                    "from the circular buffer), does APPO learn as well per env step as PPO? "
-                    "Paired by seed, on seeds appo-learning did not use.",
-        "parts": [("nethack-score", "nethack-score",
-                   {"methods": ["oni-none"], "seeds": [3, 4, 5],
+        "under the curve: NetHack Score's game score -4.0 [-5.3, -1.3], 3 seeds; "
+        "BabyAI-Text RedBall-S20's training success -0.250 [-0.302, -0.180], 5 "
+        "seeds), with about 1.1-1.25 passes over each sample against PPO's 4. "
+        "With PPO's 4 passes (4 epochs over each batch, each batch taken once "
+        "from the circular buffer), does APPO learn as well per env step as PPO? "
+        "Paired by seed, on seeds appo-learning did not use.",
+        "parts": [
+            (
+                "nethack-score",
+                "nethack-score",
+                {
+                    "methods": ["oni-none"],
+                    "seeds": [3, 4, 5],
                     "sweep": {"oni-none": {"algorithm": ["ppo", "appo"]}},
-                    "sections": {"appo": {"num_epochs": 4,
-                                          "circular_buffer_iterations_per_batch": 1}},
-                    "steps": 1_000_000, "budgets": [250_000, 500_000, 1_000_000]}),
-                  # Planned after the NetHack part (before any of its runs): BK's PPO
-                  # baseline as appo-learning ran it, its task layout, the passes changed.
-                  ("babyai-redball-s20", "babyai-gotolocal-redball-s20",
-                   {"methods": ["ppo"], "seeds": [5, 6, 7],
+                    "sections": {
+                        "appo": {"num_epochs": 4, "circular_buffer_iterations_per_batch": 1}
+                    },
+                    "steps": 1_000_000,
+                    "budgets": [250_000, 500_000, 1_000_000],
+                },
+            ),
+            # Planned after the NetHack part (before any of its runs): BK's PPO
+            # baseline as appo-learning ran it, its task layout, the passes changed.
+            (
+                "babyai-redball-s20",
+                "babyai-gotolocal-redball-s20",
+                {
+                    "methods": ["ppo"],
+                    "seeds": [5, 6, 7],
                     "sweep": {"ppo": {"extrinsic_coeff": [10.0], "algorithm": ["ppo", "appo"]}},
-                    "sections": {"appo": {"num_epochs": 4,
-                                          "circular_buffer_iterations_per_batch": 1}},
-                    "steps": 300_000, "budgets": [100_000, 200_000, 300_000]})],
+                    "sections": {
+                        "appo": {"num_epochs": 4, "circular_buffer_iterations_per_batch": 1}
+                    },
+                    "steps": 300_000,
+                    "budgets": [100_000, 200_000, 300_000],
+                },
+            ),
+        ],
         "paired": ("algorithm=appo", "algorithm=ppo"),
     },
     "nethack-oni-appo": {
         "question": "What the speed buys: NetHack Score reward-free on APPO at 3M env steps "
-                    "(10 x the PPO study): are ONI-Retrieval and ONI-Classification (oracle "
-                    "labels) above oni-none beyond the seed spread?",
-        "parts": [("reward-free", "nethack-score-appo-reward-free",
-                   {"methods": ["oni-none", "oni-retrieval", "oni-classification",
-                                "oni-ranking", "motif"]})],
+        "(10 x the PPO study): are ONI-Retrieval and ONI-Classification (oracle "
+        "labels) above oni-none beyond the seed spread?",
+        "parts": [
+            (
+                "reward-free",
+                "nethack-score-appo-reward-free",
+                {
+                    "methods": [
+                        "oni-none",
+                        "oni-retrieval",
+                        "oni-classification",
+                        "oni-ranking",
+                        "motif",
+                    ]
+                },
+            )
+        ],
         # The task file's 2M is ONI's own order of magnitude lower (2B); 3M is the issue's.
-        "steps": 3_000_000, "budgets": [1_000_000, 2_000_000, 3_000_000],
+        "steps": 3_000_000,
+        "budgets": [1_000_000, 2_000_000, 3_000_000],
         # Added to the report after 9 of the 15 trials were in (the plan's measure, the value
         # at each budget, stays): each method against oni-none, seed by seed, by area.
         "paired": "oni-none",
     },
     "qwen-bk": {
         "question": "Does BK's knowledge help when a 1.5B model running on these two cores "
-                    "makes it? On BK's task (GoToLocal RedBall-S20) and on an unseen task where "
-                    "the oracle's shaping helped at 500k (PurpleKey-S25), each bk-* with "
-                    "Qwen2.5-Coder-1.5B's knowledge and with the task-agnostic oracle's, built "
-                    "from the same dataset, against ppo (BK's 10 x reward) and Qwen against the "
-                    "oracle, paired by seed on seeds no study has used.",
-        "parts": [("redball-s20", "babyai-gotolocal-redball-s20", _QWEN_BK),
-                  ("purplekey-s25", "babyai-gotolocal-purplekey-s25", _QWEN_BK)],
-        "steps": 500_000, "budgets": [100_000, 200_000, 300_000, 500_000],
+        "makes it? On BK's task (GoToLocal RedBall-S20) and on an unseen task where "
+        "the oracle's shaping helped at 500k (PurpleKey-S25), each bk-* with "
+        "Qwen2.5-Coder-1.5B's knowledge and with the task-agnostic oracle's, built "
+        "from the same dataset, against ppo (BK's 10 x reward) and Qwen against the "
+        "oracle, paired by seed on seeds no study has used.",
+        "parts": [
+            ("redball-s20", "babyai-gotolocal-redball-s20", _QWEN_BK),
+            ("purplekey-s25", "babyai-gotolocal-purplekey-s25", _QWEN_BK),
+        ],
+        "steps": 500_000,
+        "budgets": [100_000, 200_000, 300_000, 500_000],
         # Primary: the sampled policy's evaluation success (ppo's greedy area sits near its
         # floor on the unseen tasks at 500k: bk-reproduction.md); greedy (BK's) and training
         # beside it.
@@ -187,15 +266,15 @@ STUDIES: dict[str, dict] = {
             "none is dropped or re-run after being seen.",
         ],
         "knowledge": "Built once before the first trial, pinned numerics, task-agnostic (no "
-                     "mission), on GoToLocal-Pretraining-S20's RND dataset, by `rl-bk "
-                     "knowledge build --task babyai-gotolocal-redball-s20 --kinds "
-                     "bk-code,bk-goal,bk-pref --backend llamacpp` (Qwen2.5-Coder-1.5B, the "
-                     "packaged default; preferences from token scores in both orders, BK's hard "
-                     "labels) and `--backend oracle`; the label sets are committed under "
-                     "`bench/results/labels/`. Each trial's `knowledge.json` (artifact and "
-                     "dataset fingerprints, model digest) is kept in the results JSON.",
+        "mission), on GoToLocal-Pretraining-S20's RND dataset, by `rl-bk "
+        "knowledge build --task babyai-gotolocal-redball-s20 --kinds "
+        "bk-code,bk-goal,bk-pref --backend llamacpp` (Qwen2.5-Coder-1.5B, the "
+        "packaged default; preferences from token scores in both orders, BK's hard "
+        "labels) and `--backend oracle`; the label sets are committed under "
+        "`bench/results/labels/`. Each trial's `knowledge.json` (artifact and "
+        "dataset fingerprints, model digest) is kept in the results JSON.",
     },
-}  # fmt: skip
+}
 
 
 def study_parts(study: str) -> list[tuple[str, str, dict]]:
@@ -239,13 +318,15 @@ def parts(study: str, smoke: bool) -> list[tuple[str, str, object]]:
     for name, task_name, changes in study_parts(study):
         task = _load(task_name, smoke, study, changes)
         for method in task.methods:
-            out += [(part, method, seeded)
-                    for part, seeded, _ in seed_parts(f"{name}/{method}", task)]  # fmt: skip
+            out += [
+                (part, method, seeded) for part, seeded, _ in seed_parts(f"{name}/{method}", task)
+            ]
     return out
 
 
-def run_order(all_parts: list[tuple[str, str, object]], first: list[str],
-              seed_major: bool) -> list[tuple[str, str, object]]:
+def run_order(
+    all_parts: list[tuple[str, str, object]], first: list[str], seed_major: bool
+) -> list[tuple[str, str, object]]:
     """The parts in the order they run: ``first``'s methods before the rest; within that,
     the plan's order (each method's seeds in turn), or with ``seed_major`` each part's
     seeds in turn (every method of a seed before the next seed: a study cut short still
@@ -276,37 +357,72 @@ def _plan(study: str, facts: dict, smoke: bool) -> list[str]:
     from rl_bk import metrics as M
 
     spec = STUDIES[study]
-    lines = [f"# {study}", "", f"`{facts['command']}` (started {facts['date']}, "
-             f"{facts['machine']}). Written by `bench/long_study.py`; the plan below was fixed "
-             "before the first run.", "", f"**Question.** {spec['question']}", "", "## Plan",
-             "", "Every task file as committed (its methods, sweep grid, settings); seeds, "
-             "budgets and metric below, none dropped or swapped after being seen. Numbers: "
-             "mean ± std over seeds of each trial's value at the budget (the training "
-             "episodes' mean over the last 100), and per seed where a threshold applies.",
-             *(["", f"Primary measure: {_without_name(spec['leave_out'])} per trial at "
+    lines = [
+        f"# {study}",
+        "",
+        f"`{facts['command']}` (started {facts['date']}, "
+        f"{facts['machine']}). Written by `bench/long_study.py`; the plan below was fixed "
+        "before the first run.",
+        "",
+        f"**Question.** {spec['question']}",
+        "",
+        "## Plan",
+        "",
+        "Every task file as committed (its methods, sweep grid, settings); seeds, "
+        "budgets and metric below, none dropped or swapped after being seen. Numbers: "
+        "mean ± std over seeds of each trial's value at the budget (the training "
+        "episodes' mean over the last 100), and per seed where a threshold applies.",
+        *(
+            [
+                "",
+                f"Primary measure: {_without_name(spec['leave_out'])} per trial at "
                 "its end, that is achievements per episode minus the unlock rates of "
                 f"{', '.join(n.replace('_', ' ') for n in spec['leave_out'])} (each the "
-                "training episodes' mean over the last 100)."] if "leave_out" in spec else []),
-             *(["", f"Env steps: {spec['steps']:,} per trial (the task files: "
+                "training episodes' mean over the last 100).",
+            ]
+            if "leave_out" in spec
+            else []
+        ),
+        *(
+            [
+                "",
+                f"Env steps: {spec['steps']:,} per trial (the task files: "
                 f"{_task_file_steps(study)}); the papers' budgets do not fit these CPUs: a "
-                "departure, not the papers' setting."] if "steps" in spec else []),
-             *(["", f"Knowledge: {spec['knowledge']}"] if "knowledge" in spec else []),
-             *(["", "Paired measures: the normalised area under each of these curves, "
-                + ", ".join(f"`{c}`" for c in spec["curves"]) + " (the first is primary)."]
-               if "curves" in spec else []),
-             *[line for note in spec.get("notes", []) for line in ("", note)],
-             "", "| part | task | methods | seeds | env steps | budgets | metric |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+                "departure, not the papers' setting.",
+            ]
+            if "steps" in spec
+            else []
+        ),
+        *(["", f"Knowledge: {spec['knowledge']}"] if "knowledge" in spec else []),
+        *(
+            [
+                "",
+                "Paired measures: the normalised area under each of these curves, "
+                + ", ".join(f"`{c}`" for c in spec["curves"])
+                + " (the first is primary).",
+            ]
+            if "curves" in spec
+            else []
+        ),
+        *[line for note in spec.get("notes", []) for line in ("", note)],
+        "",
+        "| part | task | methods | seeds | env steps | budgets | metric |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, task_name, changes in study_parts(study):
         t = _load(task_name, smoke, study, changes)
-        methods = ", ".join(f"{m} ({_grid(t.sweep[m])})" if m in changes.get("sweep", {})
-                            else m for m in t.methods)  # fmt: skip
+        methods = ", ".join(
+            f"{m} ({_grid(t.sweep[m])})" if m in changes.get("sweep", {}) else m for m in t.methods
+        )
         if sections := changes.get("sections"):
-            methods += "; with " + ", ".join(f"{sec}.{k}={v}" for sec, fields in sections.items()
-                                             for k, v in fields.items())  # fmt: skip
-        lines.append(f"| {name} | `{task_name}` | {methods} | {t.seeds} | "
-                     f"{t.stop.num_env_steps:,} | {', '.join(f'{b:,}' for b in t.budgets)} | "
-                     f"{M.MAIN_METRICS[t.metric]} |")  # fmt: skip
+            methods += "; with " + ", ".join(
+                f"{sec}.{k}={v}" for sec, fields in sections.items() for k, v in fields.items()
+            )
+        lines.append(
+            f"| {name} | `{task_name}` | {methods} | {t.seeds} | "
+            f"{t.stop.num_env_steps:,} | {', '.join(f'{b:,}' for b in t.budgets)} | "
+            f"{M.MAIN_METRICS[t.metric]} |"
+        )
     return lines
 
 
@@ -328,8 +444,10 @@ def _table(rows: list[dict]) -> list[str]:
     skip = {"variant", "seed", "env_steps_per_s", "status"}
     cols = [c for c in dict.fromkeys(c for r in rows for c in r) if c not in skip]
     variants = list(dict.fromkeys(r["variant"] for r in rows))
-    lines = ["| variant | seeds | " + " | ".join(c.replace("_", " ") for c in cols) + " |",
-             "|---|---|" + "---|" * len(cols)]  # fmt: skip
+    lines = [
+        "| variant | seeds | " + " | ".join(c.replace("_", " ") for c in cols) + " |",
+        "|---|---|" + "---|" * len(cols),
+    ]
     for v in variants:
         mine = [r for r in rows if r["variant"] == v]
         # general formats: columns range from KL values near 0 to returns in the thousands
@@ -359,17 +477,28 @@ def _achievement_table(entries: list[dict], variants: list[str] = ()) -> list[st
         ok = [v for v in values if v is not None and not math.isnan(v)]
         return sum(ok) / len(ok) if ok else -1.0
 
-    lines = ["Unlock rate per achievement (% of episodes; mean ± std over seeds):", "",
-             "| achievement | " + " | ".join(per_variant) + " |",
-             "|---|" + "---|" * len(per_variant)]  # fmt: skip
+    lines = [
+        "Unlock rate per achievement (% of episodes; mean ± std over seeds):",
+        "",
+        "| achievement | " + " | ".join(per_variant) + " |",
+        "|---|" + "---|" * len(per_variant),
+    ]
     for name in sorted(names, key=lambda n: (-mean(n), n)):
-        cells = [mean_sd([100 * r[name] if r.get(name) is not None else math.nan
-                          for r in seeds], ".3g", ".2g")
-                 for seeds in per_variant.values()]  # fmt: skip
+        cells = [
+            mean_sd(
+                [100 * r[name] if r.get(name) is not None else math.nan for r in seeds],
+                ".3g",
+                ".2g",
+            )
+            for seeds in per_variant.values()
+        ]
         lines.append(f"| {name.replace('_', ' ')} | " + " | ".join(cells) + " |")
     if without:  # finished before the rates were kept, with their runs no longer here
-        lines += ["", f"Not kept for: {', '.join(without)} (finished before these rates "
-                  "were kept, and its runs are no longer on the machine that ran them)."]
+        lines += [
+            "",
+            f"Not kept for: {', '.join(without)} (finished before these rates "
+            "were kept, and its runs are no longer on the machine that ran them).",
+        ]
     return lines
 
 
@@ -385,8 +514,11 @@ def _rows_leaving_out(entries: list[dict], names: list[str]) -> list[dict]:
     for entry in entries:
         for row in entry["rows"]:
             rates = entry.get("achievements", {}).get(row["variant"])
-            left = (row["achievements_per_episode"] - sum(rates[n] for n in names)
-                    if rates and all(n in rates for n in names) else math.nan)  # fmt: skip
+            left = (
+                row["achievements_per_episode"] - sum(rates[n] for n in names)
+                if rates and all(n in rates for n in names)
+                else math.nan
+            )
             out.append({**row, _without_name(names): left})
     return out
 
@@ -406,12 +538,14 @@ def _shown_as(variant: str | None, labels: list[str]) -> str | None:
     tables add (a sweep setting, " (ORACLE)")."""
     if variant is None:
         return None
-    return next((label for label in labels
-                 if label == variant or label.startswith(variant + " ")), None)  # fmt: skip
+    return next(
+        (label for label in labels if label == variant or label.startswith(variant + " ")), None
+    )
 
 
-def _paired_table(specs: list[tuple[str, str] | str], curves: list[dict], columns: list[str],
-                  budget: int) -> list[str]:  # fmt: skip
+def _paired_table(
+    specs: list[tuple[str, str] | str], curves: list[dict], columns: list[str], budget: int
+) -> list[str]:
     """Each variant against its baseline under each spec (:func:`_baseline_of`), in the order
     of ``columns`` within each pair: per column, the normalised
     area under each seed's curve up to ``budget`` (the mean of its reports;
@@ -430,8 +564,12 @@ def _paired_table(specs: list[tuple[str, str] | str], curves: list[dict], column
 
     labels = list(dict.fromkeys(c["label"] for c in curves))
     specs = specs if isinstance(specs, list) else [specs]
-    pairs = [(label, base) for spec in specs for label in labels
-             if (base := _shown_as(_baseline_of(spec, label), labels)) not in (None, label)]
+    pairs = [
+        (label, base)
+        for spec in specs
+        for label in labels
+        if (base := _shown_as(_baseline_of(spec, label), labels)) not in (None, label)
+    ]
     lines = []
     for label, base in pairs:
         for column in columns:
@@ -453,19 +591,29 @@ def _paired_table(specs: list[tuple[str, str] | str], curves: list[dict], column
             def mean(values: dict[int, float], seeds=d.seeds) -> str:  # the paired seeds only
                 return f"{sum(values[s] for s in seeds) / len(seeds):.3g}"
 
-            name = ("greedy success (evaluation)" if column == M.EVAL_SUCCESS_RATE
-                    else CURVE_NAMES.get(column, column))  # fmt: skip
-            lines.append(f"| {label} − {base} | {name} | "
-                         f"{len(d.seeds)} | {mean(areas[label])} | {mean(areas[base])} | "
-                         f"{signed(d.mean)} | {interval_text(d)} | {short or ''} |")  # fmt: skip
+            name = (
+                "greedy success (evaluation)"
+                if column == M.EVAL_SUCCESS_RATE
+                else CURVE_NAMES.get(column, column)
+            )
+            lines.append(
+                f"| {label} − {base} | {name} | "
+                f"{len(d.seeds)} | {mean(areas[label])} | {mean(areas[base])} | "
+                f"{signed(d.mean)} | {interval_text(d)} | {short or ''} |"
+            )
     if not lines:
         return []
-    return [f"Paired by seed, the normalised area under each curve up to {budget:,} env steps "
-            "(the mean of its reports: training curves over the last 100 episodes at every "
-            "iteration, greedy evaluations every 20k), and the mean paired difference with its "
-            "95% Student t interval over the seeds (`bench.learning_measures.t_interval`):", "",
-            "| pair | curve | seeds | area | baseline's area | difference | 95% t interval | "
-            "curves short of the budget |", "|---|---|---|---|---|---|---|---|", *lines]
+    return [
+        f"Paired by seed, the normalised area under each curve up to {budget:,} env steps "
+        "(the mean of its reports: training curves over the last 100 episodes at every "
+        "iteration, greedy evaluations every 20k), and the mean paired difference with its "
+        "95% Student t interval over the seeds (`bench.learning_measures.t_interval`):",
+        "",
+        "| pair | curve | seeds | area | baseline's area | difference | 95% t interval | "
+        "curves short of the budget |",
+        "|---|---|---|---|---|---|---|---|",
+        *lines,
+    ]
 
 
 def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
@@ -482,11 +630,18 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
             continue
         task = _load(task_name, smoke, study, changes)
         leave_out = STUDIES[study].get("leave_out")
-        rows = sorted(_rows_leaving_out(list(mine.values()), leave_out) if leave_out
-                      else (r for f in mine.values() for r in f["rows"]),
-                      key=lambda r: (task.methods.index(r["variant"].split()[0])
-                                     if r["variant"].split()[0] in task.methods else 99,
-                                     r["variant"], r["seed"]))  # fmt: skip
+        rows = sorted(
+            _rows_leaving_out(list(mine.values()), leave_out)
+            if leave_out
+            else (r for f in mine.values() for r in f["rows"]),
+            key=lambda r: (
+                task.methods.index(r["variant"].split()[0])
+                if r["variant"].split()[0] in task.methods
+                else 99,
+                r["variant"],
+                r["seed"],
+            ),
+        )
         lines += [*_table(rows), ""]
         variants = list(dict.fromkeys(r["variant"] for r in rows))
         if table := _achievement_table(list(mine.values()), variants):
@@ -494,30 +649,42 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
         if spec := STUDIES[study].get("paired"):
             main_metric = M.MAIN_METRICS[task.metric]
             columns = STUDIES[study].get("curves") or [
-                main_metric, *([M.EVAL_SUCCESS_RATE] if main_metric == M.SUCCESS_RATE else [])]
+                main_metric,
+                *([M.EVAL_SUCCESS_RATE] if main_metric == M.SUCCESS_RATE else []),
+            ]
             curves = [c for f in mine.values() for c in f.get("curves", [])]
             if table := _paired_table(spec, curves, columns, task.stop.num_env_steps):
                 lines += [*table, ""]
         if knowledge := _knowledge_lines(mine):
             lines += [*knowledge, ""]
-        commits = ", ".join(f"`{c}`" for c in sorted({f.get("commit", "not recorded")
-                                                      for f in mine.values()}))  # fmt: skip
-        lines.append(f"Runs (not committed): `bench/runs/{study}/{name}/<method>/<seed>/`; "
-                     f"code: {commits}.")  # fmt: skip
+        commits = ", ".join(
+            f"`{c}`" for c in sorted({f.get("commit", "not recorded") for f in mine.values()})
+        )
+        lines.append(
+            f"Runs (not committed): `bench/runs/{study}/{name}/<method>/<seed>/`; code: {commits}."
+        )
         main = M.MAIN_METRICS[task.metric]
         plot = RESULTS / f"{study}-{name}.png"
-        if plot_study([c for f in mine.values() for c in f.get("curves", [])],
-                      {CURVE_NAMES.get(main, main): main}, plot, f"{study}, {name}"):
+        if plot_study(
+            [c for f in mine.values() for c in f.get("curves", [])],
+            {CURVE_NAMES.get(main, main): main},
+            plot,
+            f"{study}, {name}",
+        ):
             lines.append(f"Curves: `{plot.name}`.")
-        missing = [f"{m} (seeds {', '.join(str(s) for s in left)})" for m in task.methods
-                   if (left := [s for s in task.seeds if not is_done(f"{name}/{m}/{s}", mine)])]
+        missing = [
+            f"{m} (seeds {', '.join(str(s) for s in left)})"
+            for m in task.methods
+            if (left := [s for s in task.seeds if not is_done(f"{name}/{m}/{s}", mine)])
+        ]
         if missing:
             lines.append(f"Still to run: {'; '.join(missing)}.")
         lines.append("")
     path = RESULTS / f"{study}.md"
     write_keeping_reading(path, "\n".join(lines))
-    (RESULTS / f"{study}.json").write_text(json.dumps({**facts, "finished": finished},
-                                                      indent=2, default=float))  # fmt: skip
+    (RESULTS / f"{study}.json").write_text(
+        json.dumps({**facts, "finished": finished}, indent=2, default=float)
+    )
 
 
 def _finish(task, run_dir: Path, curves: tuple[str, ...] = ()) -> dict:
@@ -533,8 +700,12 @@ def _finish(task, run_dir: Path, curves: tuple[str, ...] = ()) -> dict:
     from bench.study import code_commit, trial_curves
 
     rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
-    out = {"run_dir": str(rel), "rows": json.loads(json.dumps(rows, default=float)),
-           "curves": trial_curves(run_dir, extra=(main, *curves)), "commit": code_commit()}
+    out = {
+        "run_dir": str(rel),
+        "rows": json.loads(json.dumps(rows, default=float)),
+        "curves": trial_curves(run_dir, extra=(main, *curves)),
+        "commit": code_commit(),
+    }
     if achievements := _achievements(records):
         out["achievements"] = achievements
     if (used := run_dir / "knowledge.json").is_file():
@@ -548,13 +719,21 @@ def _knowledge_lines(finished: dict) -> list[str]:
     seen: dict[tuple, list[str]] = {}
     for part, entry in finished.items():
         for variant, k in entry.get("knowledge", {}).items():
-            key = (variant, k.get("fingerprint"), k.get("dataset_fingerprint"),
-                   k.get("labels") or "none")  # fmt: skip
+            key = (
+                variant,
+                k.get("fingerprint"),
+                k.get("dataset_fingerprint"),
+                k.get("labels") or "none",
+            )
             seen.setdefault(key, []).append(part.split("/")[-1])
     if not seen:
         return []
-    lines = ["Knowledge the trials used (artifact fingerprint, dataset fingerprint, labels):", "",
-             "| variant | artifact | dataset | labels | seeds |", "|---|---|---|---|---|"]
+    lines = [
+        "Knowledge the trials used (artifact fingerprint, dataset fingerprint, labels):",
+        "",
+        "| variant | artifact | dataset | labels | seeds |",
+        "|---|---|---|---|---|",
+    ]
     for (variant, art, data, labels), seeds in sorted(seen.items(), key=str):
         lines.append(f"| {variant} | `{art}` | `{data}` | {labels} | {', '.join(seeds)} |")
     return lines
@@ -570,9 +749,10 @@ def _smoothed_records(run_dir: Path) -> list:
         smooth_over_episodes,
     )
 
-    return [TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress))
-            for r in sorted(records_from_tune_dir(run_dir / "tune"),
-                            key=lambda r: (r.label, r.seed))]  # fmt: skip
+    return [
+        TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress))
+        for r in sorted(records_from_tune_dir(run_dir / "tune"), key=lambda r: (r.label, r.seed))
+    ]
 
 
 def _achievements(records: list) -> dict[str, dict[str, float]]:
@@ -610,8 +790,11 @@ def _mend_resumed(study: str, finished: dict, smoke: bool) -> list[str]:
             # the columns the study's other parts have (today's rows may hold more)
             kept = set().union(*(row.keys() for row in entry["rows"]))
             fresh["rows"] = [{k: v for k, v in row.items() if k in kept} for row in fresh["rows"]]
-            finished[part] = {**fresh, "commit": entry.get("commit"),
-                              "resumed": "curves read again from its run folder"}  # fmt: skip
+            finished[part] = {
+                **fresh,
+                "commit": entry.get("commit"),
+                "resumed": "curves read again from its run folder",
+            }
             mended.append(part)
     return mended
 
@@ -619,17 +802,30 @@ def _mend_resumed(study: str, finished: dict, smoke: bool) -> list[str]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("study", nargs="?", choices=sorted(STUDIES))
-    p.add_argument("--methods", default=None,
-                   help="comma-separated: these methods' parts first (the plan unchanged)")
-    p.add_argument("--only", default=None,
-                   help="comma-separated: run only these methods' parts now (the plan "
-                   "unchanged; e.g. while another method's knowledge is still being built)")
-    p.add_argument("--smoke", action="store_true",
-                   help="the task files' smoke settings (a check that it runs; use with --out, "
-                   "never for the results of record)")  # fmt: skip
+    p.add_argument(
+        "--methods",
+        default=None,
+        help="comma-separated: these methods' parts first (the plan unchanged)",
+    )
+    p.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated: run only these methods' parts now (the plan "
+        "unchanged; e.g. while another method's knowledge is still being built)",
+    )
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the task files' smoke settings (a check that it runs; use with --out, "
+        "never for the results of record)",
+    )
     p.add_argument("--report-only", action="store_true", help="rewrite the tables and stop")
-    p.add_argument("--out", type=Path, default=None,
-                   help="write results and runs under this folder instead (smoke checks)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write results and runs under this folder instead (smoke checks)",
+    )
     p.add_argument("--list", action="store_true", help="the studies and their parts")
     args = p.parse_args()
     if args.list or args.study is None:

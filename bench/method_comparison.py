@@ -46,9 +46,14 @@ def main() -> int:
     p.add_argument("--output-dir", type=Path, default=ROOT / "bench" / "runs")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     p.add_argument("--resume", type=Path, help="finish an interrupted run (its own settings)")
-    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override one setting of a task section (YAML value), e.g. "
-                        "oni.reward_model_steps=32; repeatable")  # fmt: skip
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one setting of a task section (YAML value), e.g. "
+        "oni.reward_model_steps=32; repeatable",
+    )
     p.add_argument("--name", default="", help="suffix of the results files' name")
     args = p.parse_args()
 
@@ -72,24 +77,29 @@ def main() -> int:
     if args.resume:  # errored or unfinished trials run again; finished ones are kept
         run_dir = resume_experiment(args.resume, RunOptions())
     else:
-        run_dir = run_experiment(task, RunOptions(methods=methods, stop_timesteps=args.steps,
-                                                  output_dir=args.output_dir))  # fmt: skip
-    facts = {**run_facts("-m bench.method_comparison"), "task": args.task, "steps": args.steps,
-             "seeds": seeds, "minutes": round((time.time() - started) / 60, 1),
-             "run_dir": str(run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT)
-                            else run_dir)}  # fmt: skip
+        run_dir = run_experiment(
+            task, RunOptions(methods=methods, stop_timesteps=args.steps, output_dir=args.output_dir)
+        )
+    facts = {
+        **run_facts("-m bench.method_comparison"),
+        "task": args.task,
+        "steps": args.steps,
+        "seeds": seeds,
+        "minutes": round((time.time() - started) / 60, 1),
+        "run_dir": str(run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir),
+    }
     summary = (run_dir / "summary.md").read_text()
     args.results.mkdir(parents=True, exist_ok=True)
     name = f"{args.task}-comparison" + (f"-{args.name}" if args.name else "")
     shutil.copy(run_dir / "learning_curves.png", args.results / f"{name}.png")
-    (args.results / f"{name}.json").write_text(json.dumps(
-        {**facts, "summary_csv": (run_dir / "summary.csv").read_text()}, indent=2))  # fmt: skip
+    (args.results / f"{name}.json").write_text(
+        json.dumps({**facts, "summary_csv": (run_dir / "summary.csv").read_text()}, indent=2)
+    )
     (args.results / f"{name}.md").write_text(
         f"# {args.task}: methods at {args.steps:,} env steps\n\n`{facts['command']}` "
         f"({facts['date']}, {facts['machine']}, {facts['minutes']} min); seeds {seeds}; "
-        f"curves: `{name}.png`; the run: `{facts['run_dir']}`.\n\n"
-        + summary.split("\n", 1)[1]
-    )  # fmt: skip
+        f"curves: `{name}.png`; the run: `{facts['run_dir']}`.\n\n" + summary.split("\n", 1)[1]
+    )
     print(summary)
     return 0
 

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def train_in_rounds(algos: Mapping[str, Any], rounds: int, warmup: int, extra: Any = None,
-                    before: Any = None) -> dict[str, list[float]]:  # fmt: skip
+def train_in_rounds(
+    algos: Mapping[str, Any], rounds: int, warmup: int, extra: Any = None, before: Any = None
+) -> dict[str, list[float]]:
     """Env steps/s of each algorithm's iterations (sampled steps / the iteration's wall time,
     sampling and learning), after ``warmup`` rounds. ``extra(name, result)`` sees each result;
     ``before(name)`` runs, untimed, before each iteration."""
@@ -39,20 +40,31 @@ def ratio_rows(rates: Mapping[str, list[float]], baseline: str) -> list[dict[str
     rows = []
     for name, values in rates.items():
         ratios = [v / b for v, b in zip(values, rates[baseline])]
-        rows.append({"name": name, "median env steps/s": statistics.median(values),
-                     "median ratio": statistics.median(ratios),
-                     "mean ratio": statistics.fmean(ratios), "min ratio": min(ratios),
-                     "max ratio": max(ratios)})  # fmt: skip
+        rows.append(
+            {
+                "name": name,
+                "median env steps/s": statistics.median(values),
+                "median ratio": statistics.median(ratios),
+                "mean ratio": statistics.fmean(ratios),
+                "min ratio": min(ratios),
+                "max ratio": max(ratios),
+            }
+        )
     return rows
 
 
 def ratio_table(rows: list[dict[str, Any]], first_column: str, baseline: str) -> str:
-    lines = [f"| {first_column} | median env steps/s | ratio to {baseline} (median, same round) "
-             "| mean | min | max |", "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"| {first_column} | median env steps/s | ratio to {baseline} (median, same round) "
+        "| mean | min | max |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in rows:
-        lines.append(f"| {row['name']} | {row['median env steps/s']:.0f} | "
-                     f"{row['median ratio']:.2f} | {row['mean ratio']:.2f} | "
-                     f"{row['min ratio']:.2f} | {row['max ratio']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {row['name']} | {row['median env steps/s']:.0f} | "
+            f"{row['median ratio']:.2f} | {row['mean ratio']:.2f} | "
+            f"{row['min ratio']:.2f} | {row['max ratio']:.2f} |"
+        )
     return "\n".join(lines)
 
 

@@ -47,8 +47,10 @@ class Arm:
         return self.num_epochs * self.train_batch_size_per_learner // self.minibatch_size
 
     def describe(self) -> str:
-        return (f"batch {self.train_batch_size_per_learner}, {self.num_epochs} epochs of "
-                f"{self.minibatch_size}: {self.updates} gradient steps per batch")  # fmt: skip
+        return (
+            f"batch {self.train_batch_size_per_learner}, {self.num_epochs} epochs of "
+            f"{self.minibatch_size}: {self.updates} gradient steps per batch"
+        )
 
 
 ARMS = [
@@ -63,11 +65,22 @@ def arm_task(arm: Arm, seeds: list[int]):
     from rl_bk.experiments.task_config import load_task
 
     task = load_task(TASK)
-    ppo = task.ppo.model_copy(update={
-        "minibatch_size": arm.minibatch_size, "num_epochs": arm.num_epochs,
-        "train_batch_size_per_learner": arm.train_batch_size_per_learner})  # fmt: skip
-    return task.model_copy(update={"methods": ["ppo"], "seeds": seeds, "sweep": {"ppo": {}},
-                                   "budgets": list(BUDGETS), "ppo": ppo})  # fmt: skip
+    ppo = task.ppo.model_copy(
+        update={
+            "minibatch_size": arm.minibatch_size,
+            "num_epochs": arm.num_epochs,
+            "train_batch_size_per_learner": arm.train_batch_size_per_learner,
+        }
+    )
+    return task.model_copy(
+        update={
+            "methods": ["ppo"],
+            "seeds": seeds,
+            "sweep": {"ppo": {}},
+            "budgets": list(BUDGETS),
+            "ppo": ppo,
+        }
+    )
 
 
 def wall_at(progress, steps: float) -> float:
@@ -139,9 +152,13 @@ def write_report(arms: list[Arm], done: dict[str, dict], facts: dict) -> None:
         "## Results",
         "",
     ]
-    cols = ["train steps to 0.9 (per seed)", "wall s to 0.9 (mean)",
-            *[f"train @{b // 1000}k" for b in BUDGETS], f"eval @{steps // 1000}k",
-            "env steps/s"]  # fmt: skip
+    cols = [
+        "train steps to 0.9 (per seed)",
+        "wall s to 0.9 (mean)",
+        *[f"train @{b // 1000}k" for b in BUDGETS],
+        f"eval @{steps // 1000}k",
+        "env steps/s",
+    ]
     lines += ["| arm | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     for a in arms:
         if a.name not in done:
@@ -149,12 +166,21 @@ def write_report(arms: list[Arm], done: dict[str, dict], facts: dict) -> None:
             continue
         r = done[a.name]
         walls = [w for w in r["wall_s_to_0.9"] if not math.isnan(w)]
-        wall = (f"{sum(walls) / len(walls):.0f}" + ("" if len(walls) == len(r["seed"])
-                else f" ({len(walls)} seeds)")) if walls else "–"  # fmt: skip
-        cells = [steps_per_seed(r["train_steps_to_0.9"]), wall,
-                 *[mean_sd(r[f"train@{b // 1000}k"]) for b in BUDGETS],
-                 mean_sd(r[f"eval@{steps // 1000}k"]),
-                 f"{sum(r['env_steps_per_s']) / len(r['env_steps_per_s']):.0f}"]  # fmt: skip
+        wall = (
+            (
+                f"{sum(walls) / len(walls):.0f}"
+                + ("" if len(walls) == len(r["seed"]) else f" ({len(walls)} seeds)")
+            )
+            if walls
+            else "–"
+        )
+        cells = [
+            steps_per_seed(r["train_steps_to_0.9"]),
+            wall,
+            *[mean_sd(r[f"train@{b // 1000}k"]) for b in BUDGETS],
+            mean_sd(r[f"eval@{steps // 1000}k"]),
+            f"{sum(r['env_steps_per_s']) / len(r['env_steps_per_s']):.0f}",
+        ]
         lines.append(f"| {a.name} | " + " | ".join(cells) + " |")
     lines += ["", "Run folders: `bench/runs/ppo-batch-settings/<arm>/` (not committed).", ""]
     write_arms(RESULTS, "\n".join(lines), facts, done)

@@ -38,26 +38,42 @@ TASK = "babyai-gotolocal-redball-s20"
 PARTS: dict[str, tuple[str | None, list[tuple[str, str]]]] = {
     "sampling (env runner)": (None, [("single_agent_env_runner.py", "sample")]),
     "env step (vector env)": ("sampling (env runner)", [("vector_env.py", "step")]),
-    "env-to-module connectors": ("sampling (env runner)",
-                                 [("env_to_module_pipeline.py", "__call__")]),
-    "RLModule forward (sampling)": ("sampling (env runner)",
-                                    [("rl_module.py", "forward_exploration")]),
+    "env-to-module connectors": (
+        "sampling (env runner)",
+        [("env_to_module_pipeline.py", "__call__")],
+    ),
+    "RLModule forward (sampling)": (
+        "sampling (env runner)",
+        [("rl_module.py", "forward_exploration")],
+    ),
     # The pipeline class inherits its __call__; its pieces are RLlib's default ones.
-    "module-to-env connectors": ("sampling (env runner)",
-                                 [(f"/{piece}.py", "__call__") for piece in (
-                                     "get_actions", "listify_data_for_vector_env",
-                                     "normalize_and_clip_actions", "unbatch_to_individual_items",
-                                     "remove_single_ts_time_rank_from_batch", "tensor_to_numpy")]),
-    "episode bookkeeping": ("sampling (env runner)",
-                            [("single_agent_episode.py", "add_env_step"),
-                             ("single_agent_episode.py", "add_env_reset")]),
+    "module-to-env connectors": (
+        "sampling (env runner)",
+        [
+            (f"/{piece}.py", "__call__")
+            for piece in (
+                "get_actions",
+                "listify_data_for_vector_env",
+                "normalize_and_clip_actions",
+                "unbatch_to_individual_items",
+                "remove_single_ts_time_rank_from_batch",
+                "tensor_to_numpy",
+            )
+        ],
+    ),
+    "episode bookkeeping": (
+        "sampling (env runner)",
+        [("single_agent_episode.py", "add_env_step"), ("single_agent_episode.py", "add_env_reset")],
+    ),
     "evaluation (greedy)": (None, [("algorithm.py", "evaluate")]),
     "learner update": (None, [("learner.py", "update")]),
-    "learner connectors (GAE, batch)": ("learner update",
-                                        [("learner_connector_pipeline.py", "__call__")]),
+    "learner connectors (GAE, batch)": (
+        "learner update",
+        [("learner_connector_pipeline.py", "__call__")],
+    ),
     "loss, backward, optimiser": ("learner update", [("torch_learner.py", "_uncompiled_update")]),
     "weight sync": (None, [("env_runner_group.py", "sync_weights")]),
-}  # fmt: skip
+}
 
 
 #: Functions called from several parts (the env's own step and the captioner run in sampling
@@ -73,8 +89,11 @@ def _cumulative(stats: pstats.Stats, funcs: list[tuple[str, str]]) -> float:
     largest of one name's several definitions (a subclass's override calling its base)."""
     total = 0.0
     for file_part, name in funcs:
-        matches = [ct for (file, _, fn), (_, _, _, ct, _) in stats.stats.items()  # type: ignore[attr-defined]
-                   if fn == name and file_part in file]  # fmt: skip
+        matches = [
+            ct
+            for (file, _, fn), (_, _, _, ct, _) in stats.stats.items()  # type: ignore[attr-defined]
+            if fn == name and file_part in file
+        ]
         total += max(matches, default=0.0)
     return total
 
@@ -86,8 +105,9 @@ def profile_iterations(iterations: int) -> dict:
     from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
 
-    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
-             logging_level="ERROR")  # fmt: skip
+    ray.init(
+        address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
+    )
     env_registry.register_all()
     task = load_task(TASK)
     config = get_method("ppo").build(task, 0, {})
@@ -110,13 +130,18 @@ def profile_iterations(iterations: int) -> dict:
     stats = pstats.Stats(profiler)
     parts = {name: _cumulative(stats, funcs) for name, (_, funcs) in PARTS.items()}
     functions = {name: _cumulative(stats, funcs) for name, funcs in FUNCTIONS.items()}
-    return {"iterations": iterations, "env_steps": steps, "wall_s": wall,
-            "profiled_s": stats.total_tt, "parts_s": parts,  # type: ignore[attr-defined]
-            "functions_s": functions,
-            "layout": f"{config.num_envs_per_env_runner} envs in one process, batch "
-                      f"{config.train_batch_size_per_learner}, {config.num_epochs} epochs of "
-                      f"{config.minibatch_size}, MLP {task.model.fcnet_hiddens}, evaluation "
-                      f"every {task.evaluation.every_env_steps} env steps"}  # fmt: skip
+    return {
+        "iterations": iterations,
+        "env_steps": steps,
+        "wall_s": wall,
+        "profiled_s": stats.total_tt,
+        "parts_s": parts,  # type: ignore[attr-defined]
+        "functions_s": functions,
+        "layout": f"{config.num_envs_per_env_runner} envs in one process, batch "
+        f"{config.train_batch_size_per_learner}, {config.num_epochs} epochs of "
+        f"{config.minibatch_size}, MLP {task.model.fcnet_hiddens}, evaluation "
+        f"every {task.evaluation.every_env_steps} env steps",
+    }
 
 
 def _rows(r: dict) -> list[str]:
@@ -125,8 +150,9 @@ def _rows(r: dict) -> list[str]:
 
     def add(name: str, depth: int) -> None:
         s = r["parts_s"][name]
-        lines.append(f"| {'&nbsp;&nbsp;' * 2 * depth}{name} | {100 * s / total:.1f}% | "
-                     f"{s * per_k:.3f} |")  # fmt: skip
+        lines.append(
+            f"| {'&nbsp;&nbsp;' * 2 * depth}{name} | {100 * s / total:.1f}% | {s * per_k:.3f} |"
+        )
         for child, (parent, _) in PARTS.items():
             if parent == name:
                 add(child, depth + 1)
@@ -135,10 +161,15 @@ def _rows(r: dict) -> list[str]:
         if parent is None:
             add(name, 0)
     top = sum(r["parts_s"][n] for n, (p, _) in PARTS.items() if p is None)
-    lines.append(f"| everything else (Tune/RLlib bookkeeping, metrics) | "
-                 f"{100 * (total - top) / total:.1f}% | {(total - top) * per_k:.3f} |")  # fmt: skip
-    lines += ["", "| function, wherever called | share of profiled time | s per 1,000 env steps |",
-              "|---|---|---|"]  # fmt: skip
+    lines.append(
+        f"| everything else (Tune/RLlib bookkeeping, metrics) | "
+        f"{100 * (total - top) / total:.1f}% | {(total - top) * per_k:.3f} |"
+    )
+    lines += [
+        "",
+        "| function, wherever called | share of profiled time | s per 1,000 env steps |",
+        "|---|---|---|",
+    ]
     for name, s in r["functions_s"].items():
         lines.append(f"| {name} | {100 * s / total:.1f}% | {s * per_k:.3f} |")
     return lines
@@ -146,24 +177,37 @@ def _rows(r: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--iterations", type=int, default=20,
-                   help="training iterations profiled, after two unprofiled ones")  # fmt: skip
+    p.add_argument(
+        "--iterations",
+        type=int,
+        default=20,
+        help="training iterations profiled, after two unprofiled ones",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
     r = profile_iterations(args.iterations)
     command = "python -m bench.ppo_profile" + (
-        f" --iterations {args.iterations}" if args.iterations != 20 else "")
-    meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
-            "load_average_at_end": os.getloadavg()}  # fmt: skip
+        f" --iterations {args.iterations}" if args.iterations != 20 else ""
+    )
+    meta = {
+        "command": command,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}",
+        "load_average_at_end": os.getloadavg(),
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ppo_profile.json").write_text(json.dumps({"meta": meta, **r}, indent=2))
-    lines = ["# Where a PPO iteration's time goes (BabyAI-Text)", "",
-             f"Command: `{command}` — {meta['date']}, {meta['machine']}, load average at end "
-             f"{meta['load_average_at_end'][0]:.1f}. Task `{TASK}`, PPO as its file sets it; "
-             f"{r['layout']}. {r['iterations']} iterations ({r['env_steps']:,} env steps) "
-             f"under cProfile: {r['wall_s']:.1f} s wall, {r['env_steps'] / r['wall_s']:.0f} "
-             "env steps/s (slowed by the profiler).", "", *_rows(r)]  # fmt: skip
+    lines = [
+        "# Where a PPO iteration's time goes (BabyAI-Text)",
+        "",
+        f"Command: `{command}` — {meta['date']}, {meta['machine']}, load average at end "
+        f"{meta['load_average_at_end'][0]:.1f}. Task `{TASK}`, PPO as its file sets it; "
+        f"{r['layout']}. {r['iterations']} iterations ({r['env_steps']:,} env steps) "
+        f"under cProfile: {r['wall_s']:.1f} s wall, {r['env_steps'] / r['wall_s']:.0f} "
+        "env steps/s (slowed by the profiler).",
+        "",
+        *_rows(r),
+    ]
     from bench.study import write_keeping_reading
 
     write_keeping_reading(args.out / "ppo_profile.md", "\n".join(lines) + "\n")

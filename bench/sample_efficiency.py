@@ -69,10 +69,12 @@ def group_task(args: argparse.Namespace, backend: str):
     task = load_task(TASK)
     k = task.knowledge
     if backend != "oracle":
-        k = k.model_copy(update={
-            "preference": k.preference.model_copy(update={"pairs": args.embedded_pairs}),
-            "goals": k.goals.model_copy(update={"iterations": args.embedded_goal_iterations}),
-        })  # fmt: skip
+        k = k.model_copy(
+            update={
+                "preference": k.preference.model_copy(update={"pairs": args.embedded_pairs}),
+                "goals": k.goals.model_copy(update={"iterations": args.embedded_goal_iterations}),
+            }
+        )
     sweep = {**task.sweep, **{m: {"backend": [backend]} for m in BK}}
     budgets = [int(b) for b in args.budgets.split(",") if b]
     seeds = [int(s) for s in args.seeds.split(",") if s]
@@ -101,9 +103,10 @@ def tabulate(run_dirs: list[Path], args: argparse.Namespace) -> dict:
             "variant": variant + (" (ORACLE)" if "backend=oracle" in variant else ""),
             "seeds": len(g),
             "steps to 0.9, per seed": ", ".join(
-                "never" if math.isnan(v) else f"{v / 1000:.0f}k" for v in g[steps_col]),
+                "never" if math.isnan(v) else f"{v / 1000:.0f}k" for v in g[steps_col]
+            ),
             "reached 0.9": f"{len(reached)}/{len(g)}",
-        }  # fmt: skip
+        }
         for b in budgets:
             col = f"success_rate_at_{b // 1000}k"
             if col in g:
@@ -115,8 +118,13 @@ def tabulate(run_dirs: list[Path], args: argparse.Namespace) -> dict:
     for d in run_dirs:
         if (d / "knowledge.json").exists():
             knowledge.update(json.loads((d / "knowledge.json").read_text()))
-    return {"run_dirs": [str(d) for d in run_dirs], "table": rows, "knowledge": knowledge,
-            "markdown": _markdown_table(rows), "curves": curves}  # fmt: skip
+    return {
+        "run_dirs": [str(d) for d in run_dirs],
+        "table": rows,
+        "knowledge": knowledge,
+        "markdown": _markdown_table(rows),
+        "curves": curves,
+    }
 
 
 def main() -> int:
@@ -128,8 +136,9 @@ def main() -> int:
         run_dirs = []
         for i, backend in enumerate(b for b in args.backends.split(",") if b):
             methods = [*(args.baselines.split(",") if i == 0 and args.baselines else []), *BK]
-            options = RunOptions(methods=methods, stop_timesteps=args.steps,
-                                 output_dir=args.output_dir / backend)  # fmt: skip
+            options = RunOptions(
+                methods=methods, stop_timesteps=args.steps, output_dir=args.output_dir / backend
+            )
             run_dirs.append(run_experiment(group_task(args, backend), options))
     out = tabulate(run_dirs, args)
     wall = None if args.from_runs else round(time.time() - started)
@@ -157,11 +166,15 @@ def main() -> int:
         "an LLM. `backend=llamacpp` rows use the embedded SmolLM2-135M, whose labels are near "
         f"chance (plumbing, not knowledge); it labelled {args.embedded_pairs} preference pairs "
         f"and {args.embedded_goal_iterations} goal segments where the oracle did the task's "
-        "own (2000 and 100).\n\n" + out["markdown"]
+        "own (2000 and 100).\n\n"
+        + out["markdown"]
         + f"\nKnowledge used:\n{origin}\n\n![success curves](sample_efficiency.png)\n"
-    )  # fmt: skip
-    plot_learning_curves(out["curves"], args.results / "sample_efficiency.png",
-                         f"{TASK}, {len(args.seeds.split(','))} seeds")  # fmt: skip
+    )
+    plot_learning_curves(
+        out["curves"],
+        args.results / "sample_efficiency.png",
+        f"{TASK}, {len(args.seeds.split(','))} seeds",
+    )
     print(out["markdown"])
     return 0
 

@@ -57,13 +57,16 @@ def round_trips(store: str) -> dict:
             return x
 
     echo = serve.run(Echo.bind(), name="echo", route_prefix="/echo")
-    handle = ensure_labeler_app(LabelerAppConfig(backend="oracle", app_name="rtt", store_path=store,
-                                              num_cpus=0))  # fmt: skip
+    handle = ensure_labeler_app(
+        LabelerAppConfig(backend="oracle", app_name="rtt", store_path=store, num_cpus=0)
+    )
     request = [{"caption": "You see a red ball 2 steps forward", "task": "go to the red ball"}]
     handle.label.remote("helpful", request).result()  # stored now
     out = {}
-    for name, call in (("serve floor (echo)", lambda: echo.ping.remote(1).result()),
-                       ("stored label", lambda: handle.label.remote("helpful", request).result())):
+    for name, call in (
+        ("serve floor (echo)", lambda: echo.ping.remote(1).result()),
+        ("stored label", lambda: handle.label.remote("helpful", request).result()),
+    ):
         for _ in range(20):
             call()
         times = []
@@ -93,8 +96,10 @@ def labels_per_second(store_dir: str, seconds: float) -> list[dict]:
         def run(self, until: float) -> int:
             n, i = 0, 0
             while time.time() < until:
-                batch = [{"caption": f"caller {self.index} caption {i}-{k}", "task": "t"}
-                         for k in range(REQUESTS_PER_CALL)]  # fmt: skip
+                batch = [
+                    {"caption": f"caller {self.index} caption {i}-{k}", "task": "t"}
+                    for k in range(REQUESTS_PER_CALL)
+                ]
                 n += len(self.handle.label.remote("helpful", batch).result()["labels"])
                 i += 1
             return n
@@ -102,9 +107,16 @@ def labels_per_second(store_dir: str, seconds: float) -> list[dict]:
     rows = []
     for merging in (True, False):
         app = f"lps-{'merge' if merging else 'single'}"
-        ensure_labeler_app(LabelerAppConfig(
-            backend="fake", fake_delay_s=FAKE_CALL_S, app_name=app, num_cpus=0,
-            store_path=f"{store_dir}/{app}.sqlite3", max_batch_size=64 if merging else 1))
+        ensure_labeler_app(
+            LabelerAppConfig(
+                backend="fake",
+                fake_delay_s=FAKE_CALL_S,
+                app_name=app,
+                num_cpus=0,
+                store_path=f"{store_dir}/{app}.sqlite3",
+                max_batch_size=64 if merging else 1,
+            )
+        )
         for n in CALLERS:
             callers = [Caller.remote(app, i + 100 * n) for i in range(n)]
             ray.get([c.run.remote(0) for c in callers])  # started, handles resolved
@@ -124,16 +136,24 @@ def paired_throughput(rounds: int, warmup: int) -> dict:
     from rl_bk.experiments.task_config import load_task
 
     out = {}
-    for task_name, method in (("nethack-score", "oni-retrieval"),
-                              ("crafter-text-ellm", "ellm")):  # fmt: skip
+    for task_name, method in (("nethack-score", "oni-retrieval"), ("crafter-text-ellm", "ellm")):
         task = load_task(task_name)
-        served = task.model_copy(update={"labeler": task.labeler.model_copy(
-            update={"mode": "serve", "app_name": f"loop-{method}"})})  # fmt: skip
+        served = task.model_copy(
+            update={
+                "labeler": task.labeler.model_copy(
+                    update={"mode": "serve", "app_name": f"loop-{method}"}
+                )
+            }
+        )
         start_labeler_apps(served, ["oracle"])
-        out[method] = paired({
-            f"{method} in-process": get_method(method).build(task, 0, {"backend": "oracle"}),
-            f"{method} Serve app": get_method(method).build(served, 0, {"backend": "oracle"}),
-        }, rounds, warmup)  # fmt: skip
+        out[method] = paired(
+            {
+                f"{method} in-process": get_method(method).build(task, 0, {"backend": "oracle"}),
+                f"{method} Serve app": get_method(method).build(served, 0, {"backend": "oracle"}),
+            },
+            rounds,
+            warmup,
+        )
     return out
 
 
@@ -160,9 +180,14 @@ def served_potential(rounds: int, warmup: int) -> list[dict]:
     build_knowledge(task, "bk-pref")
     serve_potential(task, None)
     method = get_method("bk-pref")
-    return paired({"bk-pref in the learner": method.build(task, 0, {"served": False}),
-                   "bk-pref from the app": method.build(task, 0, {"served": True})},
-                  rounds, warmup)  # fmt: skip
+    return paired(
+        {
+            "bk-pref in the learner": method.build(task, 0, {"served": False}),
+            "bk-pref from the app": method.build(task, 0, {"served": True}),
+        },
+        rounds,
+        warmup,
+    )
 
 
 def main() -> int:
@@ -192,36 +217,62 @@ def main() -> int:
 
     base = {r["callers"]: r["labels_per_s"] for r in lps if not r["merging"]}
     lines = [
-        "# Ray Serve in the training loop", "",
+        "# Ray Serve in the training loop",
+        "",
         f"`{facts['command']}` ({facts['date']}, {facts['machine']}, load average at the end "
-        f"{facts['load_average_end']:.1f}). Every ratio is measured within one run.", "",
-        "## Round trip of a stored label through the deployment handle", "",
-        "| call | p50 ms | p99 ms |", "|---|---|---|",
-        *[f"| {k} | {v['p50_ms']:.2f} | {v['p99_ms']:.2f} |" for k, v in rtt.items()], "",
+        f"{facts['load_average_end']:.1f}). Every ratio is measured within one run.",
+        "",
+        "## Round trip of a stored label through the deployment handle",
+        "",
+        "| call | p50 ms | p99 ms |",
+        "|---|---|---|",
+        *[f"| {k} | {v['p50_ms']:.2f} | {v['p99_ms']:.2f} |" for k, v in rtt.items()],
+        "",
         f"Stored label / Serve's floor, p50: "
-        f"{rtt['stored label']['p50_ms'] / rtt['serve floor (echo)']['p50_ms']:.2f}x.", "",
-        "## Labels per second against one replica", "",
+        f"{rtt['stored label']['p50_ms'] / rtt['serve floor (echo)']['p50_ms']:.2f}x.",
+        "",
+        "## Labels per second against one replica",
+        "",
         f"Fake backend, {FAKE_CALL_S * 1000:.0f} ms per call whatever its size (a model of "
         f"batched generation, not an LLM); each caller sends {REQUESTS_PER_CALL} new requests "
-        f"per call, {args.seconds:.0f} s per row.", "",
+        f"per call, {args.seconds:.0f} s per row.",
+        "",
         "| callers | merging (@serve.batch) | labels/s | over one call at a time |",
         "|---|---|---|---|",
-        *[f"| {r['callers']} | {'yes' if r['merging'] else 'no (max_batch_size 1)'} | "
-          f"{r['labels_per_s']:.1f} | {r['labels_per_s'] / base[r['callers']]:.2f}x |"
-          for r in lps], "",
-        "## Env steps/s with labels from the Serve app over labels in the trial's process", "",
+        *[
+            f"| {r['callers']} | {'yes' if r['merging'] else 'no (max_batch_size 1)'} | "
+            f"{r['labels_per_s']:.1f} | {r['labels_per_s'] / base[r['callers']]:.2f}x |"
+            for r in lps
+        ],
+        "",
+        "## Env steps/s with labels from the Serve app over labels in the trial's process",
+        "",
         f"Oracle labels in both, {args.rounds} paired rounds after {args.warmup} warm-up "
-        "rounds, one training iteration each.", "",
-    ]  # fmt: skip
+        "rounds, one training iteration each.",
+        "",
+    ]
     for method, rows in loop.items():
         lines += [ratio_table(rows, "configuration", f"{method} in-process"), ""]
-    lines += ["## BK-Pref: Phi from the reward-model app over Phi in the learner", "",
-              ratio_table(pref, "configuration", "bk-pref in the learner"), ""]
+    lines += [
+        "## BK-Pref: Phi from the reward-model app over Phi in the learner",
+        "",
+        ratio_table(pref, "configuration", "bk-pref in the learner"),
+        "",
+    ]
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "serve_in_loop.md").write_text("\n".join(lines))
-    (args.results / "serve_in_loop.json").write_text(json.dumps(
-        {**facts, "round_trips": rtt, "labels_per_second": lps, "in_loop": loop,
-         "served_potential": pref}, indent=2))  # fmt: skip
+    (args.results / "serve_in_loop.json").write_text(
+        json.dumps(
+            {
+                **facts,
+                "round_trips": rtt,
+                "labels_per_second": lps,
+                "in_loop": loop,
+                "served_potential": pref,
+            },
+            indent=2,
+        )
+    )
     print("\n".join(lines))
     ray.shutdown()
     return 0

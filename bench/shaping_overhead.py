@@ -45,8 +45,12 @@ def main() -> int:
 
     task = load_task(TASK)
     kinds = [k for k in args.kinds.split(",") if k]
-    ray.init(address="local", num_cpus=2 * (len(kinds) + 1), include_dashboard=False,
-             logging_level="ERROR")
+    ray.init(
+        address="local",
+        num_cpus=2 * (len(kinds) + 1),
+        include_dashboard=False,
+        logging_level="ERROR",
+    )
     env_registry.register_all()
     for kind in kinds:
         build_knowledge(task, kind, "oracle")
@@ -58,8 +62,13 @@ def main() -> int:
         for a in algos.values():
             a.stop()
     rows = ratio_rows(rates, "ppo")
-    facts = {**run_facts("-m bench.shaping_overhead"), "rounds": args.rounds,
-             "warmup": args.warmup, "rows": rows, "rates": rates}  # fmt: skip
+    facts = {
+        **run_facts("-m bench.shaping_overhead"),
+        "rounds": args.rounds,
+        "warmup": args.warmup,
+        "rows": rows,
+        "rates": rates,
+    }
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "shaping_overhead.json").write_text(json.dumps(facts, indent=2))
     table = ratio_table(rows, "method", "plain PPO")
@@ -68,7 +77,7 @@ def main() -> int:
         f"{facts['machine']}); {args.rounds} rounds after {args.warmup} warm-up rounds, "
         "one training iteration (2048 env steps, sampling + learning) per method per round, "
         "oracle knowledge.\n\n" + table + "\n"
-    )  # fmt: skip
+    )
     print(table)
     return 0
 

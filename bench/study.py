@@ -41,16 +41,23 @@ def code_commit() -> str:
     if head.returncode != 0:
         return "unknown"
     # What a part's numbers depend on; a study's own results files change as it runs.
-    code = ["rl_bk", "env_registry", "serve_deployments", "tune_configs", "bench",
-            ":(exclude)bench/results"]  # fmt: skip
+    code = [
+        "rl_bk",
+        "env_registry",
+        "serve_deployments",
+        "tune_configs",
+        "bench",
+        ":(exclude)bench/results",
+    ]
     dirty = git("diff", "--quiet", "HEAD", "--", *code).returncode != 0
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
 def seed_parts(prefix: str, task) -> list[tuple[str, object, int]]:
     """(part id ``<prefix>/<seed>``, the task narrowed to that seed, seed) for each seed."""
-    return [(f"{prefix}/{seed}", task.model_copy(update={"seeds": [seed]}), seed)
-            for seed in task.seeds]  # fmt: skip
+    return [
+        (f"{prefix}/{seed}", task.model_copy(update={"seeds": [seed]}), seed) for seed in task.seeds
+    ]
 
 
 def is_done(part: str, finished: dict) -> bool:
@@ -60,8 +67,14 @@ def is_done(part: str, finished: dict) -> bool:
 
 
 #: The per-report columns a finished trial keeps for the study's curves.
-CURVE_COLUMNS = (M.ENV_STEPS, M.EPISODES_LIFETIME, M.SUCCESS_RATE, M.EPISODE_RETURN_MEAN,
-                 M.EVAL_SUCCESS_RATE, M.EVAL_RETURN_MEAN)  # fmt: skip
+CURVE_COLUMNS = (
+    M.ENV_STEPS,
+    M.EPISODES_LIFETIME,
+    M.SUCCESS_RATE,
+    M.EPISODE_RETURN_MEAN,
+    M.EVAL_SUCCESS_RATE,
+    M.EVAL_RETURN_MEAN,
+)
 
 
 def trial_curves(run_dir: Path, extra: tuple[str, ...] = ()) -> list[dict]:
@@ -72,10 +85,14 @@ def trial_curves(run_dir: Path, extra: tuple[str, ...] = ()) -> list[dict]:
     for record in sorted(records_from_tune_dir(run_dir / "tune"), key=lambda r: r.seed):
         p = smooth_over_episodes(record.progress)
         cols = [c for c in dict.fromkeys((*CURVE_COLUMNS, *extra)) if c in p]
-        out.append({"label": display_label(record.label), "seed": record.seed,
-                    "progress": {c: [None if math.isnan(v) else float(v) for v in p[c]]
-                                 for c in cols},
-                    "restored_from": list(record.restored_from)})  # fmt: skip
+        out.append(
+            {
+                "label": display_label(record.label),
+                "seed": record.seed,
+                "progress": {c: [None if math.isnan(v) else float(v) for v in p[c]] for c in cols},
+                "restored_from": list(record.restored_from),
+            }
+        )
     return out
 
 
@@ -94,8 +111,9 @@ def plot_study(trials: list[dict], metrics: dict[str, str], path: Path, title: s
 
     from rl_bk.experiments.results import TrialRecord, learning_curves, plot_learning_curves
 
-    records = [TrialRecord(t["label"], t["seed"], pd.DataFrame(t["progress"], dtype=float))
-               for t in trials]  # fmt: skip
+    records = [
+        TrialRecord(t["label"], t["seed"], pd.DataFrame(t["progress"], dtype=float)) for t in trials
+    ]
     curves = learning_curves(records, metrics)
     if not len(curves):
         return False
@@ -134,8 +152,9 @@ def run_or_resume(task, methods: list[str], steps: int, home: Path) -> Path:
     try:
         if run_dir is not None and (run_dir / "tune").is_dir():
             return resume_experiment(run_dir, RunOptions())
-        return run_experiment(task, RunOptions(methods=methods, stop_timesteps=steps,
-                                               output_dir=home))  # fmt: skip
+        return run_experiment(
+            task, RunOptions(methods=methods, stop_timesteps=steps, output_dir=home)
+        )
     except TrialsFailed as failed:
         raise SystemExit(failed.report()) from failed
 
@@ -167,14 +186,17 @@ def merge_seed_numbers(parts: list[dict[str, dict]]) -> dict[str, dict]:
             merged[key] = [n[key][i] for _, i, n in entries]
         for key in ("eval_at", "train_at"):
             budgets = dict.fromkeys(b for _, _, n in entries for b in n[key])
-            merged[key] = {b: [n[key][b][i] if b in n[key] else math.nan
-                               for _, i, n in entries] for b in budgets}  # fmt: skip
+            merged[key] = {
+                b: [n[key][b][i] if b in n[key] else math.nan for _, i, n in entries]
+                for b in budgets
+            }
         out[label] = merged
     return out
 
 
-def seed_numbers(run_dir: Path, budgets: list[int],
-                 threshold: float = 0.9) -> dict[str, SeedNumbers]:  # fmt: skip
+def seed_numbers(
+    run_dir: Path, budgets: list[int], threshold: float = 0.9
+) -> dict[str, SeedNumbers]:
     """Per variant (as the tables label it), each seed's numbers, read from Tune's folder."""
     out: dict[str, SeedNumbers] = {}
     for record in sorted(records_from_tune_dir(run_dir / "tune"), key=lambda r: r.seed):
@@ -192,7 +214,7 @@ def seed_numbers(run_dir: Path, budgets: list[int],
 
 
 def mean_sd(values: list[float | None], spec: str = ".2f", sd_spec: str | None = None) -> str:
-    """"m ± sd" over the values that exist (None and nan do not), then "(k/n)" if only k of
+    """ "m ± sd" over the values that exist (None and nan do not), then "(k/n)" if only k of
     the n exist. ``spec`` formats the mean, ``sd_spec`` the sd (default: ``spec``)."""
     ok = [float(v) for v in values if v is not None and not math.isnan(float(v))]
     if not ok:
@@ -204,7 +226,7 @@ def mean_sd(values: list[float | None], spec: str = ".2f", sd_spec: str | None =
 
 
 def steps_per_seed(values: list[float]) -> str:
-    """"97k, never, 120k (2/3)": env steps to the threshold per seed, and how many reached it."""
+    """ "97k, never, 120k (2/3)": env steps to the threshold per seed, and how many reached it."""
     shown = ["never" if math.isnan(v) else f"{v / 1000:.0f}k" for v in values]
     return f"{', '.join(shown)} ({sum(not math.isnan(v) for v in values)}/{len(values)})"
 
@@ -213,8 +235,7 @@ def censored_mean(values: list[float], budget: int) -> tuple[float, bool]:
     """The mean env steps to the threshold, a seed that never reached it counted at the
     budget; and whether any was (then the mean is a lower bound)."""
     filled = [budget if math.isnan(v) else v for v in values]
-    return (sum(filled) / len(filled) if filled else math.nan,
-            any(math.isnan(v) for v in values))  # fmt: skip
+    return (sum(filled) / len(filled) if filled else math.nan, any(math.isnan(v) for v in values))
 
 
 def steps_mean(values: list[float], budget: int) -> str:
@@ -278,5 +299,6 @@ def continued_arms(results: Path, facts: dict) -> tuple[dict, dict[str, dict]]:
 def write_arms(results: Path, text: str, facts: dict, done: dict[str, dict]) -> None:
     """A screening's table (keeping its hand-written reading) and its JSON of finished arms."""
     write_keeping_reading(results.with_suffix(".md"), text)
-    results.with_suffix(".json").write_text(json.dumps({**facts, "arms": done}, indent=2,
-                                                       default=str))  # fmt: skip
+    results.with_suffix(".json").write_text(
+        json.dumps({**facts, "arms": done}, indent=2, default=str)
+    )

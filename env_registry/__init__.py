@@ -88,8 +88,9 @@ def _make_for_gymnasium(name: str, **env_config: Any) -> gym.Env:
     return make_env(name, env_config)
 
 
-def make_runner_env(name: str, env_config: Mapping[str, Any] | None = None,
-                    worker_index: int | None = None) -> gym.Env:  # fmt: skip
+def make_runner_env(
+    name: str, env_config: Mapping[str, Any] | None = None, worker_index: int | None = None
+) -> gym.Env:
     """:func:`make_env` for env runner ``worker_index`` (default: ``env_config``'s, an RLlib
     ``EnvContext``): its reset seeds moved so that no two envs of a trial play the same levels
     (:mod:`env_registry.seeding`)."""

@@ -39,20 +39,36 @@ from serve_deployments.configs import LabelerAppConfig, load_labeler_app_config
 
 
 def _add_backend_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="a labeler YAML (fields: rl_bk/labeling/config.py, and "
-                   "serve_deployments/configs.py for serving)")
-    p.add_argument("--backend", choices=BACKENDS,
-                   help="who labels: oracle (hand-written rules, default), llamacpp (the "
-                   "embedded model), vllm or openai (a server at --base-url), "
-                   "fake (tests)")  # fmt: skip
-    p.add_argument("--packaged", choices=PACKAGED_MODELS,
-                   help="embedded model (default qwen2.5-coder-1.5b; smollm2 for plumbing)")
+    p.add_argument(
+        "--config",
+        help="a labeler YAML (fields: rl_bk/labeling/config.py, and "
+        "serve_deployments/configs.py for serving)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help="who labels: oracle (hand-written rules, default), llamacpp (the "
+        "embedded model), vllm or openai (a server at --base-url), "
+        "fake (tests)",
+    )
+    p.add_argument(
+        "--packaged",
+        choices=PACKAGED_MODELS,
+        help="embedded model (default qwen2.5-coder-1.5b; smollm2 for plumbing)",
+    )
     p.add_argument("--model-path", help="a GGUF file (llamacpp)")
-    p.add_argument("--answer-mode", choices=("token-scores", "text"),
-                   help="closed questions (preference, helpful) from the answers' token "
-                   "scores (default) or written under a grammar")  # fmt: skip
-    p.add_argument("--preference-orders", type=int, choices=(1, 2),
-                   help="ask each preference pair in both orders (2, default) or as given")
+    p.add_argument(
+        "--answer-mode",
+        choices=("token-scores", "text"),
+        help="closed questions (preference, helpful) from the answers' token "
+        "scores (default) or written under a grammar",
+    )
+    p.add_argument(
+        "--preference-orders",
+        type=int,
+        choices=(1, 2),
+        help="ask each preference pair in both orders (2, default) or as given",
+    )
     p.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://host:8000/v1")
     p.add_argument("--model", help="the model name on that server")
     p.add_argument("--api-key-env", help="env variable holding its key (default OPENAI_API_KEY)")
@@ -62,17 +78,32 @@ def _add_backend_flags(p: argparse.ArgumentParser) -> None:
 def _config(args: argparse.Namespace) -> LabelerAppConfig:
     import json
 
-    fields = ("backend", "packaged", "model_path", "answer_mode", "preference_orders",
-              "base_url", "model", "api_key_env",
-              "store_path", "host", "port", "app_name", "num_replicas", "max_replicas",
-              "num_cpus", "num_gpus")  # fmt: skip
+    fields = (
+        "backend",
+        "packaged",
+        "model_path",
+        "answer_mode",
+        "preference_orders",
+        "base_url",
+        "model",
+        "api_key_env",
+        "store_path",
+        "host",
+        "port",
+        "app_name",
+        "num_replicas",
+        "max_replicas",
+        "num_cpus",
+        "num_gpus",
+    )
     overrides = {f: getattr(args, f, None) for f in fields}
     if getattr(args, "resources", None):
         try:
             overrides["resources"] = json.loads(args.resources)
         except json.JSONDecodeError as err:
-            raise ConfigError(f"--resources must be a JSON object, e.g. '{{\"llm_node\": 1}}': "
-                              f"{err}") from None  # fmt: skip
+            raise ConfigError(
+                f"--resources must be a JSON object, e.g. '{{\"llm_node\": 1}}': {err}"
+            ) from None
     return load_labeler_app_config(args.config, **overrides)
 
 
@@ -140,13 +171,16 @@ def label_main(args: argparse.Namespace) -> int:
 
     out = open(args.out, "w") if args.out else sys.stdout
     with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
-        bar = progress.add_task(f"labelling {len(requests)} {args.task} requests",
-                                total=len(requests))  # fmt: skip
+        bar = progress.add_task(
+            f"labelling {len(requests)} {args.task} requests", total=len(requests)
+        )
         for i in range(0, len(requests), args.batch_size):
             batch = requests[i : i + args.batch_size]
             for request, label in zip(batch, labeler(args.task, batch)):
-                row = {"request": request.model_dump(),
-                       "label": label.model_dump(exclude_none=True)}  # what it carries
+                row = {
+                    "request": request.model_dump(),
+                    "label": label.model_dump(exclude_none=True),
+                }  # what it carries
                 out.write(json.dumps(row) + "\n")
             progress.advance(bar, len(batch))
     if args.out:
@@ -160,8 +194,9 @@ def labels_main(args: argparse.Namespace) -> int:
 
     with LabelStore(args.store_path) as store:
         if args.action == "export":
-            n = store.export_jsonl(args.file, backend=args.backend, model=args.model,
-                                   task=args.task)  # fmt: skip
+            n = store.export_jsonl(
+                args.file, backend=args.backend, model=args.model, task=args.task
+            )
             print(f"exported {n} labels from {store.path} to {args.file}")
         else:
             inserted, skipped = store.import_jsonl(args.file)
@@ -208,9 +243,11 @@ def knowledge_main(args: argparse.Namespace) -> int:
                 print(f"{what}: {folder}\n  missing")
                 continue
             # Two machines' builds are the same knowledge only if these match.
-            fingerprint = (dataset_fingerprint if what == "dataset" else artifact_fingerprint)
-            print(f"{what}: {folder}\n  fingerprint {fingerprint(folder)}\n"
-                  f"  {(folder / pipeline.DONE).read_text().strip()}")
+            fingerprint = dataset_fingerprint if what == "dataset" else artifact_fingerprint
+            print(
+                f"{what}: {folder}\n  fingerprint {fingerprint(folder)}\n"
+                f"  {(folder / pipeline.DONE).read_text().strip()}"
+            )
     return 0
 
 
@@ -227,30 +264,38 @@ def main(argv: list[str] | None = None) -> int:
 
         pin_build_numerics()
     parser = argparse.ArgumentParser(
-        prog="rl-bk", description="rl-bk's labeler and knowledge tools (training runs through "
-        "tune_run.py)")  # fmt: skip
+        prog="rl-bk",
+        description="rl-bk's labeler and knowledge tools (training runs through tune_run.py)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="start the labeler app on Ray Serve")
     _add_backend_flags(p)
     p.add_argument("--host", help="HTTP host (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="HTTP port (default 8000)")
     p.add_argument("--address", help="a running Ray cluster, e.g. 'auto'")
-    p.add_argument("--app-name", help="the Serve app's name (default labeler); trials attach "
-                   "to it with tune_run.py --labeler-app NAME")  # fmt: skip
+    p.add_argument(
+        "--app-name",
+        help="the Serve app's name (default labeler); trials attach "
+        "to it with tune_run.py --labeler-app NAME",
+    )
     p.add_argument("--num-replicas", type=int, help="replicas (default 1)")
     p.add_argument("--max-replicas", type=int, help="autoscale up to this many replicas")
     p.add_argument("--num-cpus", type=float, help="CPUs per replica (default 0.25)")
     p.add_argument("--num-gpus", type=float, help="GPUs per replica (default 0)")
-    p.add_argument("--resources", help='custom Ray resources per replica as JSON, e.g. '
-                   '\'{"llm_node": 1}\' (cluster.yaml\'s GPU workers have it)')  # fmt: skip
+    p.add_argument(
+        "--resources",
+        help="custom Ray resources per replica as JSON, e.g. "
+        "'{\"llm_node\": 1}' (cluster.yaml's GPU workers have it)",
+    )
     p = sub.add_parser("label", help="label a file of requests or captions")
     p.add_argument("task", help="goals, preference, helpful, reward_code or action_scores")
     p.add_argument("file", help="a .jsonl of requests, or a .txt of captions")
     p.add_argument("--out", help="output JSONL (default: stdout)")
     p.add_argument("--criteria", help="task/mission text for a .txt of captions")
     p.add_argument("--url", help="a running labeler (default: label in this process)")
-    p.add_argument("--batch-size", type=int, default=32,
-                   help="requests per labeler call (default 32)")  # fmt: skip
+    p.add_argument(
+        "--batch-size", type=int, default=32, help="requests per labeler call (default 32)"
+    )
     _add_backend_flags(p)
     p = sub.add_parser("labels", help="export the label store's rows to JSONL, or import them")
     p.add_argument("action", choices=["export", "import"])
@@ -259,24 +304,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", help="export only this model's labels (as stored)")
     p.add_argument("--task", help="export only this task's labels")
     p.add_argument("--store", dest="store_path", help="the SQLite label store file")
-    p = sub.add_parser("knowledge", help="run the knowledge pipeline's stages (collect, "
-                       "build, show): BK's potentials, Motif's reward model, PTGM's "
-                       "pre-trained models, BC-PPO's data")  # fmt: skip
-    p.add_argument("action", choices=["collect", "build", "show"],
-                   help="collect the dataset, build the knowledge (collecting first if "
-                   "needed), or show what is built and where")  # fmt: skip
+    p = sub.add_parser(
+        "knowledge",
+        help="run the knowledge pipeline's stages (collect, "
+        "build, show): BK's potentials, Motif's reward model, PTGM's "
+        "pre-trained models, BC-PPO's data",
+    )
+    p.add_argument(
+        "action",
+        choices=["collect", "build", "show"],
+        help="collect the dataset, build the knowledge (collecting first if "
+        "needed), or show what is built and where",
+    )
     p.add_argument("--task", required=True, help="a task name or YAML (tune_run.py --list)")
-    p.add_argument("--kinds", help=f"comma-separated: {', '.join(KINDS)} (default: those the "
-                   "task's methods use)")  # fmt: skip
+    p.add_argument(
+        "--kinds",
+        help=f"comma-separated: {', '.join(KINDS)} (default: those the task's methods use)",
+    )
     p.add_argument(
         "--backend",
         choices=BACKENDS,
         help="labeler (default: the task's knowledge.labeler.backend)",
     )
     p.add_argument("--force", action="store_true", help="rebuild even if built")
-    p.add_argument("--goal-aware", action="store_true",
-                   help="the goal-aware variant: the labeler is told the task's mission (BK's "
-                   "default withholds it, and one artifact serves every task)")  # fmt: skip
+    p.add_argument(
+        "--goal-aware",
+        action="store_true",
+        help="the goal-aware variant: the labeler is told the task's mission (BK's "
+        "default withholds it, and one artifact serves every task)",
+    )
     p.add_argument("--smoke", action="store_true", help="the task's --smoke settings")
     p.add_argument(
         "--knowledge-dir", help="default $RLBK_KNOWLEDGE_DIR or ~/.cache/rl-bk/knowledge"
@@ -289,12 +345,24 @@ def main(argv: list[str] | None = None) -> int:
     from rl_bk.labeling.backends.base import BackendError
     from rl_bk.labeling.tasks import UnknownTaskError
 
-    commands = {"serve": serve_main, "label": label_main, "labels": labels_main,
-                "knowledge": knowledge_main}  # fmt: skip
+    commands = {
+        "serve": serve_main,
+        "label": label_main,
+        "labels": labels_main,
+        "knowledge": knowledge_main,
+    }
     try:
         return commands[args.command](args)
-    except (ConfigError, MissingDependencyError, BackendError, UnknownTaskError, ValueError,
-            OSError, TaskConfigError, DatasetError) as err:  # fmt: skip
+    except (
+        ConfigError,
+        MissingDependencyError,
+        BackendError,
+        UnknownTaskError,
+        ValueError,
+        OSError,
+        TaskConfigError,
+        DatasetError,
+    ) as err:
         print(f"rl-bk {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -38,8 +38,10 @@ def _fs(location: str):
     try:
         return pyarrow.fs.FileSystem.from_uri(location)
     except (ValueError, OSError) as err:
-        raise ValueError(f"storage {location!r} is not a folder or a URI pyarrow can open "
-                         f"(s3://bucket/path, gs://bucket/path, file:///path): {err}") from None
+        raise ValueError(
+            f"storage {location!r} is not a folder or a URI pyarrow can open "
+            f"(s3://bucket/path, gs://bucket/path, file:///path): {err}"
+        ) from None
 
 
 def exists(location: str, name: str = MARKER) -> bool:
@@ -92,11 +94,16 @@ def fetch(location: str | os.PathLike) -> Path:
     local.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=local.parent))
     try:
-        pyarrow.fs.copy_files(path, str(staging), source_filesystem=fs,
-                              destination_filesystem=pyarrow.fs.LocalFileSystem())  # fmt: skip
+        pyarrow.fs.copy_files(
+            path,
+            str(staging),
+            source_filesystem=fs,
+            destination_filesystem=pyarrow.fs.LocalFileSystem(),
+        )
         if not (staging / MARKER).exists():
-            raise FileNotFoundError(f"{location} is not a finished folder (no {MARKER}): was it "
-                                    "published completely?")  # fmt: skip
+            raise FileNotFoundError(
+                f"{location} is not a finished folder (no {MARKER}): was it published completely?"
+            )
         if local.exists():  # another process on this node got there first
             shutil.rmtree(staging)
         else:

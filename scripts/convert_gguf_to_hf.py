@@ -46,8 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         gguf = args.gguf or default_gguf()
         info = convert(gguf, args.out, args.dtype)
     except ImportError as err:  # MissingDependencyError is one
-        print(f"error: {err} (the conversion needs transformers, torch and gguf)",
-              file=sys.stderr)  # fmt: skip
+        print(f"error: {err} (the conversion needs transformers, torch and gguf)", file=sys.stderr)
         return 1
     for key, value in info.items():
         print(f"{key}: {value}")

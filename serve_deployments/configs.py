@@ -34,6 +34,7 @@ class LabelerAppConfig(LabelerConfig):
     batch_wait_timeout_s: float = Field(0.02, ge=0)
 
 
-def load_labeler_app_config(path: str | Path | None = None,
-                            **overrides: object) -> LabelerAppConfig:  # fmt: skip
+def load_labeler_app_config(
+    path: str | Path | None = None, **overrides: object
+) -> LabelerAppConfig:
     return load_config(LabelerAppConfig, path, **overrides)

@@ -104,8 +104,11 @@ def create_app() -> FastAPI:
             try:
                 body.decode("utf-8")
             except UnicodeDecodeError as err:
-                return _error(400, f"the body is not valid UTF-8 ({err.reason} at byte "
-                                   f"{err.start})", "invalid_request_error")  # fmt: skip
+                return _error(
+                    400,
+                    f"the body is not valid UTF-8 ({err.reason} at byte {err.start})",
+                    "invalid_request_error",
+                )
         return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
@@ -126,8 +129,9 @@ def create_app() -> FastAPI:
             try:
                 parsed.append(spec.request.model_validate(item))
             except ValidationError as err:
-                return _error(422, _describe(err.errors(), ("requests", i)),
-                              "invalid_request_error")  # fmt: skip
+                return _error(
+                    422, _describe(err.errors(), ("requests", i)), "invalid_request_error"
+                )
         try:
             result = service(request).label(task, parsed)
         except UnsupportedError as err:
@@ -155,9 +159,12 @@ def create_app() -> FastAPI:
     def chat(body: ChatCompletionRequest, request: Request) -> Any:
         backend = service(request).backend
         out, err = _completion_call(
-            backend.chat, [m.model_dump() for m in body.messages], max_tokens=body.max_tokens,
-            temperature=body.temperature, stop=body.stop_list(),
-        )  # fmt: skip
+            backend.chat,
+            [m.model_dump() for m in body.messages],
+            max_tokens=body.max_tokens,
+            temperature=body.temperature,
+            stop=body.stop_list(),
+        )
         if err is not None:
             return err
         return {
@@ -179,9 +186,12 @@ def create_app() -> FastAPI:
     def complete(body: CompletionRequest, request: Request) -> Any:
         backend = service(request).backend
         out, err = _completion_call(
-            backend.complete, body.prompt, max_tokens=body.max_tokens,
-            temperature=body.temperature, stop=body.stop_list(),
-        )  # fmt: skip
+            backend.complete,
+            body.prompt,
+            max_tokens=body.max_tokens,
+            temperature=body.temperature,
+            stop=body.stop_list(),
+        )
         if err is not None:
             return err
         return {
@@ -198,14 +208,20 @@ def create_app() -> FastAPI:
     @app.get("/v1/models")
     def models(request: Request) -> Any:
         backend = service(request).backend
-        return {"object": "list", "data": [{"id": backend.model, "object": "model",
-                                            "owned_by": f"rl-bk/{backend.name}"}]}  # fmt: skip
+        return {
+            "object": "list",
+            "data": [{"id": backend.model, "object": "model", "owned_by": f"rl-bk/{backend.name}"}],
+        }
 
     @app.get("/v1/tasks")
     def tasks() -> Any:
-        return {name: {"template_version": spec.template_version,
-                       "request": spec.request.model_json_schema()}
-                for name, spec in TASKS.items()}  # fmt: skip
+        return {
+            name: {
+                "template_version": spec.template_version,
+                "request": spec.request.model_json_schema(),
+            }
+            for name, spec in TASKS.items()
+        }
 
     @app.get("/metrics")
     def metrics(request: Request) -> Any:
@@ -219,5 +235,8 @@ def create_app() -> FastAPI:
 
 
 def _usage(out) -> dict[str, int]:
-    return {"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
-            "total_tokens": out.prompt_tokens + out.completion_tokens}  # fmt: skip
+    return {
+        "prompt_tokens": out.prompt_tokens,
+        "completion_tokens": out.completion_tokens,
+        "total_tokens": out.prompt_tokens + out.completion_tokens,
+    }

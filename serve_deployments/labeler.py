@@ -57,9 +57,13 @@ class LabelerServer:
         stored = self.service.stored(task, requests)
         missing = [i for i, lab in enumerate(stored) if lab is None]
         b = self.service.backend
-        reply = {"labels": [None if lab is None else lab.model_dump() for lab in stored],
-                 "from_store": [lab is not None for lab in stored], "backend": b.name,
-                 "model": b.model, "oracle": b.is_oracle}  # fmt: skip
+        reply = {
+            "labels": [None if lab is None else lab.model_dump() for lab in stored],
+            "from_store": [lab is not None for lab in stored],
+            "backend": b.name,
+            "model": b.model,
+            "oracle": b.is_oracle,
+        }
         if missing:
             new = await self._label_calls((task, [requests[i] for i in missing]))
             if isinstance(new, Exception):
@@ -80,8 +84,10 @@ class LabelerServer:
             self.merged["batches"] += 1
             merged = [r for i in members for r in calls[i][1]]
             try:
-                replies_of = self._split(await asyncio.to_thread(self._reply, task, merged),
-                                         [len(calls[i][1]) for i in members])  # fmt: skip
+                replies_of = self._split(
+                    await asyncio.to_thread(self._reply, task, merged),
+                    [len(calls[i][1]) for i in members],
+                )
             except Exception:  # one caller's bad request must not fail the others
                 replies_of = []
                 for i in members:
@@ -107,8 +113,13 @@ class LabelerServer:
     def _split(reply: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
         out, start = [], 0
         for n in sizes:
-            out.append({**reply, "labels": reply["labels"][start:start + n],
-                        "from_store": reply["from_store"][start:start + n]})  # fmt: skip
+            out.append(
+                {
+                    **reply,
+                    "labels": reply["labels"][start : start + n],
+                    "from_store": reply["from_store"][start : start + n],
+                }
+            )
             start += n
         return out
 
@@ -127,21 +138,29 @@ def build_labeler_app(args: dict[str, Any]) -> serve.Application:
     if cfg.resources:
         actor["resources"] = dict(cfg.resources)
     if cfg.max_replicas is not None and cfg.max_replicas > cfg.num_replicas:
-        scaling = {"num_replicas": "auto", "autoscaling_config": {
-            "min_replicas": cfg.num_replicas, "max_replicas": cfg.max_replicas,
-            "target_ongoing_requests": cfg.target_ongoing_requests}}  # fmt: skip
+        scaling = {
+            "num_replicas": "auto",
+            "autoscaling_config": {
+                "min_replicas": cfg.num_replicas,
+                "max_replicas": cfg.max_replicas,
+                "target_ongoing_requests": cfg.target_ongoing_requests,
+            },
+        }
     else:
         scaling = {"num_replicas": cfg.num_replicas}
     return LabelerServer.options(
-        max_ongoing_requests=cfg.max_ongoing_requests, ray_actor_options=actor, **scaling,
+        max_ongoing_requests=cfg.max_ongoing_requests,
+        ray_actor_options=actor,
+        **scaling,
     ).bind(cfg.model_dump())
 
 
 def start_labeler(cfg: LabelerAppConfig) -> DeploymentHandle:
     """Starts Serve's HTTP proxy on cfg.host:port (127.0.0.1 unless configured) and the app."""
     serve.start(http_options={"host": cfg.host, "port": cfg.port})
-    return serve.run(build_labeler_app(cfg.model_dump()), name=cfg.app_name,
-                     route_prefix=cfg.route_prefix)  # fmt: skip
+    return serve.run(
+        build_labeler_app(cfg.model_dump()), name=cfg.app_name, route_prefix=cfg.route_prefix
+    )
 
 
 class LabelerAppMissing(ValueError):

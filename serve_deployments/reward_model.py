@@ -105,8 +105,9 @@ def build_reward_model_app(args: dict[str, Any]) -> serve.Application:
     return RewardModelServer.options(ray_actor_options={"num_cpus": 0.25}).bind(args.get("root"))
 
 
-def ensure_reward_model_app(root: str | None, app_name: str = "reward_models",
-                            num_cpus: float = 0.0) -> Any:  # fmt: skip
+def ensure_reward_model_app(
+    root: str | None, app_name: str = "reward_models", num_cpus: float = 0.0
+) -> Any:
     """The reward-model app on the connected Ray cluster, started on ``root`` (the registry
     folder) unless one of that name is running; its handle. ``num_cpus`` 0: on one machine
     trials take every CPU (the replica computes unreserved)."""

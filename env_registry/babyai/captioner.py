@@ -79,8 +79,10 @@ _WALL_LINES = [
     (direction, [(AGENT_X + dx * n, AGENT_Y + dy * n) for n in range(1, VIEW_SIZE)])
     for direction, (dx, dy) in (("forward", (0, -1)), ("left", (-1, 0)), ("right", (1, 0)))
 ]
-_WALL_LINES = [(d, [c for c in cells if 0 <= c[0] < VIEW_SIZE and 0 <= c[1] < VIEW_SIZE])
-               for d, cells in _WALL_LINES]  # fmt: skip
+_WALL_LINES = [
+    (d, [c for c in cells if 0 <= c[0] < VIEW_SIZE and 0 <= c[1] < VIEW_SIZE])
+    for d, cells in _WALL_LINES
+]
 _NAMES: dict[tuple[int, int, int], str] = {}
 
 

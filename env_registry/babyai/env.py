@@ -46,10 +46,38 @@ from env_registry.spec import EnvSpec
 
 #: Words of BabyAI's mission grammar (minigrid.envs.babyai.core.verifier surface forms).
 MISSION_VOCAB: tuple[str, ...] = (
-    "go", "to", "the", "a", "pick", "up", "put", "next", "open", "door", "ball", "box",
-    "key", "red", "green", "blue", "purple", "yellow", "grey", "then", "after", "you",
-    "and", "behind", "in", "front", "of", "on", "your", "left", "right",
-)  # fmt: skip
+    "go",
+    "to",
+    "the",
+    "a",
+    "pick",
+    "up",
+    "put",
+    "next",
+    "open",
+    "door",
+    "ball",
+    "box",
+    "key",
+    "red",
+    "green",
+    "blue",
+    "purple",
+    "yellow",
+    "grey",
+    "then",
+    "after",
+    "you",
+    "and",
+    "behind",
+    "in",
+    "front",
+    "of",
+    "on",
+    "your",
+    "left",
+    "right",
+)
 #: Things a goal can name, as a set for the per-step test in `_achieved`.
 GOAL_THINGS = frozenset(THINGS)
 #: minigrid's DIR_TO_VEC as plain ints: east, south, west, north.
@@ -115,10 +143,16 @@ class LocalSequenceLevel(LevelGen):
     ):
         self.first, self.second = first, second
         super().__init__(
-            room_size=room_size, num_rows=1, num_cols=1, num_dists=num_dists,
-            action_kinds=["goto"], locked_room_prob=0, locations=False, unblocking=False,
+            room_size=room_size,
+            num_rows=1,
+            num_cols=1,
+            num_dists=num_dists,
+            action_kinds=["goto"],
+            locked_room_prob=0,
+            locations=False,
+            unblocking=False,
             **kwargs,
-        )  # fmt: skip
+        )
 
     def gen_mission(self) -> None:
         self.connect_all()
@@ -208,8 +242,9 @@ class BabyAITextEnv(gym.Env):
         achieved = self._achieved(held, front_pos, front, was_closed)
         return self._observe(obs, info, achieved), float(reward), terminated, truncated, info
 
-    def _achieved(self, held: Any, front_pos: tuple[int, int], front: Any,
-                  was_closed: bool) -> list[str]:  # fmt: skip
+    def _achieved(
+        self, held: Any, front_pos: tuple[int, int], front: Any, was_closed: bool
+    ) -> list[str]:
         """Goal texts the last step achieved, from what the agent held and faced before it."""
         level = self.level
         out: list[str] = []
@@ -281,37 +316,51 @@ for _size, _dists in _BK_SIZES.items():
                 f"BabyAI-Text-GoToLocal-{_name}-S{_size}-v0",
                 f"go to the {_target[1]} {_target[0]}; one {_size}x{_size} room, "
                 f"{_dists} distractors (BK)",
-                "LocalTargetLevel", target=_target, room_size=_size, num_dists=_dists,
+                "LocalTargetLevel",
+                target=_target,
+                room_size=_size,
+                num_dists=_dists,
             )
-        )  # fmt: skip
+        )
 SPECS += [
     _spec(
         "BabyAI-Text-GoToLocal-Pretraining-S20-v0",
         "go to a random red/green/blue ball/box; 20x20 room, 7 distractors (BK pre-training)",
-        "LocalTargetLevel", target=None,
+        "LocalTargetLevel",
+        target=None,
         target_choices=[(t, c) for c in ("red", "green", "blue") for t in ("ball", "box")],
     ),
     _spec(
-        "BabyAI-Text-PickUp-RedBall-S20-v0", "pick up the red ball; 20x20 room (BK)",
-        "LocalTargetLevel", target=("ball", "red"), action="pickup",
+        "BabyAI-Text-PickUp-RedBall-S20-v0",
+        "pick up the red ball; 20x20 room (BK)",
+        "LocalTargetLevel",
+        target=("ball", "red"),
+        action="pickup",
     ),
     _spec(
-        "BabyAI-Text-PickUp-PurpleKey-S20-v0", "pick up the purple key; 20x20 room (BK)",
-        "LocalTargetLevel", target=("key", "purple"), action="pickup",
+        "BabyAI-Text-PickUp-PurpleKey-S20-v0",
+        "pick up the purple key; 20x20 room (BK)",
+        "LocalTargetLevel",
+        target=("key", "purple"),
+        action="pickup",
     ),
     _spec(
         "BabyAI-Text-GoTo-RedBallBlueBox-S20-v0",
         "go to the red ball and the blue box, in the order the mission says (BK)",
-        "LocalSequenceLevel", first=("ball", "red"), second=("box", "blue"),
+        "LocalSequenceLevel",
+        first=("ball", "red"),
+        second=("box", "blue"),
     ),
     _spec(
         # BK's code names this task PurpleBallGreenKey but places a purple box; we place
         # the green key the name promises.
         "BabyAI-Text-GoTo-PurpleBallGreenKey-S20-v0",
         "go to the purple ball and the green key, in the order the mission says (BK)",
-        "LocalSequenceLevel", first=("ball", "purple"), second=("key", "green"),
+        "LocalSequenceLevel",
+        first=("ball", "purple"),
+        second=("key", "green"),
     ),
-]  # fmt: skip
+]
 
 
 def _minigrid_babyai_ids() -> list[str]:

@@ -140,10 +140,11 @@ def suggest_goals(caption: str, mission: str | None) -> list[str]:
         return [t.goal for t in targets]
     objects, _ = parse_caption(caption)
     return [
-        f"open the {o.color} door" if o.kind == "door" and o.state != "open"
+        f"open the {o.color} door"
+        if o.kind == "door" and o.state != "open"
         else f"go to the {o.color} {o.kind}"
         for o in sorted(objects, key=lambda o: o.distance)
-    ]  # fmt: skip
+    ]
 
 
 def prefer(segment_a: Sequence[str], segment_b: Sequence[str], criteria: str) -> str:
@@ -264,9 +265,10 @@ def task_agnostic_code(signature_args: Sequence[str], returns_tuple: bool) -> st
     source = inspect.getsource(task_agnostic_potential)
     body = source.split("\n", 1)[1]  # drop the def line: the caller writes its own
     window = signature_args[0] if signature_args else "[]"
-    body = body.replace("steps = list(window) if isinstance(window, (list, tuple)) else [window]",
-                        f"steps = list({window}) if isinstance({window}, (list, tuple)) "
-                        f"else [{window}]")  # fmt: skip
+    body = body.replace(
+        "steps = list(window) if isinstance(window, (list, tuple)) else [window]",
+        f"steps = list({window}) if isinstance({window}, (list, tuple)) else [{window}]",
+    )
     if returns_tuple:
         body = body.replace("    return value\n", "    return (value, {})\n")
     return body
@@ -282,8 +284,11 @@ def segment_score(steps: Sequence[str]) -> float:
     records = []
     for text in steps:
         m = _STEP.match(text.strip())
-        records.append({"caption": m.group(1), "action": m.group(2)} if m
-                       else {"caption": text, "action": None})  # fmt: skip
+        records.append(
+            {"caption": m.group(1), "action": m.group(2)}
+            if m
+            else {"caption": text, "action": None}
+        )
     score = task_agnostic_potential(records[-1:])
     for i in range(1, len(records)):
         pair = [records[i - 1], {"caption": "", "action": None}]

@@ -36,8 +36,11 @@ VITALS: tuple[str, ...] = ("health", "food", "drink", "energy")
 _VITAL_SET = frozenset(VITALS)
 #: ELLM's feeling for each vital that is below its threshold, in ELLM's order.
 FEELINGS: dict[str, str] = {
-    "health": "hurt", "food": "hungry", "drink": "thirsty", "energy": "sleepy",
-}  # fmt: skip
+    "health": "hurt",
+    "food": "hungry",
+    "drink": "thirsty",
+    "energy": "sleepy",
+}
 #: ELLM leaves these out of "you see ..." (nothing to interact with) ...
 ELLM_UNSEEN: frozenset[str] = frozenset({"player", "sand", "arrow"})
 #: ... and does not say it targets these materials.

@@ -67,21 +67,62 @@ from env_registry.spec import EnvSpec
 # does not import crafter, whose world generation pulls in numba (about 60 MB per process).
 # CrafterTextEnv checks these against crafter.constants when it is built.
 MATERIALS: tuple[str, ...] = (
-    "water", "grass", "stone", "path", "sand", "tree", "lava", "coal", "iron", "diamond",
-    "table", "furnace",
-)  # fmt: skip
+    "water",
+    "grass",
+    "stone",
+    "path",
+    "sand",
+    "tree",
+    "lava",
+    "coal",
+    "iron",
+    "diamond",
+    "table",
+    "furnace",
+)
 OBJECTS: tuple[str, ...] = ("player", "cow", "zombie", "skeleton", "arrow", "plant")
 ITEMS: tuple[str, ...] = (
-    "health", "food", "drink", "energy", "sapling", "wood", "stone", "coal", "iron", "diamond",
-    "wood_pickaxe", "stone_pickaxe", "iron_pickaxe", "wood_sword", "stone_sword", "iron_sword",
-)  # fmt: skip
+    "health",
+    "food",
+    "drink",
+    "energy",
+    "sapling",
+    "wood",
+    "stone",
+    "coal",
+    "iron",
+    "diamond",
+    "wood_pickaxe",
+    "stone_pickaxe",
+    "iron_pickaxe",
+    "wood_sword",
+    "stone_sword",
+    "iron_sword",
+)
 ACHIEVEMENTS: tuple[str, ...] = (
-    "collect_coal", "collect_diamond", "collect_drink", "collect_iron", "collect_sapling",
-    "collect_stone", "collect_wood", "defeat_skeleton", "defeat_zombie", "eat_cow",
-    "eat_plant", "make_iron_pickaxe", "make_iron_sword", "make_stone_pickaxe",
-    "make_stone_sword", "make_wood_pickaxe", "make_wood_sword", "place_furnace",
-    "place_plant", "place_stone", "place_table", "wake_up",
-)  # fmt: skip
+    "collect_coal",
+    "collect_diamond",
+    "collect_drink",
+    "collect_iron",
+    "collect_sapling",
+    "collect_stone",
+    "collect_wood",
+    "defeat_skeleton",
+    "defeat_zombie",
+    "eat_cow",
+    "eat_plant",
+    "make_iron_pickaxe",
+    "make_iron_sword",
+    "make_stone_pickaxe",
+    "make_stone_sword",
+    "make_wood_pickaxe",
+    "make_wood_sword",
+    "place_furnace",
+    "place_plant",
+    "place_stone",
+    "place_table",
+    "wake_up",
+)
 N_ACTIONS = 17
 FACINGS: tuple[tuple[int, int], ...] = ((-1, 0), (1, 0), (0, -1), (0, 1))  # W, E, N, S
 
@@ -362,8 +403,11 @@ class CrafterTextEnv(gym.Env):
         last = self._last_achievements
         achieved: list[str] = []
         if game_info is not None:  # reset: nothing done yet
-            achieved = [ACHIEVED_TEXT[k] for k, count in achievements.items()
-                        if count > last[k] and ACHIEVED_TEXT[k]]  # fmt: skip
+            achieved = [
+                ACHIEVED_TEXT[k]
+                for k, count in achievements.items()
+                if count > last[k] and ACHIEVED_TEXT[k]
+            ]
             if player.sleeping and not self._was_sleeping:
                 achieved.append(SLEEP_TEXT)
         self._was_sleeping = bool(player.sleeping)
@@ -441,7 +485,8 @@ SPECS: list[EnvSpec] = [
     _spec(
         "Crafter-Text-ELLM-v0",
         "the full Crafter game with ELLM's caption wording, 400 steps (ELLM)",
-        caption_style="ellm", length=400,
+        caption_style="ellm",
+        length=400,
     ),
     _spec(
         "Crafter-Text-PlaceTable-v0",
@@ -463,4 +508,4 @@ SPECS: list[EnvSpec] = [
         "eat a cow; +1 and done when eaten (BK single task)",
         task="eat_cow",
     ),
-]  # fmt: skip
+]

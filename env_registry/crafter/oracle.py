@@ -115,10 +115,21 @@ PREREQUISITES: dict[str, tuple[str, ...]] = {
 }
 #: How far along the tech tree an item (or a placed table/furnace) is.
 STAGE: dict[str, int] = {
-    "sapling": 1, "wood": 1, "table": 2, "wood_pickaxe": 2, "wood_sword": 2, "stone": 3,
-    "coal": 3, "furnace": 4, "stone_pickaxe": 4, "stone_sword": 4, "iron": 5,
-    "iron_pickaxe": 6, "iron_sword": 6, "diamond": 7,
-}  # fmt: skip
+    "sapling": 1,
+    "wood": 1,
+    "table": 2,
+    "wood_pickaxe": 2,
+    "wood_sword": 2,
+    "stone": 3,
+    "coal": 3,
+    "furnace": 4,
+    "stone_pickaxe": 4,
+    "stone_sword": 4,
+    "iron": 5,
+    "iron_pickaxe": 6,
+    "iron_sword": 6,
+    "diamond": 7,
+}
 _LOW_VALUE = {"collect sapling", "place plant", "place stone"}
 
 

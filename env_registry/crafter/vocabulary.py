@@ -30,12 +30,30 @@ ACTION_NAMES: tuple[str, ...] = (
 
 #: Every valid goal, canonical form, in the grammar's order (ELLM's novelty baseline keeps it).
 GOALS: tuple[str, ...] = (
-    "collect wood", "collect sapling", "collect stone", "collect coal", "collect iron",
-    "collect diamond", "drink water", "eat cow", "eat plant", "attack zombie",
-    "attack skeleton", "attack cow", "place crafting table", "place furnace", "place plant",
-    "place stone", "make wood pickaxe", "make stone pickaxe", "make iron pickaxe",
-    "make wood sword", "make stone sword", "make iron sword", "sleep",
-)  # fmt: skip
+    "collect wood",
+    "collect sapling",
+    "collect stone",
+    "collect coal",
+    "collect iron",
+    "collect diamond",
+    "drink water",
+    "eat cow",
+    "eat plant",
+    "attack zombie",
+    "attack skeleton",
+    "attack cow",
+    "place crafting table",
+    "place furnace",
+    "place plant",
+    "place stone",
+    "make wood pickaxe",
+    "make stone pickaxe",
+    "make iron pickaxe",
+    "make wood sword",
+    "make stone sword",
+    "make iron sword",
+    "sleep",
+)
 GOAL_VERBS: tuple[str, ...] = ("collect", "drink", "eat", "attack", "place", "make", "sleep")
 #: What the goals act on, in order of first mention.
 GOAL_OBJECTS: tuple[str, ...] = tuple(dict.fromkeys(g.split(" ", 1)[1] for g in GOALS if " " in g))

@@ -76,8 +76,16 @@ def _one_numba_thread():
         numba.set_num_threads(before)
 
 
-def _field(simplex: opensimplex.OpenSimplex, xs: np.ndarray, ys: np.ndarray, fx: Any, fy: Any,
-           z: int, sizes: dict[int, float], normalize: bool) -> np.ndarray:  # fmt: skip
+def _field(
+    simplex: opensimplex.OpenSimplex,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    fx: Any,
+    fy: Any,
+    z: int,
+    sizes: dict[int, float],
+    normalize: bool,
+) -> np.ndarray:
     value = np.zeros((len(xs), len(ys)))
     for size, weight in sizes.items():
         # noise3array(x, y, z) is indexed [z, y, x]; crafter calls noise3(x / size, ...)
@@ -148,14 +156,17 @@ def generate_world(world: Any, player: Any) -> None:
     _place_objects(world, player, names, tunnels, objects)
 
 
-def _place_objects(world: Any, player: Any, names: np.ndarray, tunnels: np.ndarray,
-                   objects: Any) -> None:  # fmt: skip
+def _place_objects(
+    world: Any, player: Any, names: np.ndarray, tunnels: np.ndarray, objects: Any
+) -> None:
     """crafter's ``_set_object`` over every cell, x-major: only walkable cells can draw."""
     from crafter import constants
 
     if set(constants.walkable) != {"grass", "sand", "path"}:
-        raise RuntimeError(f"crafter's walkable materials changed ({constants.walkable}); "
-                           "this generator follows crafter 1.8.3")  # fmt: skip
+        raise RuntimeError(
+            f"crafter's walkable materials changed ({constants.walkable}); "
+            "this generator follows crafter 1.8.3"
+        )
     uniform = world.random.uniform
     x, y = np.meshgrid(np.arange(names.shape[0]), np.arange(names.shape[1]), indexing="ij")
     dist = np.sqrt((x - player.pos[0]) ** 2 + (y - player.pos[1]) ** 2)
@@ -165,8 +176,9 @@ def _place_objects(world: Any, player: Any, names: np.ndarray, tunnels: np.ndarr
         (grass & (dist > 3)) | ((grass | path | (names == "sand")) & (dist > 10)) | (path & tunnels)
     )
     cells = np.nonzero(may_draw)  # x-major, as crafter's loops
-    for i, j, d, is_grass, in_tunnel in zip(*cells, dist[cells].tolist(), grass[cells].tolist(),
-                                            (path & tunnels)[cells].tolist()):  # fmt: skip
+    for i, j, d, is_grass, in_tunnel in zip(
+        *cells, dist[cells].tolist(), grass[cells].tolist(), (path & tunnels)[cells].tolist()
+    ):
         pos = (int(i), int(j))
         if d > 3 and is_grass and uniform() > 0.985:
             world.add(objects.Cow(world, pos))

@@ -67,42 +67,81 @@ _RUNTIME_HELP = (
 #: task key -> MineDojo task id, extra minedojo.make kwargs, max steps, PTGM's prompt.
 PTGM_TASKS: dict[str, dict[str, Any]] = {
     "log_plains": {
-        "task_id": "harvest_1_log_plains", "sim": {}, "max_steps": 2000,
+        "task_id": "harvest_1_log_plains",
+        "sim": {},
+        "max_steps": 2000,
         "prompt": "cut a tree",
     },
     "water_bucket": {
         "task_id": "harvest",
-        "sim": {"specified_biome": "plains", "target_names": "water_bucket",
-                "target_quantities": 1, "reward_weights": 1},
-        "mainhand": "bucket", "max_steps": 2000, "prompt": "find water, obtain water bucket",
+        "sim": {
+            "specified_biome": "plains",
+            "target_names": "water_bucket",
+            "target_quantities": 1,
+            "reward_weights": 1,
+        },
+        "mainhand": "bucket",
+        "max_steps": 2000,
+        "prompt": "find water, obtain water bucket",
     },
     "cobblestone": {
         "task_id": "harvest_1_cobblestone_with_wooden_pickaxe",
-        "sim": {"specified_biome": "plains"}, "max_steps": 500, "prompt": "obtain cobblestone",
+        "sim": {"specified_biome": "plains"},
+        "max_steps": 500,
+        "prompt": "obtain cobblestone",
     },
     "iron_ore": {
-        "task_id": "harvest_1_iron_ore_with_stone_pickaxe", "sim": {}, "max_steps": 2000,
+        "task_id": "harvest_1_iron_ore_with_stone_pickaxe",
+        "sim": {},
+        "max_steps": 2000,
         "prompt": "obtain iron ore",
     },
     "spider": {
-        "task_id": "combat_spider_plains_diamond_armors_diamond_sword_shield", "sim": {},
-        "mainhand": "diamond_sword", "max_steps": 500, "prompt": "combat a spider in night plains",
+        "task_id": "combat_spider_plains_diamond_armors_diamond_sword_shield",
+        "sim": {},
+        "mainhand": "diamond_sword",
+        "max_steps": 500,
+        "prompt": "combat a spider in night plains",
     },
-}  # fmt: skip
+}
 
 #: Voxel classes: a block name goes to the first class whose key it contains, else "other".
 BLOCK_CLASSES: tuple[str, ...] = (
-    "air", "log", "leaves", "grass", "dirt", "stone", "cobblestone", "iron_ore", "water", "other",
-)  # fmt: skip
+    "air",
+    "log",
+    "leaves",
+    "grass",
+    "dirt",
+    "stone",
+    "cobblestone",
+    "iron_ore",
+    "water",
+    "other",
+)
 _BLOCK_MATCH = (  # order matters: "cobblestone" and "iron_ore" before "stone"
-    ("cobblestone", "cobblestone"), ("iron_ore", "iron_ore"), ("log", "log"),
-    ("leaves", "leaves"), ("grass", "grass"), ("dirt", "dirt"), ("stone", "stone"),
-    ("water", "water"), ("air", "air"),
-)  # fmt: skip
+    ("cobblestone", "cobblestone"),
+    ("iron_ore", "iron_ore"),
+    ("log", "log"),
+    ("leaves", "leaves"),
+    ("grass", "grass"),
+    ("dirt", "dirt"),
+    ("stone", "stone"),
+    ("water", "water"),
+    ("air", "air"),
+)
 TRACKED_ITEMS: tuple[str, ...] = (
-    "log", "planks", "stick", "crafting_table", "wooden_pickaxe", "stone_pickaxe",
-    "cobblestone", "iron_ore", "bucket", "water_bucket", "diamond_sword",
-)  # fmt: skip
+    "log",
+    "planks",
+    "stick",
+    "crafting_table",
+    "wooden_pickaxe",
+    "stone_pickaxe",
+    "cobblestone",
+    "iron_ore",
+    "bucket",
+    "water_bucket",
+    "diamond_sword",
+)
 VOXELS = 27
 OBS_SIZE = VOXELS * len(BLOCK_CLASSES) + len(TRACKED_ITEMS) + 3 + 6
 
@@ -334,8 +373,9 @@ DISCRETE_ACTIONS: tuple[tuple[str, tuple[int, ...]], ...] = (
 def minedojo_action(index: int) -> np.ndarray:
     """MineDojo's action vector for ``DISCRETE_ACTIONS[index]``."""
     if not 0 <= index < len(DISCRETE_ACTIONS):
-        raise ValueError(f"discrete MineDojo action {index} out of range "
-                         f"[0, {len(DISCRETE_ACTIONS)})")  # fmt: skip
+        raise ValueError(
+            f"discrete MineDojo action {index} out of range [0, {len(DISCRETE_ACTIONS)})"
+        )
     return np.asarray(DISCRETE_ACTIONS[index][1], dtype=np.int64)
 
 
@@ -359,23 +399,28 @@ def _spec(name: str, task: str, description: str) -> EnvSpec:
 
 SPECS: list[EnvSpec] = [
     _spec(
-        "MineDojo-Text-LogPlains-v0", "log_plains",
+        "MineDojo-Text-LogPlains-v0",
+        "log_plains",
         "MineDojo: harvest a log in plains, 2000 steps (PTGM)",
     ),
     _spec(
-        "MineDojo-Text-WaterBucket-v0", "water_bucket",
+        "MineDojo-Text-WaterBucket-v0",
+        "water_bucket",
         "MineDojo: fill the bucket in hand with water, plains, 2000 steps (PTGM)",
     ),
     _spec(
-        "MineDojo-Text-Cobblestone-v0", "cobblestone",
+        "MineDojo-Text-Cobblestone-v0",
+        "cobblestone",
         "MineDojo: mine cobblestone with a wooden pickaxe, 500 steps (PTGM)",
     ),
     _spec(
-        "MineDojo-Text-IronOre-v0", "iron_ore",
+        "MineDojo-Text-IronOre-v0",
+        "iron_ore",
         "MineDojo: mine iron ore with a stone pickaxe, 2000 steps (PTGM)",
     ),
     _spec(
-        "MineDojo-Text-Spider-v0", "spider",
+        "MineDojo-Text-Spider-v0",
+        "spider",
         "MineDojo: kill a spider in plains, diamond sword and armour, 500 steps (PTGM)",
     ),
-]  # fmt: skip
+]

@@ -32,17 +32,39 @@ BLSTATS_SIZE = 27
 
 #: ``blstats[BL_HUNGER]``: NetHack's hunger states, 0 (satiated) to 6 (starved).
 HUNGER_STATES: tuple[str, ...] = (
-    "satiated", "not hungry", "hungry", "weak", "fainting", "fainted", "starved",
-)  # fmt: skip
+    "satiated",
+    "not hungry",
+    "hungry",
+    "weak",
+    "fainting",
+    "fainted",
+    "starved",
+)
 #: ``blstats[BL_CAP]``: encumbrance, 0 (unencumbered, not mentioned) to 5.
 ENCUMBRANCE: tuple[str, ...] = (
-    "", "burdened", "stressed", "strained", "overtaxed", "overloaded",
-)  # fmt: skip
+    "",
+    "burdened",
+    "stressed",
+    "strained",
+    "overtaxed",
+    "overloaded",
+)
 #: ``blstats[BL_CONDITION]`` bits (nle.nethack.BL_MASK_*), lowest bit first.
 CONDITIONS: tuple[str, ...] = (
-    "turning to stone", "turning into slime", "strangled", "food-poisoned", "terminally ill",
-    "blind", "deaf", "stunned", "confused", "hallucinating", "levitating", "flying", "riding",
-)  # fmt: skip
+    "turning to stone",
+    "turning into slime",
+    "strangled",
+    "food-poisoned",
+    "terminally ill",
+    "blind",
+    "deaf",
+    "stunned",
+    "confused",
+    "hallucinating",
+    "levitating",
+    "flying",
+    "riding",
+)
 
 
 def decode_message(message: np.ndarray | bytes | Sequence[int]) -> str:
@@ -63,8 +85,17 @@ _STATUS_CACHE_SIZE = 4096
 
 
 def _status_without_turn(b: list[int]) -> str:
-    key = (b[BL_HP], b[BL_HPMAX], b[BL_DEPTH], b[BL_GOLD], b[BL_XP], b[BL_AC], b[BL_HUNGER],
-           b[BL_CAP], b[BL_CONDITION])  # fmt: skip
+    key = (
+        b[BL_HP],
+        b[BL_HPMAX],
+        b[BL_DEPTH],
+        b[BL_GOLD],
+        b[BL_XP],
+        b[BL_AC],
+        b[BL_HUNGER],
+        b[BL_CAP],
+        b[BL_CONDITION],
+    )
     text = _STATUS_CACHE.get(key)
     if text is None:
         hunger = b[BL_HUNGER]

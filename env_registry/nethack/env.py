@@ -91,11 +91,24 @@ _LOG_IDX = (cap.BL_SCORE, cap.BL_HPMAX, cap.BL_GOLD, cap.BL_ENEMAX, cap.BL_EXP, 
 #: Divisor of each linearly scaled blstats entry (1 where another rule applies).
 BLSTATS_SCALE = np.ones(cap.BLSTATS_SIZE, np.float32)
 for _i, _s in {
-    cap.BL_X: MAP_COLS, cap.BL_Y: MAP_ROWS, cap.BL_STR25: 25, cap.BL_STR125: 125,
-    cap.BL_DEX: 25, cap.BL_CON: 25, cap.BL_INT: 25, cap.BL_WIS: 25, cap.BL_CHA: 25,
-    cap.BL_DEPTH: 50, cap.BL_AC: 20, cap.BL_HD: 30, cap.BL_XP: 30, cap.BL_HUNGER: 6,
-    cap.BL_CAP: 5, cap.BL_DNUM: 10, cap.BL_DLEVEL: 50,
-}.items():  # fmt: skip
+    cap.BL_X: MAP_COLS,
+    cap.BL_Y: MAP_ROWS,
+    cap.BL_STR25: 25,
+    cap.BL_STR125: 125,
+    cap.BL_DEX: 25,
+    cap.BL_CON: 25,
+    cap.BL_INT: 25,
+    cap.BL_WIS: 25,
+    cap.BL_CHA: 25,
+    cap.BL_DEPTH: 50,
+    cap.BL_AC: 20,
+    cap.BL_HD: 30,
+    cap.BL_XP: 30,
+    cap.BL_HUNGER: 6,
+    cap.BL_CAP: 5,
+    cap.BL_DNUM: 10,
+    cap.BL_DLEVEL: 50,
+}.items():
     BLSTATS_SCALE[_i] = _s
 _INV_SCALE = (1.0 / BLSTATS_SCALE).tolist()
 _CROP_SCALE = np.repeat(np.array([1 / 255, 1 / 16], np.float32), CROP * CROP)
@@ -294,19 +307,23 @@ def _spec(name: str, task: str, description: str) -> EnvSpec:
 SPECS: list[EnvSpec] = [
     _spec("NetHack-Text-Score-v0", "score", "NetHack score task: reward = score delta (ONI)"),
     _spec(
-        "NetHack-Text-Staircase-v0", "staircase",
+        "NetHack-Text-Staircase-v0",
+        "staircase",
         "NetHack: take the stairs down to dungeon level 2 (nle's Staircase, ONI)",
     ),
     _spec(
-        "NetHack-Text-StaircaseLvl3-v0", "staircase_lvl3",
+        "NetHack-Text-StaircaseLvl3-v0",
+        "staircase_lvl3",
         "NetHack: reach dungeon level 3, +50 on arrival (ONI)",
     ),
     _spec(
-        "NetHack-Text-StaircaseLvl4-v0", "staircase_lvl4",
+        "NetHack-Text-StaircaseLvl4-v0",
+        "staircase_lvl4",
         "NetHack: reach dungeon level 4, +50 on arrival (ONI)",
     ),
     _spec(
-        "NetHack-Text-Oracle-v0", "oracle",
+        "NetHack-Text-Oracle-v0",
+        "oracle",
         "NetHack: find the Oracle and stand next to her (ONI)",
     ),
-]  # fmt: skip
+]

@@ -36,12 +36,15 @@ KEYWORDS: tuple[tuple[str, int, str | None], ...] = (
     (r"\byou can(?:'|no)t\b", -1, None),
     (r"\bdoor is closed\b", -1, "open the door"),
     (r"\bis locked\b", -1, "kick the door"),
-    (r"\b(?:hits|bites|stings|kicks|touches) you\b|\bhits!|\bbites!|\byou are hit\b", -1,
-     "kill the monster"),
+    (
+        r"\b(?:hits|bites|stings|kicks|touches) you\b|\bhits!|\bbites!|\byou are hit\b",
+        -1,
+        "kill the monster",
+    ),
     (r"\byou miss\b", -1, "kill the monster"),
     (r"\bnothing happens\b", -1, None),
     (r"\bhungry\b|\bweak\b|\bfainting\b", -1, "eat food"),
-)  # fmt: skip
+)
 _COMPILED = [(re.compile(p), w, g) for p, w, g in KEYWORDS]
 _STATUS_START = re.compile(r"(?:^|\s)(?:HP -?\d+/\d+, dungeon level|The game is over\.)")
 
@@ -55,9 +58,12 @@ def split_caption(caption: str) -> tuple[str, dict[str, int]]:
     if "The game is over." in status_text:
         status["dead"] = 1
     for key, pattern in (
-        ("hp", r"HP (-?\d+)/"), ("hpmax", r"HP -?\d+/(\d+)"), ("depth", r"dungeon level (-?\d+)"),
-        ("gold", r"gold (\d+)"), ("xl", r"XL (\d+)"),
-    ):  # fmt: skip
+        ("hp", r"HP (-?\d+)/"),
+        ("hpmax", r"HP -?\d+/(\d+)"),
+        ("depth", r"dungeon level (-?\d+)"),
+        ("gold", r"gold (\d+)"),
+        ("xl", r"XL (\d+)"),
+    ):
         if sm := re.search(pattern, status_text):
             status[key] = int(sm.group(1))
     # "not hungry" is NetHack's normal state, not hunger.

@@ -9,14 +9,39 @@ from __future__ import annotations
 
 #: Every valid goal, canonical form, in the grammar's order.
 GOALS: tuple[str, ...] = (
-    "descend the stairs", "find the stairs", "explore the level", "pick up the gold",
-    "pick up the item", "open the door", "kick the door", "kill the monster", "eat food",
-    "search for hidden passages", "pray", "rest",
-)  # fmt: skip
-GOAL_VERBS: tuple[str, ...] = (
-    "descend", "find", "explore", "pick up", "open", "kick", "kill", "eat", "search", "pray",
+    "descend the stairs",
+    "find the stairs",
+    "explore the level",
+    "pick up the gold",
+    "pick up the item",
+    "open the door",
+    "kick the door",
+    "kill the monster",
+    "eat food",
+    "search for hidden passages",
+    "pray",
     "rest",
-)  # fmt: skip
+)
+GOAL_VERBS: tuple[str, ...] = (
+    "descend",
+    "find",
+    "explore",
+    "pick up",
+    "open",
+    "kick",
+    "kill",
+    "eat",
+    "search",
+    "pray",
+    "rest",
+)
 GOAL_OBJECTS: tuple[str, ...] = (
-    "stairs", "level", "gold", "item", "door", "monster", "food", "passages",
-)  # fmt: skip
+    "stairs",
+    "level",
+    "gold",
+    "item",
+    "door",
+    "monster",
+    "food",
+    "passages",
+)

@@ -23,8 +23,9 @@ SLOT_EPISODE = "slot_episode"
 _started = itertools.count()  # per process, so per env runner: only order matters
 
 
-def tag_env_slot(*, episode: Any, env_runner: Any = None, env_index: int = 0,
-                 **kwargs: Any) -> None:  # fmt: skip
+def tag_env_slot(
+    *, episode: Any, env_runner: Any = None, env_index: int = 0, **kwargs: Any
+) -> None:
     """RLlib ``on_episode_start`` callback (``config.callbacks(on_episode_start=...)``)."""
     runner = int(getattr(env_runner, "worker_index", 0) or 0)
     episode.custom_data[ENV_SLOT] = f"{runner}/{int(env_index)}"

@@ -55,4 +55,5 @@ class EpisodeMetricsCallback(RLlibCallback):
         from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
         evaluation_metrics[TRAINED_ENV_STEPS] = algorithm.metrics.peek(
-            (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=None)
+            (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=None
+        )

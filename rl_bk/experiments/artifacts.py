@@ -93,14 +93,18 @@ def artifact_fingerprint(folder: Path) -> str:
     ``seconds*``) and timestamps (:data:`BUILD_TIME_KEYS`), which differ on every build. For a
     dataset, use :func:`dataset_fingerprint`."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).rglob("*")
-                       if p.is_file() and p.name not in BUILD_LOGS):  # fmt: skip
+    for path in sorted(
+        p for p in Path(folder).rglob("*") if p.is_file() and p.name not in BUILD_LOGS
+    ):
         data = path.read_bytes()
         if path.suffix == ".json":
             facts = json.loads(data)
             if isinstance(facts, dict):
-                facts = {k: v for k, v in facts.items()
-                         if not k.startswith("seconds") and k not in BUILD_TIME_KEYS}  # fmt: skip
+                facts = {
+                    k: v
+                    for k, v in facts.items()
+                    if not k.startswith("seconds") and k not in BUILD_TIME_KEYS
+                }
             data = json.dumps(facts, sort_keys=True).encode()
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + data + b"\0")
     return digest.hexdigest()[:16]
@@ -153,8 +157,9 @@ class Knowledge:
     labelled: bool = True
     hand_written: Callable[[TaskConfig], str | None] | None = None
 
-    def folder(self, task: TaskConfig, backend: str | None = None,
-               root: Path | None = None) -> Path:  # fmt: skip
+    def folder(
+        self, task: TaskConfig, backend: str | None = None, root: Path | None = None
+    ) -> Path:
         """Where the artifact is built, on this machine."""
         home = (root or knowledge_root()) / dataset_env(task) / self.kind
         if not self.labelled:  # no labeler: one artifact whatever the backend
@@ -163,24 +168,31 @@ class Knowledge:
         who = task.knowledge.labeler
         backend = backend or who.backend
         settings = {
-            "backend": backend, "mission": task_mission(task),
-            "family": family_of(task.env), "dataset": dataset_dir(task, root).name,
+            "backend": backend,
+            "mission": task_mission(task),
+            "family": family_of(task.env),
+            "dataset": dataset_dir(task, root).name,
             **self.settings(task),
-        }  # fmt: skip
+        }
         if backend not in ("oracle", "fake"):  # which model, and how it was asked
             settings.update(
-                packaged=who.packaged, model_path=who.model_path, base_url=who.base_url,
-                model=who.model, answer_mode=who.answer_mode,
-                preference_orders=who.preference_orders, helpful_threshold=who.helpful_threshold,
-            )  # fmt: skip
+                packaged=who.packaged,
+                model_path=who.model_path,
+                base_url=who.base_url,
+                model=who.model,
+                answer_mode=who.answer_mode,
+                preference_orders=who.preference_orders,
+                helpful_threshold=who.helpful_threshold,
+            )
         text = self.hand_written(task) if self.hand_written else None
         if text is not None:
             settings["code"] = hashlib.sha256(text.encode()).hexdigest()
             return home / f"hand-{_digest(settings)}"
         return home / f"{backend}-{_digest(settings)}"
 
-    def published(self, task: TaskConfig, backend: str | None = None,
-                  root: Path | None = None) -> str:  # fmt: skip
+    def published(
+        self, task: TaskConfig, backend: str | None = None, root: Path | None = None
+    ) -> str:
         """Where trials read the artifact: the local folder, or with the task's ``storage``
         its copy under ``<storage>/knowledge/`` (a shared mount or a URI)."""
         folder = self.folder(task, backend, root)
@@ -191,8 +203,7 @@ class Knowledge:
         relative = folder.relative_to(root or knowledge_root()).as_posix()
         return join(task.storage, "knowledge", relative)
 
-    def built(self, task: TaskConfig, backend: str | None = None,
-              root: Path | None = None) -> str:  # fmt: skip
+    def built(self, task: TaskConfig, backend: str | None = None, root: Path | None = None) -> str:
         """Where the built artifact is (a folder, or a URI under the task's storage: loaders
         fetch it with :func:`rl_bk.storage.fetch`), or a clear error on how to build it."""
         from rl_bk.storage import exists

@@ -47,9 +47,12 @@ def nodes_not_seeing(folder: str | os.PathLike, nodes: list[dict]) -> list[str]:
 
     try:
         # Keyed by node id: several nodes may share an address (one machine, several raylets).
-        seen = {f"{n['NodeManagerAddress']} (node {n['NodeID'][:8]})": exists.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
-        ).remote(str(marker)) for n in nodes}  # fmt: skip
+        seen = {
+            f"{n['NodeManagerAddress']} (node {n['NodeID'][:8]})": exists.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+            ).remote(str(marker))
+            for n in nodes
+        }
         return [node for node, ref in seen.items() if not ray.get(ref, timeout=120)]
     finally:
         marker.unlink(missing_ok=True)
@@ -76,8 +79,7 @@ def check_cluster_paths(storage: str | None, label_store: str | None = None) -> 
             "give --storage (or RLBK_STORAGE) a folder every node mounts, or an s3:// / gs:// "
             f"URI ({CLUSTER_DOC})"
         )
-    if label_store is not None and (missing := nodes_not_seeing(Path(label_store).parent,
-                                                                  nodes)):  # fmt: skip
+    if label_store is not None and (missing := nodes_not_seeing(Path(label_store).parent, nodes)):
         raise ClusterSetupError(
             f"trials would write labels to {label_store}, which node(s) {', '.join(missing)} "
             "do not see: label through the sweep's Serve labeler (--labeler serve) or set "

@@ -49,8 +49,9 @@ from rl_bk.experiments.task_config import TaskConfig
 logger = logging.getLogger(__name__)
 
 #: Every knowledge kind, by name, in the order the methods are declared.
-KNOWLEDGE: dict[str, Knowledge] = {m.knowledge.kind: m.knowledge for m in METHODS.values()
-                                   if m.knowledge}  # fmt: skip
+KNOWLEDGE: dict[str, Knowledge] = {
+    m.knowledge.kind: m.knowledge for m in METHODS.values() if m.knowledge
+}
 KINDS = tuple(KNOWLEDGE)
 #: BK's kinds: what ``rl-bk knowledge`` builds for a task whose methods need none.
 BK_KINDS = tuple(m.knowledge.kind for m in _bk.METHODS)
@@ -67,13 +68,15 @@ def knowledge_of(kind: str) -> Knowledge:
         raise ValueError(f"unknown knowledge kind {kind!r}; valid: {', '.join(KINDS)}") from None
 
 
-def artifact_dir(task: TaskConfig, kind: str, backend: str | None = None,
-                 root: Path | None = None) -> Path:  # fmt: skip
+def artifact_dir(
+    task: TaskConfig, kind: str, backend: str | None = None, root: Path | None = None
+) -> Path:
     return knowledge_of(kind).folder(task, backend, root)
 
 
-def published_location(task: TaskConfig, kind: str, backend: str | None = None,
-                       root: Path | None = None) -> str:  # fmt: skip
+def published_location(
+    task: TaskConfig, kind: str, backend: str | None = None, root: Path | None = None
+) -> str:
     """Where trials read the artifact of ``kind``: the local folder, or with the task's
     ``storage`` its copy under ``<storage>/knowledge/`` (a shared mount or a URI)."""
     return knowledge_of(kind).published(task, backend, root)
@@ -82,8 +85,12 @@ def published_location(task: TaskConfig, kind: str, backend: str | None = None,
 def _finish(folder: Path, started: float, **facts: Any) -> Path:
     from rl_bk.knowledge.numerics import numerics_in_effect
 
-    facts = {"seconds": round(time.time() - started, 1), "finished_at": time.time(),
-             "numerics": numerics_in_effect(), **facts}  # fmt: skip
+    facts = {
+        "seconds": round(time.time() - started, 1),
+        "finished_at": time.time(),
+        "numerics": numerics_in_effect(),
+        **facts,
+    }
     (folder / DONE).write_text(json.dumps(facts, indent=2, sort_keys=True, default=str))
     return folder
 
@@ -117,8 +124,9 @@ def _collect(task: TaskConfig, folder: Path) -> Path:
 
         meta = {"env": env, "collector": "bot", "bot_epsilon": d.bot_epsilon, "task": task.name}
         for i in range(d.collections):
-            episodes = collect_bot_episodes(env, dict(task.env_config), per_round,
-                                            d.seed * 1000 + i, d.bot_epsilon)  # fmt: skip
+            episodes = collect_bot_episodes(
+                env, dict(task.env_config), per_round, d.seed * 1000 + i, d.bot_epsilon
+            )
             write_episodes(folder, episodes, meta, part=f"{i:03d}")
     elif d.collector == "random":
         from rl_bk.knowledge.collect import collect_episodes
@@ -126,8 +134,9 @@ def _collect(task: TaskConfig, folder: Path) -> Path:
 
         meta = {"env": env, "collector": "random", "task": task.name}
         for i in range(d.collections):
-            episodes = collect_episodes(None, env, dict(task.env_config), per_round,
-                                        seed=d.seed * 1000 + i)  # fmt: skip
+            episodes = collect_episodes(
+                None, env, dict(task.env_config), per_round, seed=d.seed * 1000 + i
+            )
             write_episodes(folder, episodes, meta, part=f"{i:03d}")
     else:
         _collect_with_rnd(task, folder, env, per_round)
@@ -150,14 +159,19 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
     collect_task = task.model_copy(update={"env": env, "evaluation": type(task.evaluation)()})
     every = max(1, d.rnd_timesteps // d.collections)
     config = base_ppo_config(collect_task, d.seed, {}, config=RNDPPOConfig()).training(
-        precollect_dir=str(folder), precollect_every_timesteps=every,
+        precollect_dir=str(folder),
+        precollect_every_timesteps=every,
         precollect_episodes=per_round,
-    )  # fmt: skip
+    )
     if not ray.is_initialized():
         from rl_bk.knowledge.numerics import ray_runtime_env
 
-        ray.init(address="local", include_dashboard=False, logging_level="ERROR",
-                 runtime_env=ray_runtime_env())  # fmt: skip
+        ray.init(
+            address="local",
+            include_dashboard=False,
+            logging_level="ERROR",
+            runtime_env=ray_runtime_env(),
+        )
     env_registry.register_all()
     algo = config.build_algo()
     try:
@@ -167,8 +181,10 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
             steps = 0
             while steps < d.rnd_timesteps:
                 result = algo.train()
-                now = int(result.get("num_env_steps_sampled_lifetime", 0) or
-                          result["env_runners"]["num_env_steps_sampled_lifetime"])  # fmt: skip
+                now = int(
+                    result.get("num_env_steps_sampled_lifetime", 0)
+                    or result["env_runners"]["num_env_steps_sampled_lifetime"]
+                )
                 bar.update(now - steps)
                 steps = now
     finally:
@@ -176,8 +192,14 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
 
 
 # ------------------------------------------------------------------------------ stage 2+3
-def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
-                    force: bool = False, root: Path | None = None) -> Path:  # fmt: skip
+def build_knowledge(
+    task: TaskConfig,
+    kind: str,
+    backend: str | None = None,
+    *,
+    force: bool = False,
+    root: Path | None = None,
+) -> Path:
     """Stages 2 and 3 for one kind: label the dataset and build the potential (dataset first
     if it is missing). Returns the artifact folder."""
     folder = artifact_dir(task, kind, backend, root)
@@ -194,16 +216,18 @@ def build_knowledge(task: TaskConfig, kind: str, backend: str | None = None, *,
         return _build(task, kind, backend, folder, episodes)
 
 
-def _build(task: TaskConfig, kind: str, backend: str | None, folder: Path,
-           episodes: list) -> Path:  # fmt: skip
+def _build(task: TaskConfig, kind: str, backend: str | None, folder: Path, episodes: list) -> Path:
     _fresh(folder)
     started = time.time()
     if kind in UNLABELLED_KINDS:
         facts = BUILDERS[kind](task, None, episodes, folder)
         return _finish(folder, started, kind=kind, labels=None, is_oracle=False, **facts)
     labeler = labeler_for(task, backend).build()
-    facts = {"labels": labeler.identity, "is_oracle": labeler.is_oracle,
-             **BUILDERS[kind](task, labeler, episodes, folder)}  # fmt: skip
+    facts = {
+        "labels": labeler.identity,
+        "is_oracle": labeler.is_oracle,
+        **BUILDERS[kind](task, labeler, episodes, folder),
+    }
     return _finish(folder, started, kind=kind, **facts)
 
 

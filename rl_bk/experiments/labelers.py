@@ -33,8 +33,9 @@ def uses_labeler_app(task: TaskConfig) -> bool:
     return task.labeler.mode == "serve"
 
 
-def labeler_config(task: TaskConfig, backend: str | None = None, *,
-                   here: bool = True) -> LabelerConfig:  # fmt: skip
+def labeler_config(
+    task: TaskConfig, backend: str | None = None, *, here: bool = True
+) -> LabelerConfig:
     """Who labels for ``task``: its ``knowledge.labeler``, with ``backend`` if one is given.
     ``here``: it labels on this machine, and its label store defaults to
     ``$RLBK_LABEL_STORE`` as this process sees it, so the processes a sweep starts use the
@@ -54,8 +55,9 @@ def app_name(task: TaskConfig, backend: str | None = None) -> str:
     return base if b == task.knowledge.labeler.backend else f"{base}-{b}"
 
 
-def labeler_for(task: TaskConfig, backend: str | None = None, *,
-                online: bool = False) -> LabelerSpec:  # fmt: skip
+def labeler_for(
+    task: TaskConfig, backend: str | None = None, *, online: bool = False
+) -> LabelerSpec:
     """The labeler of ``task`` (``backend``: a trial's, if it names one). ``online``: it
     labels while training runs beside it: the embedded model gets one thread (the other core
     is training's) unless the task sets ``n_threads``, and, once Ray is up, a process of its
@@ -63,9 +65,11 @@ def labeler_for(task: TaskConfig, backend: str | None = None, *,
     from rl_bk.labeling.labeler import LabelerSpec
 
     if uses_labeler_app(task):  # the sweep's shared Serve app, through its handle
-        return LabelerSpec(labeler_config(task, backend, here=False),
-                           serve_app=app_name(task, backend),
-                           timeout_s=task.labeler.timeout_s if online else OFFLINE_TIMEOUT_S)
+        return LabelerSpec(
+            labeler_config(task, backend, here=False),
+            serve_app=app_name(task, backend),
+            timeout_s=task.labeler.timeout_s if online else OFFLINE_TIMEOUT_S,
+        )
     config = labeler_config(task, backend)
     if online and "n_threads" not in task.knowledge.labeler.model_fields_set:
         config = config.model_copy(update={"n_threads": 1})
@@ -81,10 +85,14 @@ def app_config(task: TaskConfig, backend: str | None = None):
     return LabelerAppConfig(
         **labeler_config(task, backend, here=False).model_dump(),
         app_name=app_name(task, backend),
-        num_replicas=d.num_replicas, max_replicas=d.max_replicas, num_cpus=d.num_cpus,
-        num_gpus=d.num_gpus, resources=dict(d.resources), max_batch_size=d.max_batch_size,
+        num_replicas=d.num_replicas,
+        max_replicas=d.max_replicas,
+        num_cpus=d.num_cpus,
+        num_gpus=d.num_gpus,
+        resources=dict(d.resources),
+        max_batch_size=d.max_batch_size,
         batch_wait_timeout_s=d.batch_wait_timeout_s,
-    )  # fmt: skip
+    )
 
 
 def start_labeler_apps(task: TaskConfig, backends: Iterable[str | None]) -> list[str]:
@@ -114,5 +122,7 @@ def check_labelers(task: TaskConfig, backends: dict[str | None, list[str]]) -> N
             preflight(labeler_config(task, backend))
         except (MissingDependencyError, FileNotFoundError, ValueError) as err:
             # Same type, so callers catch it as before; the message names who needs it.
-            raise type(err)(f"{err} (needed by {', '.join(labels)}; leave those out with "
-                            "--methods or the task's sweep grid)") from None
+            raise type(err)(
+                f"{err} (needed by {', '.join(labels)}; leave those out with "
+                "--methods or the task's sweep grid)"
+            ) from None

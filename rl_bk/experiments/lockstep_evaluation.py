@@ -100,8 +100,10 @@ class LockstepEvaluation:
 
         runner = eval_env_runner_group.local_env_runner
         config = algorithm.config
-        envs = [algorithm.env_creator(EnvContext(dict(config.env_config), worker_index=0))
-                for _ in range(self.episodes)]  # fmt: skip
+        envs = [
+            algorithm.env_creator(EnvContext(dict(config.env_config), worker_index=0))
+            for _ in range(self.episodes)
+        ]
         import torch
 
         try:
@@ -127,7 +129,6 @@ class LockstepEvaluation:
                     logger.log_value(f"{prefix}{key}", value, reduce="mean")
         logger.log_value(NUM_EPISODES, len(episodes) + len(sampled), reduce="sum")
         logger.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
-        logger.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="sum",
-                         clear_on_reduce=False)  # fmt: skip
+        logger.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="sum", clear_on_reduce=False)
         algorithm.metrics.aggregate([logger.reduce()], key=(EVALUATION_RESULTS, ENV_RUNNER_RESULTS))
         return {}, steps, steps

@@ -19,25 +19,42 @@ from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig
 #: The ``ppo:`` section's settings that mean the same under APPO (its loss is PPO's clipped
 #: surrogate on V-trace advantages); the rest (GAE's lambda, the value clip, rl-bk's loss
 #: options, the epochs) are PPO's alone, and the ``appo:`` section holds APPO's own.
-SHARED_WITH_APPO = ("lr", "gamma", "clip_param", "entropy_coeff", "vf_loss_coeff", "grad_clip",
-                    "use_kl_loss", "kl_coeff", "train_batch_size_per_learner",
-                    "minibatch_size")  # fmt: skip
+SHARED_WITH_APPO = (
+    "lr",
+    "gamma",
+    "clip_param",
+    "entropy_coeff",
+    "vf_loss_coeff",
+    "grad_clip",
+    "use_kl_loss",
+    "kl_coeff",
+    "train_batch_size_per_learner",
+    "minibatch_size",
+)
 
 
 class UnsupportedAlgorithmError(ValueError):
     pass
 
 
-def base_config(task: TaskConfig, seed: int, params: Mapping[str, Any], *, algorithm: str,
-                ppo: type[AlgorithmConfig], appo: type[AlgorithmConfig] | None,
-                method: str) -> AlgorithmConfig:  # fmt: skip
+def base_config(
+    task: TaskConfig,
+    seed: int,
+    params: Mapping[str, Any],
+    *,
+    algorithm: str,
+    ppo: type[AlgorithmConfig],
+    appo: type[AlgorithmConfig] | None,
+    method: str,
+) -> AlgorithmConfig:
     """The task's setup on ``algorithm``: ``ppo`` builds on ``ppo()``, ``appo`` on ``appo()``
     (None: the method has no APPO form, and says so)."""
     if algorithm == "ppo":
         return base_ppo_config(task, seed, params, config=ppo())
     if algorithm != "appo":
-        raise UnsupportedAlgorithmError(f"unknown algorithm {algorithm!r}; valid: "
-                                        f"{', '.join(ALGORITHMS)}")  # fmt: skip
+        raise UnsupportedAlgorithmError(
+            f"unknown algorithm {algorithm!r}; valid: {', '.join(ALGORITHMS)}"
+        )
     if appo is None:
         raise UnsupportedAlgorithmError(
             f"{method} has no APPO form (docs/methods.md says why): run it with algorithm: ppo"
@@ -54,8 +71,9 @@ def base_ppo_config(
     return with_evaluation(with_network(config, task), task)
 
 
-def base_appo_config(task: TaskConfig, seed: int, params: Mapping[str, Any],
-                     config: AlgorithmConfig) -> AlgorithmConfig:  # fmt: skip
+def base_appo_config(
+    task: TaskConfig, seed: int, params: Mapping[str, Any], config: AlgorithmConfig
+) -> AlgorithmConfig:
     """The task's APPO setup: what PPO's is, with the ``ppo:`` settings APPO shares, the
     ``appo:`` section's own, then ``params``. An iteration samples one train batch's env
     steps (RLlib's APPO default is 10 s), so evaluation intervals and per-iteration logs
@@ -81,8 +99,10 @@ def _shared_setup(config: AlgorithmConfig, task: TaskConfig, seed: int) -> Algor
         .env_runners(**task.env_runners.model_dump())
         # The learner lives in the trial actor: right for 1 CPU or 1 GPU.
         .learners(num_learners=0, num_gpus_per_learner=task.learner.num_gpus)
-        .callbacks(EpisodeMetricsCallback,
-                   on_algorithm_init=partial(use_torch_threads, task.learner.threads))
+        .callbacks(
+            EpisodeMetricsCallback,
+            on_algorithm_init=partial(use_torch_threads, task.learner.threads),
+        )
         .debugging(seed=seed)
         .reporting(metrics_num_episodes_for_smoothing=100)
         # An env runner that dies fails its trial, which Tune restarts from its checkpoint
@@ -94,8 +114,9 @@ def _shared_setup(config: AlgorithmConfig, task: TaskConfig, seed: int) -> Algor
     )
 
 
-def with_network(config: AlgorithmConfig, task: TaskConfig, *,
-                 target_network: bool = False) -> AlgorithmConfig:  # fmt: skip
+def with_network(
+    config: AlgorithmConfig, task: TaskConfig, *, target_network: bool = False
+) -> AlgorithmConfig:
     """The task's policy network: RLlib's default module (an MLP, configured by the task's
     ``model`` fields) or BK's conv network (``model.network: bk-conv``; with
     ``target_network``, its APPO form)."""
@@ -150,9 +171,10 @@ def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfi
         evaluation_duration=e.episodes,
         evaluation_duration_unit="episodes",
         evaluation_num_env_runners=0,
-        evaluation_config=AlgorithmConfig.overrides(explore=not e.greedy,
-                                                    num_envs_per_env_runner=1),
+        evaluation_config=AlgorithmConfig.overrides(
+            explore=not e.greedy, num_envs_per_env_runner=1
+        ),
         custom_evaluation_function=LockstepEvaluation(e.episodes, e.greedy, e.sampled)
         if e.lockstep
         else None,
-    )  # fmt: skip
+    )

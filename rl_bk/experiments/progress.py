@@ -54,8 +54,12 @@ class EpisodeMean:
 
 
 #: How a line names each task's main metric (``metric:`` of a task file).
-SHORT_NAMES = {M.SUCCESS_RATE: "success", M.EPISODE_RETURN_MEAN: "return",
-               M.ACHIEVEMENTS_PER_EPISODE: "achievements", M.GAME_SCORE_MEAN: "score"}  # fmt: skip
+SHORT_NAMES = {
+    M.SUCCESS_RATE: "success",
+    M.EPISODE_RETURN_MEAN: "return",
+    M.ACHIEVEMENTS_PER_EPISODE: "achievements",
+    M.GAME_SCORE_MEAN: "score",
+}
 
 
 def trial_postfix(result: dict, main: str = M.SUCCESS_RATE, value: float | None = None) -> str:
@@ -95,13 +99,17 @@ class TrialProgress(tune.Callback):
 
         if trial.trial_id not in self.bars:
             self.bars[trial.trial_id] = tqdm(
-                total=self.stop, desc=self.name_of(trial), unit=" env steps", unit_scale=True,
+                total=self.stop,
+                desc=self.name_of(trial),
+                unit=" env steps",
+                unit_scale=True,
                 # A fixed line per trial on a terminal; in a log, lines one after another
                 # (tqdm moves the cursor between positioned bars).
-                position=len(self.bars) if self.interactive else None, leave=True,
+                position=len(self.bars) if self.interactive else None,
+                leave=True,
                 dynamic_ncols=True,
                 mininterval=1.0 if self.interactive else 60.0,
-            )  # fmt: skip
+            )
         return self.bars[trial.trial_id]
 
     def on_trial_start(self, iteration, trials, trial, **info):

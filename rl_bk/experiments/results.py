@@ -83,8 +83,13 @@ def display_label(variant: str) -> str:
 
 
 #: Per-episode means that :func:`smooth_over_episodes` turns into last-100-episode means.
-SMOOTHED = (M.SUCCESS_RATE, M.EPISODE_RETURN_MEAN, M.EPISODE_LEN_MEAN,
-            M.ACHIEVEMENTS_PER_EPISODE, M.GAME_SCORE_MEAN)  # fmt: skip
+SMOOTHED = (
+    M.SUCCESS_RATE,
+    M.EPISODE_RETURN_MEAN,
+    M.EPISODE_LEN_MEAN,
+    M.ACHIEVEMENTS_PER_EPISODE,
+    M.GAME_SCORE_MEAN,
+)
 
 
 #: A trial's status in the tables: it reached its stop condition, it raised, or it ended
@@ -176,8 +181,9 @@ def restore_points(progress: pd.DataFrame) -> list[float]:
     iteration = progress["training_iteration"].to_numpy(dtype=float)
     steps_at = dict(zip(iteration, progress[M.ENV_STEPS].to_numpy(dtype=float)))
     since = progress["iterations_since_restore"].to_numpy(dtype=float)
-    return [float(steps_at.get(i - 1, math.nan))
-            for n, i in zip(since, iteration) if n == 1 and i > 1]  # fmt: skip
+    return [
+        float(steps_at.get(i - 1, math.nan)) for n, i in zip(since, iteration) if n == 1 and i > 1
+    ]
 
 
 def fresh_evaluations(progress: pd.DataFrame) -> pd.DataFrame:
@@ -210,13 +216,20 @@ def records_from_tune_dir(tune_dir: Path) -> list[TrialRecord]:
         rows = [json.loads(line) for line in lines if line.strip()]
         if rows:
             progress = without_superseded_reports(pd.json_normalize(rows, sep="/"))
-            records.append(TrialRecord(trial_label(config), int(config["seed"]), progress,
-                                       restored_from=tuple(restore_points(progress))))
+            records.append(
+                TrialRecord(
+                    trial_label(config),
+                    int(config["seed"]),
+                    progress,
+                    restored_from=tuple(restore_points(progress)),
+                )
+            )
     return records
 
 
-def steps_to_reach(progress: pd.DataFrame, column: str, threshold: float,
-                   min_episodes: int = M.SMOOTHING_EPISODES) -> float:  # fmt: skip
+def steps_to_reach(
+    progress: pd.DataFrame, column: str, threshold: float, min_episodes: int = M.SMOOTHING_EPISODES
+) -> float:
     """Env steps at the first report where ``column`` ≥ threshold, counted only once
     ``min_episodes`` episodes have ended (a full smoothing window); NaN if never."""
     if column not in progress or M.ENV_STEPS not in progress:
@@ -240,7 +253,7 @@ def achievement_rates(progress: pd.DataFrame) -> dict[str, float]:
     """Each Crafter achievement's share of episodes that unlock it, at the last report
     (``{"collect_wood": 0.97, ...}``); empty for envs without achievements."""
     prefix = M.ACHIEVEMENT_PREFIX
-    return {c[len(prefix):]: _last(progress, c) for c in progress.columns if c.startswith(prefix)}
+    return {c[len(prefix) :]: _last(progress, c) for c in progress.columns if c.startswith(prefix)}
 
 
 def _last(progress: pd.DataFrame, column: str) -> float:
@@ -266,8 +279,12 @@ def value_at(progress: pd.DataFrame, column: str, budget: int) -> float:
 LEARNER_COLUMNS = tuple(dict.fromkeys(c for m in METHODS.values() for c in m.columns))
 
 
-def trial_row(record: TrialRecord, success_threshold: float | None, main_metric: str | None = None,
-              budgets: Iterable[int] = ()) -> dict[str, object]:  # fmt: skip
+def trial_row(
+    record: TrialRecord,
+    success_threshold: float | None,
+    main_metric: str | None = None,
+    budgets: Iterable[int] = (),
+) -> dict[str, object]:
     """Final metrics of one trial; ``success_threshold`` None leaves out success columns;
     ``budgets`` add the main metric at each of those env-step budgets."""
     p = record.progress
@@ -308,12 +325,14 @@ def trial_row(record: TrialRecord, success_threshold: float | None, main_metric:
             row[suffix.replace("/", "_")] = _last(p, col)
     for budget in budgets:
         name = (main_metric or M.SUCCESS_RATE).split("/")[-1]
-        row[f"{name}_at_{budget_label(budget)}"] = value_at(p, main_metric or M.SUCCESS_RATE,
-                                                            budget)  # fmt: skip
+        row[f"{name}_at_{budget_label(budget)}"] = value_at(
+            p, main_metric or M.SUCCESS_RATE, budget
+        )
     if success_threshold is not None and M.EVAL_SUCCESS_RATE in p:
         for budget in budgets:
             row[f"eval_success_rate_at_{budget_label(budget)}"] = value_at(
-                p, M.EVAL_SUCCESS_RATE, budget)
+                p, M.EVAL_SUCCESS_RATE, budget
+            )
     return row
 
 
@@ -391,7 +410,8 @@ def learning_curves(
         for name, column in metrics.items():
             series = [
                 _enough_episodes(p, column)[[M.ENV_STEPS, column]].dropna()
-                for p in runs if column in p and M.ENV_STEPS in p
+                for p in runs
+                if column in p and M.ENV_STEPS in p
             ]
             series = [s for s in series if len(s)]
             if not series:
@@ -401,13 +421,23 @@ def learning_curves(
             grid = np.linspace(start, end, points) if end > start else np.array([end])
             stack = np.vstack([np.interp(grid, s[M.ENV_STEPS], s[column]) for s in series])
             for x, mean, lo, hi in zip(grid, stack.mean(0), stack.min(0), stack.max(0)):
-                rows.append({"variant": label, "metric": name, "env_steps": x,
-                             "mean": mean, "min": lo, "max": hi, "seeds": len(series)})  # fmt: skip
+                rows.append(
+                    {
+                        "variant": label,
+                        "metric": name,
+                        "env_steps": x,
+                        "mean": mean,
+                        "min": lo,
+                        "max": hi,
+                        "seeds": len(series),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-def _enough_episodes(progress: pd.DataFrame, column: str,
-                     window: int = M.SMOOTHING_EPISODES) -> pd.DataFrame:  # fmt: skip
+def _enough_episodes(
+    progress: pd.DataFrame, column: str, window: int = M.SMOOTHING_EPISODES
+) -> pd.DataFrame:
     """The reports at which a training ``column`` averages at least ``window`` episodes (all
     reports for evaluation columns, whose every value averages its own episodes)."""
     if column.startswith(M.EVAL_PREFIX) or M.EPISODES_LIFETIME not in progress:
@@ -427,8 +457,12 @@ def plot_learning_curves(curves: pd.DataFrame, path: Path, title: str) -> None:
         for label, c in curves[curves["metric"] == name].groupby("variant", sort=False):
             seeds = int(c["seeds"].iloc[0])
             n = f"{seeds} seed" + ("s" if seeds > 1 else "")
-            (line,) = ax.plot(c["env_steps"], c["mean"], marker="." if len(c) == 1 else None,
-                              label=f"{label} ({n})")  # fmt: skip
+            (line,) = ax.plot(
+                c["env_steps"],
+                c["mean"],
+                marker="." if len(c) == 1 else None,
+                label=f"{label} ({n})",
+            )
             ax.fill_between(c["env_steps"], c["min"], c["max"], alpha=0.2, color=line.get_color())
         ax.set_xlabel("env steps")
         ax.set_ylabel(name)
@@ -437,8 +471,15 @@ def plot_learning_curves(curves: pd.DataFrame, path: Path, title: str) -> None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.suptitle(f"{title}: mean over seeds, band = min..max")
     fig.tight_layout()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=8,
-               ncol=2 if len(labels) > 3 else 1, frameon=False)  # fmt: skip
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        fontsize=8,
+        ncol=2 if len(labels) > 3 else 1,
+        frameon=False,
+    )
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
@@ -459,10 +500,11 @@ def write_results(
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     budgets = list(budgets)
-    records = [TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress),
-                           r.status) for r in records]  # fmt: skip
-    trials = pd.DataFrame([trial_row(r, success_threshold, main_metric, budgets)
-                           for r in records])  # fmt: skip
+    records = [
+        TrialRecord(display_label(r.label), r.seed, smooth_over_episodes(r.progress), r.status)
+        for r in records
+    ]
+    trials = pd.DataFrame([trial_row(r, success_threshold, main_metric, budgets) for r in records])
     trials.to_csv(run_dir / "trials.csv", index=False)
     summary = summarize(trials)
     summary.to_csv(run_dir / "summary.csv", index=False)
@@ -473,8 +515,12 @@ def write_results(
         "(means over its last 100 training episodes; `eval` columns: the last greedy "
         "evaluation). Steps to success: mean over the seeds that reached it.\n\n"
         + _markdown(summary_for_reading(summary))
-        + (f"\n**{len(failed)} trial(s) did not finish** (status below): their numbers are in "
-           "no mean above and no curve.\n" if len(failed) else "")
+        + (
+            f"\n**{len(failed)} trial(s) did not finish** (status below): their numbers are in "
+            "no mean above and no curve.\n"
+            if len(failed)
+            else ""
+        )
         + "\n## Per trial\n\n"
         + _markdown(trials)
     )

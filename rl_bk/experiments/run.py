@@ -113,12 +113,16 @@ def init_ray(address: str | None) -> None:
 
     quiet_ray_logs()
     common = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": True}
-    runtime_env: dict = {"env_vars": {"RLBK_VERBOSE": "1"}} if verbose() else {
-        "worker_process_setup_hook": WORKER_SETUP_HOOK}  # fmt: skip
+    runtime_env: dict = (
+        {"env_vars": {"RLBK_VERBOSE": "1"}}
+        if verbose()
+        else {"worker_process_setup_hook": WORKER_SETUP_HOOK}
+    )
     # Trials look their knowledge up under the same root as the driver built it.
     if "RLBK_KNOWLEDGE_DIR" in os.environ:
         runtime_env.setdefault("env_vars", {})["RLBK_KNOWLEDGE_DIR"] = os.environ[
-            "RLBK_KNOWLEDGE_DIR"]
+            "RLBK_KNOWLEDGE_DIR"
+        ]
     # On a GPU, batches of prompts of varying length fragment PyTorch's caching allocator: a
     # GLAM env runner reserved 77 GiB for 27 GiB of tensors on an H200, more than the share
     # of one GPU it has beside the learner (bench/results/glam_gpu.md). Expandable segments
@@ -145,8 +149,9 @@ def _check_fits(task: TaskConfig, variants: list, seed: int, address: str | None
         _check_bundles_fit(task, variant.label, bundles, have, on_this_machine=address is None)
 
 
-def _check_bundles_fit(task: TaskConfig, label: str, bundles: list[dict], have: dict,
-                       on_this_machine: bool) -> None:  # fmt: skip
+def _check_bundles_fit(
+    task: TaskConfig, label: str, bundles: list[dict], have: dict, on_this_machine: bool
+) -> None:
     need = sum(b.get("CPU", 0.0) for b in bundles)
     if need > have.get("CPU", 0.0):
         raise ResourceError(
@@ -175,8 +180,9 @@ def _preflight(task: TaskConfig, variants: list, address: str | None) -> None:
     from rl_bk.experiments.methods import LABELLING_METHODS
     from rl_bk.labeling.store import default_path
 
-    labels_in_trials = (any(v.method in LABELLING_METHODS for v in variants)
-                        and not uses_labeler_app(task))  # fmt: skip
+    labels_in_trials = any(
+        v.method in LABELLING_METHODS for v in variants
+    ) and not uses_labeler_app(task)
     check_cluster_paths(task.storage, str(default_path()) if labels_in_trials else None)
 
 
@@ -214,12 +220,20 @@ def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callback
     from rl_bk.console import verbose
 
     if verbose():  # Tune's own status table
-        reporter, tune_verbosity = tune.CLIReporter(
-            metric_columns={M.ENV_STEPS: "env steps", M.EPISODE_RETURN_MEAN: "return",
-                            M.SUCCESS_RATE: "success", "time_total_s": "s"},
-            parameter_columns={"seed": "seed"},
-            max_report_frequency=30, sort_by_metric=False,
-        ), 1  # fmt: skip
+        reporter, tune_verbosity = (
+            tune.CLIReporter(
+                metric_columns={
+                    M.ENV_STEPS: "env steps",
+                    M.EPISODE_RETURN_MEAN: "return",
+                    M.SUCCESS_RATE: "success",
+                    "time_total_s": "s",
+                },
+                parameter_columns={"seed": "seed"},
+                max_report_frequency=30,
+                sort_by_metric=False,
+            ),
+            1,
+        )
     else:  # one line per trial
         from rl_bk.experiments.progress import TrialProgress
 
@@ -327,8 +341,11 @@ def _start_labeler_apps(task: TaskConfig, variants: list) -> None:
 
     if not uses_labeler_app(task):
         return
-    backends = [dict(v.params).get("backend") for v in variants
-                if v.method in KNOWLEDGE_METHODS or v.method in LABELLING_METHODS]  # fmt: skip
+    backends = [
+        dict(v.params).get("backend")
+        for v in variants
+        if v.method in KNOWLEDGE_METHODS or v.method in LABELLING_METHODS
+    ]
     if backends:
         names = start_labeler_apps(task, backends)
         logger.info("labels from the Serve labeler app(s) %s", ", ".join(names))
@@ -404,9 +421,11 @@ def resume_experiment(run_dir: Path, options: RunOptions) -> Path:
     # read are missing: build them again, as a fresh run would.
     _prepare_knowledge(task, variants, run_dir)
     tuner = tune.Tuner.restore(
-        tune_location(task, run_dir), trainable=trainable_for(task),
-        resume_unfinished=True, resume_errored=True,
-    )  # fmt: skip
+        tune_location(task, run_dir),
+        trainable=trainable_for(task),
+        resume_unfinished=True,
+        resume_errored=True,
+    )
     _write(task, tuner.fit(), run_dir, task.stop.num_env_steps)
     return run_dir
 
@@ -430,17 +449,19 @@ class TrialsFailed(RuntimeError):
         super().__init__(f"{len(failed)} trial(s) did not finish; results in {run_dir}")
 
     def report(self) -> str:
-        lines = [f"{len(self.failed)} trial(s) did not finish (marked in the tables, in no "
-                 "mean):"]  # fmt: skip
+        lines = [f"{len(self.failed)} trial(s) did not finish (marked in the tables, in no mean):"]
         for f in self.failed:
             lines.append(f"  {f.status}: {f.title}: {f.reason}\n    {f.details}")
-        lines.append(f"results: {self.run_dir}; `tune_run.py --resume {self.run_dir}` "
-                     "runs them again from their last checkpoints")  # fmt: skip
+        lines.append(
+            f"results: {self.run_dir}; `tune_run.py --resume {self.run_dir}` "
+            "runs them again from their last checkpoints"
+        )
         return "\n".join(lines)
 
 
-def _trial_outcome(result, stop_steps: int,
-                   time_budget_s: float | None = None) -> tuple[str, FailedTrial | None]:
+def _trial_outcome(
+    result, stop_steps: int, time_budget_s: float | None = None
+) -> tuple[str, FailedTrial | None]:
     """A Tune result's status, and what to say of it when it did not finish: it reached
     ``stop_steps`` env steps (or ran out its time budget), it raised, or it ended before."""
     from rl_bk.experiments.results import DONE, ERROR, STOPPED_EARLY
@@ -449,15 +470,19 @@ def _trial_outcome(result, stop_steps: int,
     if result.error:
         text = str(result.error).strip()
         first = next((line for line in reversed(text.splitlines()) if line.strip()), text)
-        return ERROR, FailedTrial(title, ERROR, first.strip()[:300],
-                                  f"traceback: {result.path}/error.txt")  # fmt: skip
+        return ERROR, FailedTrial(
+            title, ERROR, first.strip()[:300], f"traceback: {result.path}/error.txt"
+        )
     metrics = result.metrics or {}
     steps = metrics.get(M.ENV_STEPS, 0) or 0
     out_of_time = time_budget_s and (metrics.get(M.TIME_TOTAL_S) or 0) >= time_budget_s
     if steps < stop_steps and not out_of_time:
-        return STOPPED_EARLY, FailedTrial(title, STOPPED_EARLY,
-                                          f"{steps:,.0f} of {stop_steps:,} env steps",
-                                          f"results: {result.path}")  # fmt: skip
+        return STOPPED_EARLY, FailedTrial(
+            title,
+            STOPPED_EARLY,
+            f"{steps:,.0f} of {stop_steps:,} env steps",
+            f"results: {result.path}",
+        )
     return DONE, None
 
 
@@ -472,15 +497,24 @@ def _write(task: TaskConfig, result_grid, run_dir: Path, stop_steps: int) -> Non
         df = result.metrics_dataframe
         if df is not None and len(df):
             config = _result_config(result)
-            records.append(TrialRecord(trial_label(config), int(config["seed"]),
-                                       without_superseded_reports(df), status))  # fmt: skip
+            records.append(
+                TrialRecord(
+                    trial_label(config), int(config["seed"]), without_superseded_reports(df), status
+                )
+            )
     if records:
         main_metric = M.MAIN_METRICS[task.metric]
         threshold = task.success_threshold if main_metric == M.SUCCESS_RATE else None
         # Which algorithm trained them, when it is not the default (a grid's is in each label).
         title = task.name if task.algorithm == "ppo" else f"{task.name} ({task.algorithm.upper()})"
-        write_results(records, run_dir, title=title, main_metric=main_metric,
-                      success_threshold=threshold, budgets=task.budgets)  # fmt: skip
+        write_results(
+            records,
+            run_dir,
+            title=title,
+            main_metric=main_metric,
+            success_threshold=threshold,
+            budgets=task.budgets,
+        )
     if failed:
         raise TrialsFailed(run_dir, failed)
     if not records:

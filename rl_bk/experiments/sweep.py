@@ -49,11 +49,14 @@ def expand_variants(task: TaskConfig, methods: list[str]) -> list[Variant]:
         if "appo" in algorithms and not declared.appo:
             raise ValueError(
                 f"{method} has no APPO form (docs/methods.md says why); leave it out with "
-                f"--methods, or give it `sweep: {{{method}: {{algorithm: [ppo]}}}}`")
+                f"--methods, or give it `sweep: {{{method}: {{algorithm: [ppo]}}}}`"
+            )
         unknown = sorted(set(algorithms) - set(ALGORITHMS))
         if unknown:
-            raise ValueError(f"{method}: unknown algorithm {', '.join(map(str, unknown))}; "
-                             f"valid: {', '.join(ALGORITHMS)}")  # fmt: skip
+            raise ValueError(
+                f"{method}: unknown algorithm {', '.join(map(str, unknown))}; "
+                f"valid: {', '.join(ALGORITHMS)}"
+            )
         if method in KNOWLEDGE_METHODS or method in LABELLING_METHODS:
             # Always named, so results say whose knowledge it was (oracle or which LLM).
             grid.setdefault("backend", [task.knowledge.labeler.backend])
@@ -111,8 +114,9 @@ def trainable_for(task: TaskConfig) -> Any:
     return tune.with_resources(tune.with_parameters(MethodTrial, task=task), resources_for(task))
 
 
-def param_space(variants: list[Variant], seeds: list[int],
-                precollect_dir: str | None = None) -> dict[str, Any]:  # fmt: skip
+def param_space(
+    variants: list[Variant], seeds: list[int], precollect_dir: str | None = None
+) -> dict[str, Any]:
     space = {
         "variant": tune.grid_search([v.as_config() for v in variants]),
         "seed": tune.grid_search(list(seeds)),

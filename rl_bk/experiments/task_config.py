@@ -174,8 +174,9 @@ class EvaluationParams(_Strict):
     @model_validator(mode="after")
     def _sampled_needs_lockstep(self) -> EvaluationParams:
         if self.sampled and not self.lockstep:
-            raise ValueError("evaluation.sampled needs lockstep: true (RLlib's own evaluation "
-                             "plays one policy)")  # fmt: skip
+            raise ValueError(
+                "evaluation.sampled needs lockstep: true (RLlib's own evaluation plays one policy)"
+            )
         return self
 
 

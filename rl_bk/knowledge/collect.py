@@ -51,15 +51,21 @@ class _ModulePolicy:
         self.torch, self.columns, self.module, self.explore = torch, Columns, module, explore
         params = list(module.parameters()) if hasattr(module, "parameters") else []
         self.device = params[0].device if params else torch.device("cpu")
-        self.dist_cls = (module.get_exploration_action_dist_cls() if explore
-                         else module.get_inference_action_dist_cls())  # fmt: skip
+        self.dist_cls = (
+            module.get_exploration_action_dist_cls()
+            if explore
+            else module.get_inference_action_dist_cls()
+        )
 
     def __call__(self, obs: np.ndarray) -> int:
         torch, columns = self.torch, self.columns
         batch = {columns.OBS: torch.as_tensor(obs[None], device=self.device)}
         with torch.no_grad():
-            out = (self.module.forward_exploration(batch) if self.explore
-                   else self.module.forward_inference(batch))  # fmt: skip
+            out = (
+                self.module.forward_exploration(batch)
+                if self.explore
+                else self.module.forward_inference(batch)
+            )
             dist = self.dist_cls.from_logits(out[columns.ACTION_DIST_INPUTS])
             if not self.explore:
                 dist = dist.to_deterministic()
@@ -93,12 +99,16 @@ def collect_episodes(
     env = gym.make(env_name, **dict(env_config or {}))
     if not isinstance(env.action_space, gym.spaces.Discrete):
         env.close()
-        raise ValueError(f"the trajectory dataset stores discrete actions; {env_name} has "
-                         f"{env.action_space}")  # fmt: skip
+        raise ValueError(
+            f"the trajectory dataset stores discrete actions; {env_name} has {env.action_space}"
+        )
     module = _policy_module(module_or_algo)
     rng = np.random.default_rng(seed)
-    act = ((lambda obs: int(rng.integers(env.action_space.n))) if module is None
-           else _ModulePolicy(module, explore))  # fmt: skip
+    act = (
+        (lambda obs: int(rng.integers(env.action_space.n)))
+        if module is None
+        else _ModulePolicy(module, explore)
+    )
     try:
         with contextlib.nullcontext() if module is None else _seeded_torch(seed):
             return [_run_episode(env, act, seed if i == 0 else None) for i in range(num_episodes)]
@@ -121,9 +131,12 @@ def _flat(obs: Any) -> np.ndarray:
 
 
 def collect_bot_episodes(
-    env_name: str, env_config: Mapping[str, Any] | None, num_episodes: int, seed: int,
+    env_name: str,
+    env_config: Mapping[str, Any] | None,
+    num_episodes: int,
+    seed: int,
     epsilon: float = 0.0,
-) -> list[Chunk]:  # fmt: skip
+) -> list[Chunk]:
     """Whole episodes of minigrid's BabyAI bot (an expert planner) on a BabyAI-Text env.
 
     ``epsilon``: the share of steps that take a uniformly random action instead (the bot
@@ -140,12 +153,16 @@ def collect_bot_episodes(
 
     if not isinstance(getattr(env.unwrapped, "level", None), RoomGridLevel):
         env.close()
-        raise ValueError(f"the BabyAI bot plays BabyAI levels; {env_name} is not one "
-                         "(use collector: rnd or random)")  # fmt: skip
+        raise ValueError(
+            f"the BabyAI bot plays BabyAI levels; {env_name} is not one "
+            "(use collector: rnd or random)"
+        )
     policy = _BotPolicy(env, np.random.default_rng(seed), epsilon)
     try:
-        return [_run_episode(env, policy, seed if i == 0 else None, on_reset=policy.reset)
-                for i in range(num_episodes)]  # fmt: skip
+        return [
+            _run_episode(env, policy, seed if i == 0 else None, on_reset=policy.reset)
+            for i in range(num_episodes)
+        ]
     finally:
         env.close()
 
@@ -186,8 +203,12 @@ def _run_episode(env: gym.Env, act: Any, seed: int | None, on_reset: Any = None)
         observations.append(_flat(obs))
         captions.append(str(info.get("caption", "")))
     return Chunk(
-        observations=np.stack(observations), captions=captions, actions=np.asarray(actions),
-        rewards=np.asarray(rewards, np.float32), terminated=bool(terminated),
-        truncated=bool(truncated), mission=str(mission) if mission is not None else None,
+        observations=np.stack(observations),
+        captions=captions,
+        actions=np.asarray(actions),
+        rewards=np.asarray(rewards, np.float32),
+        terminated=bool(terminated),
+        truncated=bool(truncated),
+        mission=str(mission) if mission is not None else None,
         episode_id=uuid.uuid4().hex,
-    )  # fmt: skip
+    )

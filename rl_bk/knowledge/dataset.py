@@ -24,16 +24,29 @@ import numpy as np
 
 from rl_bk.knowledge.trajectory import Chunk
 
-COLUMNS = ("episode_id", "t", "observation", "caption", "action", "reward",
-           "terminated", "truncated", "mission")  # fmt: skip
+COLUMNS = (
+    "episode_id",
+    "t",
+    "observation",
+    "caption",
+    "action",
+    "reward",
+    "terminated",
+    "truncated",
+    "mission",
+)
 
 
 class DatasetError(ValueError):
     pass
 
 
-def write_episodes(folder: str | Path, episodes: Sequence[Chunk], metadata: dict | None = None,
-                   part: str | None = None) -> Path:  # fmt: skip
+def write_episodes(
+    folder: str | Path,
+    episodes: Sequence[Chunk],
+    metadata: dict | None = None,
+    part: str | None = None,
+) -> Path:
     """Appends whole episodes to the dataset in ``folder`` as one new part file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -55,11 +68,14 @@ def write_episodes(folder: str | Path, episodes: Sequence[Chunk], metadata: dict
             rows["terminated"].append(bool(last and ep.terminated))
             rows["truncated"].append(bool(last and ep.truncated))
             rows["mission"].append(ep.mission)
-    table = pa.table({
-        **{k: rows[k] for k in COLUMNS if k != "observation"},
-        "observation": pa.array([o.tolist() for o in rows["observation"]],
-                                type=pa.list_(pa.float32())),
-    })  # fmt: skip
+    table = pa.table(
+        {
+            **{k: rows[k] for k in COLUMNS if k != "observation"},
+            "observation": pa.array(
+                [o.tolist() for o in rows["observation"]], type=pa.list_(pa.float32())
+            ),
+        }
+    )
     # Names sort in writing order (read_episodes reads parts sorted by name).
     path = folder / f"part-{part or f'{time.time_ns()}-{uuid.uuid4().hex[:6]}'}.parquet"
     pq.write_table(table.select(list(COLUMNS)), path)
@@ -79,30 +95,35 @@ def read_episodes(folder: str | Path, limit: int | None = None) -> list[Chunk]:
 
     parts = sorted(Path(folder).glob("part-*.parquet"))
     if not parts:
-        raise DatasetError(f"no dataset at {folder} (no part-*.parquet files): collect one "
-                           "first, e.g. `rl-bk knowledge collect --task <task>`")  # fmt: skip
+        raise DatasetError(
+            f"no dataset at {folder} (no part-*.parquet files): collect one "
+            "first, e.g. `rl-bk knowledge collect --task <task>`"
+        )
     episodes: list[Chunk] = []
     for part in parts:
         df = pq.read_table(part).to_pandas()
         for eid, g in df.groupby("episode_id", sort=False):
             g = g.sort_values("t")
-            episodes.append(Chunk(
-                observations=np.stack(g["observation"].to_numpy()),
-                captions=g["caption"].tolist(),
-                actions=g["action"].to_numpy()[:-1],
-                rewards=g["reward"].to_numpy()[:-1],
-                terminated=bool(g["terminated"].iloc[-1]),
-                truncated=bool(g["truncated"].iloc[-1]),
-                mission=m if isinstance(m := g["mission"].iloc[0], str) else None,
-                episode_id=str(eid),
-            ))  # fmt: skip
+            episodes.append(
+                Chunk(
+                    observations=np.stack(g["observation"].to_numpy()),
+                    captions=g["caption"].tolist(),
+                    actions=g["action"].to_numpy()[:-1],
+                    rewards=g["reward"].to_numpy()[:-1],
+                    terminated=bool(g["terminated"].iloc[-1]),
+                    truncated=bool(g["truncated"].iloc[-1]),
+                    mission=m if isinstance(m := g["mission"].iloc[0], str) else None,
+                    episode_id=str(eid),
+                )
+            )
             if limit is not None and len(episodes) >= limit:
                 return episodes
     return episodes
 
 
-def sample_segments(episodes: Sequence[Chunk], length: int, count: int,
-                    rng: np.random.Generator) -> list[Chunk]:  # fmt: skip
+def sample_segments(
+    episodes: Sequence[Chunk], length: int, count: int, rng: np.random.Generator
+) -> list[Chunk]:
     """``count`` random segments of ``length`` steps (``length + 1`` states) from episodes long
     enough to hold one, each from a uniformly drawn episode, at a uniform start."""
     usable = [ep for ep in episodes if len(ep) >= length]
@@ -112,9 +133,16 @@ def sample_segments(episodes: Sequence[Chunk], length: int, count: int,
     for _ in range(count):
         ep = usable[int(rng.integers(len(usable)))]
         s = int(rng.integers(len(ep) - length + 1))
-        out.append(Chunk(ep.observations[s : s + length + 1], ep.captions[s : s + length + 1],
-                         ep.actions[s : s + length], ep.rewards[s : s + length],
-                         terminated=ep.terminated and s + length == len(ep),
-                         truncated=ep.truncated and s + length == len(ep),
-                         mission=ep.mission, episode_id=ep.episode_id))  # fmt: skip
+        out.append(
+            Chunk(
+                ep.observations[s : s + length + 1],
+                ep.captions[s : s + length + 1],
+                ep.actions[s : s + length],
+                ep.rewards[s : s + length],
+                terminated=ep.terminated and s + length == len(ep),
+                truncated=ep.truncated and s + length == len(ep),
+                mission=ep.mission,
+                episode_id=ep.episode_id,
+            )
+        )
     return out

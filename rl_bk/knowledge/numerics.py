@@ -72,9 +72,12 @@ def numerics_in_effect() -> dict:
 
     facts = {name: os.environ.get(name) for name in PINNED}
     capability = str(torch.backends.cpu.get_cpu_capability())
-    facts.update(aten_capability=capability, torch_threads=torch.get_num_threads(),
-                 torch=torch.__version__)  # fmt: skip
-    facts["pinned"] = (all(os.environ.get(k) == v for k, v in PINNED.items())
-                       and capability.lower() == PINNED["ATEN_CPU_CAPABILITY"]
-                       and facts["torch_threads"] == 1)  # fmt: skip
+    facts.update(
+        aten_capability=capability, torch_threads=torch.get_num_threads(), torch=torch.__version__
+    )
+    facts["pinned"] = (
+        all(os.environ.get(k) == v for k, v in PINNED.items())
+        and capability.lower() == PINNED["ATEN_CPU_CAPABILITY"]
+        and facts["torch_threads"] == 1
+    )
     return facts

@@ -87,14 +87,19 @@ def windows(chunk: Chunk, horizon: int) -> list[Window]:
     out = []
     for t in range(len(chunk) + 1):
         start = max(0, t - horizon + 1)
-        out.append(Window(list(chunk.captions[start : t + 1]),
-                          [int(a) for a in chunk.actions[start:t]],
-                          chunk.observations[start : t + 1]))  # fmt: skip
+        out.append(
+            Window(
+                list(chunk.captions[start : t + 1]),
+                [int(a) for a in chunk.actions[start:t]],
+                chunk.observations[start : t + 1],
+            )
+        )
     return out
 
 
-def window_index(chunks: Sequence[Chunk], horizon: int,
-                 no_action: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def window_index(
+    chunks: Sequence[Chunk], horizon: int, no_action: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Every window of every chunk (``len(chunk) + 1`` each, in order) as arrays, right-aligned
     in ``horizon`` slots (the current state in the last): ``index`` (N, horizon) of each slot's
     state among all chunks' states stacked in order, -1 on padding; ``actions`` (N, horizon),
@@ -123,8 +128,10 @@ def step_text(caption: str, action: int, family: str | None) -> str:
 def caption_history(window: Window, family: str | None) -> str:
     """BK's text of a window: "Step i: <caption> You choose the action: <a>." ... then
     "Current observation: <caption>"."""
-    lines = [f"Step {i + 1}: {step_text(c, a, family)}"
-             for i, (c, a) in enumerate(zip(window.captions[:-1], window.actions))]  # fmt: skip
+    lines = [
+        f"Step {i + 1}: {step_text(c, a, family)}"
+        for i, (c, a) in enumerate(zip(window.captions[:-1], window.actions))
+    ]
     lines.append(f"Current observation: {window.captions[-1]}")
     return "\n".join(lines)
 

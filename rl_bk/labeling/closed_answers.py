@@ -58,9 +58,7 @@ def log_softmax(scores: Mapping[str, float]) -> dict[str, float]:
     return {k: v - total for k, v in scores.items()}
 
 
-def answers_from_top_logprobs(
-    top: Mapping[str, float], answers: Sequence[str]
-) -> dict[str, float]:
+def answers_from_top_logprobs(top: Mapping[str, float], answers: Sequence[str]) -> dict[str, float]:
     """Each answer's log-probability from a top-k list (token text -> log-prob), as an API's
     ``top_logprobs`` gives it. An answer none of whose spellings is in the list gets the
     list's smallest log-probability: an upper bound on its true score."""
@@ -86,14 +84,13 @@ def preference_label(
     """
     if not 1 <= len(orders) <= 2:
         raise ValueError(f"a preference is asked in one or two orders, not {len(orders)}")
-    asked = [log_softmax({k: o.get(k, -math.inf) for k in CLOSED_ANSWERS["preference"]})
-             for o in orders]  # fmt: skip
+    asked = [
+        log_softmax({k: o.get(k, -math.inf) for k in CLOSED_ANSWERS["preference"]}) for o in orders
+    ]
     seg_a = [asked[0]["A"], *(o["B"] for o in asked[1:])]
     seg_b = [asked[0]["B"], *(o["A"] for o in asked[1:])]
     tie = [o["tie"] for o in asked]
-    combined = log_softmax(
-        {"A": _mean(seg_a), "B": _mean(seg_b), "tie": _mean(tie)}
-    )
+    combined = log_softmax({"A": _mean(seg_a), "B": _mean(seg_b), "tie": _mean(tie)})
     p = {k: math.exp(v) for k, v in combined.items()}
     decided = p["A"] + p["B"]
     p_a = 0.5 if decided <= 0 else p["A"] / decided

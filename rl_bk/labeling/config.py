@@ -68,8 +68,9 @@ class ConfigError(ValueError):
 Config = TypeVar("Config", bound=BaseModel)
 
 
-def load_config(config_type: type[Config], path: str | Path | None = None, /,
-                **overrides: object) -> Config:  # fmt: skip
+def load_config(
+    config_type: type[Config], path: str | Path | None = None, /, **overrides: object
+) -> Config:
     """A ``config_type`` from a YAML file (optional) with overrides (None: not given); one-line
     errors that name the field."""
     data: dict = {}

@@ -92,24 +92,45 @@ FREE_GOAL_RULES = "goal ::= [-a-zA-Z0-9 ,.']{1,60}"
 # ---------------------------------------------------------------------------- normalisation
 _ARTICLES = re.compile(r"\b(?:a|an|some)\b")
 _CRAFTER_VERBS = {
-    "chop": "collect", "mine": "collect", "gather": "collect", "get": "collect",
-    "harvest": "collect", "pick": "collect", "craft": "make", "build": "make",
-    "defeat": "attack", "kill": "attack", "fight": "attack", "hit": "attack", "plant": "place",
-}  # fmt: skip
+    "chop": "collect",
+    "mine": "collect",
+    "gather": "collect",
+    "get": "collect",
+    "harvest": "collect",
+    "pick": "collect",
+    "craft": "make",
+    "build": "make",
+    "defeat": "attack",
+    "kill": "attack",
+    "fight": "attack",
+    "hit": "attack",
+    "plant": "place",
+}
 _CRAFTER_ALIASES = {
-    "collect tree": "collect wood", "collect water": "drink water", "collect drink": "drink water",
-    "drink": "drink water", "place table": "place crafting table",
-    "make table": "place crafting table", "make crafting table": "place crafting table",
-    "place sapling": "place plant", "collect plant": "collect sapling",
-    "make furnace": "place furnace", "collect grass": "collect sapling",
-}  # fmt: skip
+    "collect tree": "collect wood",
+    "collect water": "drink water",
+    "collect drink": "drink water",
+    "drink": "drink water",
+    "place table": "place crafting table",
+    "make table": "place crafting table",
+    "make crafting table": "place crafting table",
+    "place sapling": "place plant",
+    "collect plant": "collect sapling",
+    "make furnace": "place furnace",
+    "collect grass": "collect sapling",
+}
 _NETHACK_ALIASES = {
-    "descend": "descend the stairs", "go down the stairs": "descend the stairs",
-    "go downstairs": "descend the stairs", "descend the staircase": "descend the stairs",
-    "find the staircase": "find the stairs", "collect the gold": "pick up the gold",
-    "pick up gold": "pick up the gold", "explore": "explore the level",
-    "kill the monsters": "kill the monster", "search": "search for hidden passages",
-}  # fmt: skip
+    "descend": "descend the stairs",
+    "go down the stairs": "descend the stairs",
+    "go downstairs": "descend the stairs",
+    "descend the staircase": "descend the stairs",
+    "find the staircase": "find the stairs",
+    "collect the gold": "pick up the gold",
+    "pick up gold": "pick up the gold",
+    "explore": "explore the level",
+    "kill the monsters": "kill the monster",
+    "search": "search for hidden passages",
+}
 
 
 def clean_goal(text: str) -> str:
@@ -178,10 +199,12 @@ def normalize_signature(signature: str) -> str:
 @lru_cache(maxsize=64)
 def reward_code_grammar(signature: str) -> str:
     """Forces the answer to start with the requested ``def ...:`` line; the body is free."""
-    return "\n".join((
-        f'root ::= {gbnf_literal(normalize_signature(signature) + chr(10))} body',
-        "body ::= [\\t\\n\\r\\x20-\\x7E]*",
-    ))  # fmt: skip
+    return "\n".join(
+        (
+            f"root ::= {gbnf_literal(normalize_signature(signature) + chr(10))} body",
+            "body ::= [\\t\\n\\r\\x20-\\x7E]*",
+        )
+    )
 
 
 def grammar_for(task: str, request: object) -> str | None:

@@ -72,8 +72,11 @@ class LabelerSpec:
         if not self.in_process:
             from rl_bk.labeling.transport import HandleTransport, HTTPTransport
 
-            transport = (HandleTransport(app_name=self.serve_app) if self.serve_app is not None
-                         else HTTPTransport(self.url))  # fmt: skip
+            transport = (
+                HandleTransport(app_name=self.serve_app)
+                if self.serve_app is not None
+                else HTTPTransport(self.url)
+            )
             return ServedLabeler(transport, self.timeout_s)
         isolate = self.config.backend == "llamacpp" if self.isolate is None else self.isolate
         if isolate:
@@ -177,9 +180,15 @@ class _LabelerProcess:
         return self._labeler(task, requests)
 
 
-def label_in_batches(labeler: Labeler, task: str, requests: Sequence[BaseModel], *,
-                     batch_size: int, desc: str, unit: str = "request"
-                     ) -> list[BaseModel | None]:  # fmt: skip
+def label_in_batches(
+    labeler: Labeler,
+    task: str,
+    requests: Sequence[BaseModel],
+    *,
+    batch_size: int,
+    desc: str,
+    unit: str = "request",
+) -> list[BaseModel | None]:
     """One label per request, asked ``batch_size`` at a time under a progress bar (the
     offline stages' way of asking).
 

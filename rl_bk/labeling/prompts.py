@@ -161,8 +161,10 @@ def _reward_code(req: RewardCodeRequest) -> tuple[str, str]:
         f"Environment: {clip_end(req.env_description, DESCRIPTION_CHARS)}",
     ]
     if req.example_input:
-        lines.append("One real argument from the agent's data, exactly as the function "
-                     f"receives it:\n{clip_end(req.example_input, EXAMPLE_CHARS)}")  # fmt: skip
+        lines.append(
+            "One real argument from the agent's data, exactly as the function "
+            f"receives it:\n{clip_end(req.example_input, EXAMPLE_CHARS)}"
+        )
     lines += [
         "Write a Python function with exactly this signature:",
         normalize_signature(req.signature),

@@ -66,11 +66,14 @@ class AsyncLabelQueue:
         start: bool = True,
     ):
         if batch_size < 1 or max_pending < 1:
-            raise ValueError(f"batch_size and max_pending must be >= 1, "
-                             f"got {batch_size} and {max_pending}")  # fmt: skip
+            raise ValueError(
+                f"batch_size and max_pending must be >= 1, got {batch_size} and {max_pending}"
+            )
         if not 0.0 < max_busy_fraction <= 1.0:
-            raise ValueError(f"max_busy_fraction is the share of time the labeler may compute, "
-                             f"in (0, 1]; got {max_busy_fraction}")  # fmt: skip
+            raise ValueError(
+                f"max_busy_fraction is the share of time the labeler may compute, "
+                f"in (0, 1]; got {max_busy_fraction}"
+            )
         self._make_labeler = make_labeler
         self._labeler: Labeler | None = None
         self.task = task
@@ -154,11 +157,16 @@ class AsyncLabelQueue:
 
     def metrics(self) -> dict[str, float]:
         c = self.counts
-        return {"labels_requested": float(c["requested"]), "labels_received": float(c["received"]),
-                "labels_pending": float(self.pending), "labels_failed": float(c["failed"]),
-                "labels_dropped": float(c["dropped"]), "label_batches": float(c["batches"]),
-                "labelling_seconds": self.seconds_labelling,
-                "labelling_rest_seconds": self.seconds_resting}  # fmt: skip
+        return {
+            "labels_requested": float(c["requested"]),
+            "labels_received": float(c["received"]),
+            "labels_pending": float(self.pending),
+            "labels_failed": float(c["failed"]),
+            "labels_dropped": float(c["dropped"]),
+            "label_batches": float(c["batches"]),
+            "labelling_seconds": self.seconds_labelling,
+            "labelling_rest_seconds": self.seconds_resting,
+        }
 
     def wait_for(self, keys: Iterable[Hashable], timeout_s: float) -> bool:
         """Blocks until every key has a label or has failed (or ``timeout_s`` passes): for a
@@ -207,8 +215,9 @@ class AsyncLabelQueue:
     # -------------------------------------------------------------------- the worker side
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"labels-{self.task}",
-                                            daemon=True)  # fmt: skip
+            self._thread = threading.Thread(
+                target=self._run, name=f"labels-{self.task}", daemon=True
+            )
             self._thread.start()
 
     def close(self, timeout_s: float = 5.0) -> None:
@@ -281,8 +290,9 @@ class AsyncLabelQueue:
             labels = self._labeler(self.task, requests)
             return {k: self._read_label(lab) for k, lab in zip(batch, labels)}
         except Exception as err:  # backend-specific errors: retry one by one
-            logger.warning("a %s batch of %d failed (%s); retrying one by one",
-                           self.task, len(batch), err)  # fmt: skip
+            logger.warning(
+                "a %s batch of %d failed (%s); retrying one by one", self.task, len(batch), err
+            )
         got = {}
         for key in batch:
             try:
@@ -293,8 +303,10 @@ class AsyncLabelQueue:
         return got
 
     def __getstate__(self) -> dict:
-        raise TypeError("an AsyncLabelQueue holds a thread and lives where it was built; "
-                        "pickle the settings that build it instead")  # fmt: skip
+        raise TypeError(
+            "an AsyncLabelQueue holds a thread and lives where it was built; "
+            "pickle the settings that build it instead"
+        )
 
 
 def _lower_this_threads_priority(niceness: int) -> None:

@@ -58,11 +58,13 @@ class LabelService:
         """The stored label of each request, None where there is none: one store read, no
         backend call (a server answers these at once and batches only the rest)."""
         spec = get_task(task)
-        requests = [r if isinstance(r, spec.request) else spec.request.model_validate(r)
-                    for r in requests]  # fmt: skip
+        requests = [
+            r if isinstance(r, spec.request) else spec.request.model_validate(r) for r in requests
+        ]
         b = self.backend
-        found = self.store.get_many(b.name, b.model, task, list(requests),
-                                   asked_as=b.asked_as(task))
+        found = self.store.get_many(
+            b.name, b.model, task, list(requests), asked_as=b.asked_as(task)
+        )
         hits = sum(lab is not None for lab in found)
         if hits:
             with self._lock:
@@ -75,8 +77,9 @@ class LabelService:
     def label(self, task: str, requests: Sequence[BaseModel]) -> LabelResult:
         """One label per request. Raises BackendError if the backend fails on a miss."""
         spec = get_task(task)
-        requests = [r if isinstance(r, spec.request) else spec.request.model_validate(r)
-                    for r in requests]  # fmt: skip
+        requests = [
+            r if isinstance(r, spec.request) else spec.request.model_validate(r) for r in requests
+        ]
         request_keys = [canonical_json(r) for r in requests]
         unique: dict[str, BaseModel] = {}
         for k, r in zip(request_keys, requests):
@@ -96,10 +99,15 @@ class LabelService:
                 good = [(r, lab) for (_, r), lab in zip(misses, err.labels) if lab is not None]
                 if good:
                     self.store.put_many(
-                        b.name, b.model, task, [r for r, _ in good], [lab for _, lab in good],
+                        b.name,
+                        b.model,
+                        task,
+                        [r for r, _ in good],
+                        [lab for _, lab in good],
                         latency_s=(time.perf_counter() - start) / len(misses),
-                        is_oracle=b.is_oracle, asked_as=b.asked_as(task),
-                    )  # fmt: skip
+                        is_oracle=b.is_oracle,
+                        asked_as=b.asked_as(task),
+                    )
                 with self._lock:
                     self.metrics.backend_errors += 1
                 raise BackendError(f"{err} ({len(good)} stored)") from err
@@ -109,10 +117,15 @@ class LabelService:
                 raise
             seconds = time.perf_counter() - start
             self.store.put_many(
-                b.name, b.model, task, [r for _, r in misses], answers,
-                latency_s=seconds / len(misses), is_oracle=b.is_oracle,
+                b.name,
+                b.model,
+                task,
+                [r for _, r in misses],
+                answers,
+                latency_s=seconds / len(misses),
+                is_oracle=b.is_oracle,
                 asked_as=b.asked_as(task),
-            )  # fmt: skip
+            )
             new = {k: lab for (k, _), lab in zip(misses, answers)}
         else:
             seconds, new = 0.0, {}

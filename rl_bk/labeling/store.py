@@ -227,9 +227,14 @@ class LabelStore:
 
     # ------------------------------------------------------------------------------- labels
     def get_many(
-        self, backend: str, model: str, task: str, requests: Sequence[BaseModel], *,
+        self,
+        backend: str,
+        model: str,
+        task: str,
+        requests: Sequence[BaseModel],
+        *,
         asked_as: str = "",
-    ) -> list[BaseModel | None]:  # fmt: skip
+    ) -> list[BaseModel | None]:
         """The stored label of each request (None where there is none), in request order.
 
         One query per 500 requests; counts hits and misses. ``asked_as``: how the backend
@@ -290,11 +295,18 @@ class LabelStore:
             text = canonical_json(request)
             rows.append(
                 (
-                    backend, model, task, version,
-                    hashlib.sha256(text.encode("utf-8")).hexdigest(), text,
-                    label.model_dump_json(), int(is_oracle), now, float(latency_s),
+                    backend,
+                    model,
+                    task,
+                    version,
+                    hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                    text,
+                    label.model_dump_json(),
+                    int(is_oracle),
+                    now,
+                    float(latency_s),
                 )
-            )  # fmt: skip
+            )
         inserted = self._insert(rows)
         with self._lock:
             self._counts["puts"] += inserted
@@ -364,10 +376,17 @@ class LabelStore:
         with open(path, "w", encoding="utf-8") as f:
             for b, m, t, tv, h, inp, lab, oracle, created, latency in conn.execute(sql, params):
                 row = {
-                    "backend": b, "model": m, "task": t, "template_version": tv,
-                    "input_hash": h, "input": json.loads(inp), "label": json.loads(lab),
-                    "is_oracle": bool(oracle), "created_at": created, "latency_s": latency,
-                }  # fmt: skip
+                    "backend": b,
+                    "model": m,
+                    "task": t,
+                    "template_version": tv,
+                    "input_hash": h,
+                    "input": json.loads(inp),
+                    "label": json.loads(lab),
+                    "is_oracle": bool(oracle),
+                    "created_at": created,
+                    "latency_s": latency,
+                }
                 f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
                 n += 1
         return n
@@ -443,7 +462,14 @@ def _parse_line(line: str) -> tuple[Any, ...]:
         raise ValueError(str(e)) from None
     text = canonical_json(request)
     return (
-        row.backend, row.model, row.task, row.template_version,
-        hashlib.sha256(text.encode("utf-8")).hexdigest(), text, label.model_dump_json(),
-        int(row.is_oracle), row.created_at, row.latency_s,
-    )  # fmt: skip
+        row.backend,
+        row.model,
+        row.task,
+        row.template_version,
+        hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        text,
+        label.model_dump_json(),
+        int(row.is_oracle),
+        row.created_at,
+        row.latency_s,
+    )

@@ -18,8 +18,9 @@ class Transport(Protocol):
 
     def describe(self, timeout_s: float) -> dict: ...
 
-    def score(self, name: str, version: str, inputs: list[list[float]],
-              timeout_s: float) -> list[float]: ...  # fmt: skip
+    def score(
+        self, name: str, version: str, inputs: list[list[float]], timeout_s: float
+    ) -> list[float]: ...
 
 
 class HandleTransport:
@@ -44,8 +45,9 @@ class HandleTransport:
     def describe(self, timeout_s: float) -> dict:
         return self.handle.describe.remote().result(timeout_s=timeout_s)
 
-    def score(self, name: str, version: str, inputs: list[list[float]],
-              timeout_s: float) -> list[float]:  # fmt: skip
+    def score(
+        self, name: str, version: str, inputs: list[list[float]], timeout_s: float
+    ) -> list[float]:
         return self.handle.score.remote(name, version, inputs).result(timeout_s=timeout_s)
 
 
@@ -69,17 +71,22 @@ class HTTPTransport:
         return response.json()
 
     def label(self, task: str, requests: list[dict[str, Any]], timeout_s: float) -> dict:
-        return self._reply(self._http.post(f"{self.url}/v1/labels/{task}",
-                                           json={"requests": requests}, timeout=timeout_s))
+        return self._reply(
+            self._http.post(
+                f"{self.url}/v1/labels/{task}", json={"requests": requests}, timeout=timeout_s
+            )
+        )
 
     def describe(self, timeout_s: float) -> dict:
         return self._reply(self._http.get(f"{self.url}/metrics", timeout=timeout_s))
 
-    def score(self, name: str, version: str, inputs: list[list[float]],
-              timeout_s: float) -> list[float]:  # fmt: skip
+    def score(
+        self, name: str, version: str, inputs: list[list[float]], timeout_s: float
+    ) -> list[float]:
         route = f"{self.url}/v1/reward_models/{name}/{version}/score"
-        return self._reply(self._http.post(route, json={"inputs": inputs},
-                                           timeout=timeout_s))["rewards"]
+        return self._reply(self._http.post(route, json={"inputs": inputs}, timeout=timeout_s))[
+            "rewards"
+        ]
 
 
 def transport_to(where: str | Any) -> Transport:

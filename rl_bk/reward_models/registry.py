@@ -92,15 +92,18 @@ def resolve(name: str, version: str = "latest", root: Path | None = None) -> Rew
     models = [m for m in list_reward_models(root) if m.name == name]
     if not models:
         known = sorted({m.name for m in list_reward_models(root)}) or ["(none)"]
-        raise RewardModelNotFound(f"no reward model {name!r} in {root or default_root()}; "
-                                  f"available: {', '.join(known)}")  # fmt: skip
+        raise RewardModelNotFound(
+            f"no reward model {name!r} in {root or default_root()}; available: {', '.join(known)}"
+        )
     if version == "latest":
         return max(models, key=lambda m: m.created_at)
     for m in models:
         if m.version == version:
             return m
-    raise RewardModelNotFound(f"reward model {name!r} has no version {version!r}; versions: "
-                              f"{', '.join(m.version for m in models)}")  # fmt: skip
+    raise RewardModelNotFound(
+        f"reward model {name!r} has no version {version!r}; versions: "
+        f"{', '.join(m.version for m in models)}"
+    )
 
 
 def load_reward_model(

@@ -48,8 +48,10 @@ class RewardModels:
         else:
             x = np.asarray(inputs, dtype=np.float32)
         if x.ndim != 2 or x.shape[1] != meta.input_dim:
-            raise ValueError(f"{name}/{meta.version} reads {meta.input_dim} values per input, "
-                             f"got shape {tuple(x.shape)}")  # fmt: skip
+            raise ValueError(
+                f"{name}/{meta.version} reads {meta.input_dim} values per input, "
+                f"got shape {tuple(x.shape)}"
+            )
         with torch.no_grad():
             out = module(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
         self.forward_passes += 1

@@ -30,10 +30,13 @@ def task_file(tmp_path: Path, storage: Path | None = None, **sections: str) -> P
     folder both nodes see; ``tmp_path / "none"``: no storage at all)."""
     path = tmp_path / "task.yaml"
     storage = tmp_path / "shared" if storage is None else storage
-    lines = [f"extends: {ROOT / 'tune_configs' / 'babyai-gotolocal-redball-s20.yaml'}",
-             "name: two-node", "labeler: {mode: serve, resources: {llm_node: 1}}",
-             *([f"storage: {storage}"] if storage != tmp_path / "none" else []),
-             *(f"{k}: {v}" for k, v in sections.items())]
+    lines = [
+        f"extends: {ROOT / 'tune_configs' / 'babyai-gotolocal-redball-s20.yaml'}",
+        "name: two-node",
+        "labeler: {mode: serve, resources: {llm_node: 1}}",
+        *([f"storage: {storage}"] if storage != tmp_path / "none" else []),
+        *(f"{k}: {v}" for k, v in sections.items()),
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -44,16 +47,28 @@ def tune_run_command(cluster: TwoNodeCluster, *args: str) -> list[str]:
 
 def tune_run(cluster: TwoNodeCluster, *args: str, log: Path) -> subprocess.CompletedProcess:
     with open(log, "w") as out:
-        return subprocess.run(tune_run_command(cluster, *args), env=cluster.env, cwd=ROOT,
-                              stdout=out, stderr=subprocess.STDOUT, timeout=1800)  # fmt: skip
+        return subprocess.run(
+            tune_run_command(cluster, *args),
+            env=cluster.env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=1800,
+        )
 
 
 def on_cluster(cluster: TwoNodeCluster, code: str, timeout_s: float = 120) -> str:
     """Runs Python ``code`` as a driver of the cluster (``ray`` is imported and connected);
     returns what it printed."""
     script = f"import ray\nray.init(address={cluster.address!r}, logging_level='ERROR')\n{code}"
-    done = subprocess.run([sys.executable, "-c", script], env=cluster.env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout_s)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=cluster.env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"driver script failed:\n{done.stderr[-3000:]}")
     return done.stdout

@@ -18,8 +18,7 @@ import pytest
 from tests.cluster.conftest import ROOT, on_cluster, task_file, tune_run_command
 from tests.cluster.two_nodes import can_run
 
-pytestmark = [pytest.mark.cluster,
-              pytest.mark.skipif(can_run() is not None, reason=str(can_run()))]  # fmt: skip
+pytestmark = [pytest.mark.cluster, pytest.mark.skipif(can_run() is not None, reason=str(can_run()))]
 
 
 def stored_labels(store: Path) -> int:
@@ -71,12 +70,25 @@ def test_a_failing_labeler_costs_counted_failures_never_training_time(cluster, t
     on_cluster(cluster, START_FAKE_LLM.format(store=str(store)))
     log = open(tmp_path / "tune_run.log", "w")
     sweep = subprocess.Popen(
-        tune_run_command(cluster, "--task", str(task_file(tmp_path, oni="{label_batch_size: 4}",
-                                                          labeler="{timeout_s: 5}")),
-                         "--smoke", "--methods", "oni-retrieval", "--labeler-app", "faults",
-                         "--stop-timesteps", "40960", "--output-dir", str(tmp_path / "results")),
-        env=cluster.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        tune_run_command(
+            cluster,
+            "--task",
+            str(task_file(tmp_path, oni="{label_batch_size: 4}", labeler="{timeout_s: 5}")),
+            "--smoke",
+            "--methods",
+            "oni-retrieval",
+            "--labeler-app",
+            "faults",
+            "--stop-timesteps",
+            "40960",
+            "--output-dir",
+            str(tmp_path / "results"),
+        ),
+        env=cluster.env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     wait_for(lambda: stored_labels(store) >= 4, 600, "the first stored labels", sweep)
     before = stored_labels(store)
     killed = on_cluster(cluster, KILL_REPLICA).strip()
@@ -105,14 +117,32 @@ def test_a_lost_worker_node_is_replaced_and_trials_resume_from_checkpoints(clust
     shared = tmp_path / "shared"
     log = open(tmp_path / "tune_run.log", "w")
     sweep = subprocess.Popen(
-        tune_run_command(cluster, "--task", str(task_file(tmp_path)), "--smoke", "--methods",
-                         "ppo", "--num-samples", "2", "--stop-timesteps", "16384",
-                         "--output-dir", str(tmp_path / "results")),
-        env=cluster.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        tune_run_command(
+            cluster,
+            "--task",
+            str(task_file(tmp_path)),
+            "--smoke",
+            "--methods",
+            "ppo",
+            "--num-samples",
+            "2",
+            "--stop-timesteps",
+            "16384",
+            "--output-dir",
+            str(tmp_path / "results"),
+        ),
+        env=cluster.env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     tune_dir = shared / "results" / "two-node"
-    wait_for(lambda: len(list(tune_dir.glob("*/tune/*/checkpoint_*"))) >= 2, 900,
-             "a checkpoint of each trial", sweep)  # fmt: skip
+    wait_for(
+        lambda: len(list(tune_dir.glob("*/tune/*/checkpoint_*"))) >= 2,
+        900,
+        "a checkpoint of each trial",
+        sweep,
+    )
     cluster.kill_worker()  # the instance is gone, its trials with it
     time.sleep(5)
     cluster.start_worker()  # the autoscaler's replacement
@@ -121,6 +151,8 @@ def test_a_lost_worker_node_is_replaced_and_trials_resume_from_checkpoints(clust
     trials = pd.read_csv(run_dir / "trials.csv")
     assert len(trials) == 2 and (trials["env_steps"] >= 16384).all()
     # Restored trials count their iterations since the restore from 1 again, mid-run.
-    restored = [any(r["iterations_since_restore"] < r["training_iteration"] for r in rows)
-                for rows in last_results(run_dir, shared)]  # fmt: skip
+    restored = [
+        any(r["iterations_since_restore"] < r["training_iteration"] for r in rows)
+        for rows in last_results(run_dir, shared)
+    ]
     assert any(restored), "no trial was restored from a checkpoint"

@@ -15,16 +15,23 @@ import pytest
 from tests.cluster.conftest import task_file, tune_run
 from tests.cluster.two_nodes import can_run
 
-pytestmark = [pytest.mark.cluster,
-              pytest.mark.skipif(can_run() is not None, reason=str(can_run()))]  # fmt: skip
+pytestmark = [pytest.mark.cluster, pytest.mark.skipif(can_run() is not None, reason=str(can_run()))]
 
 METHODS = "ppo,bk-code,bk-pref,bk-goal,oni-retrieval,ellm"
 
 
 def test_every_trial_runs_on_the_worker_node_and_the_summary_lists_them(cluster, tmp_path):
-    done = tune_run(cluster, "--task", str(task_file(tmp_path)), "--smoke",
-                    "--methods", METHODS, "--output-dir", str(tmp_path / "results"),
-                    log=tmp_path / "tune_run.log")  # fmt: skip
+    done = tune_run(
+        cluster,
+        "--task",
+        str(task_file(tmp_path)),
+        "--smoke",
+        "--methods",
+        METHODS,
+        "--output-dir",
+        str(tmp_path / "results"),
+        log=tmp_path / "tune_run.log",
+    )
     log = (tmp_path / "tune_run.log").read_text()
     assert done.returncode == 0, log[-3000:]
     (run_dir,) = (tmp_path / "results" / "two-node").iterdir()
@@ -38,13 +45,22 @@ def test_every_trial_runs_on_the_worker_node_and_the_summary_lists_them(cluster,
 
 
 @pytest.mark.parametrize("storage", ["none", "private"])
-def test_without_storage_every_node_sees_tune_run_stops_before_any_trial(cluster, tmp_path,
-                                                                          storage):
+def test_without_storage_every_node_sees_tune_run_stops_before_any_trial(
+    cluster, tmp_path, storage
+):
     # "none": no storage at all; "private": a folder the worker node cannot see.
     folder = tmp_path / "none" if storage == "none" else tmp_path / "results" / "private"
-    done = tune_run(cluster, "--task", str(task_file(tmp_path, storage=folder)), "--smoke",
-                    "--methods", "ppo", "--output-dir", str(tmp_path / "results"),
-                    log=tmp_path / "tune_run.log")  # fmt: skip
+    done = tune_run(
+        cluster,
+        "--task",
+        str(task_file(tmp_path, storage=folder)),
+        "--smoke",
+        "--methods",
+        "ppo",
+        "--output-dir",
+        str(tmp_path / "results"),
+        log=tmp_path / "tune_run.log",
+    )
     log = (tmp_path / "tune_run.log").read_text()
     assert done.returncode == 2, log[-3000:]
     assert "--storage" in log and "docs/cluster.md" in log and "Traceback" not in log

@@ -76,8 +76,11 @@ def test_oni_retrieval_on_appo_asks_its_labeler_and_pays_nothing_unlabelled(ray_
     assert pieces.index("RewriteRewards") == pieces.index("AddOneTsToEpisodesAndTruncate") + 1
     # APPO's learner updates in its own thread: an iteration may end before an update has
     # logged, so read every iteration's values that are there (NaN: none yet).
-    logged = [r["learners"] for r in results if r["learners"].get("intrinsic/labels_requested",
-                                                                  float("nan")) > 0]  # fmt: skip
+    logged = [
+        r["learners"]
+        for r in results
+        if r["learners"].get("intrinsic/labels_requested", float("nan")) > 0
+    ]
     assert logged, "no update asked for labels"
     assert all(m["intrinsic/labels_received"] == 0 for m in logged)
     assert all(m["intrinsic_reward_mean"] == 0.0 for m in logged)
@@ -87,10 +90,12 @@ def test_oni_classification_on_appo_fits_its_reward_model_in_the_learner(ray_ses
     from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 
     task = appo_task("babyai-gotolocal-redball-s20")
-    oni = task.oni.model_copy(update={"min_examples": 4, "label_batch_size": 8,
-                                      "goal": "go to the red ball"})  # fmt: skip
-    config = get_method("oni-classification").build(task.model_copy(update={"oni": oni}), 0,
-                                                     {"backend": "oracle"})  # fmt: skip
+    oni = task.oni.model_copy(
+        update={"min_examples": 4, "label_batch_size": 8, "goal": "go to the red ball"}
+    )
+    config = get_method("oni-classification").build(
+        task.model_copy(update={"oni": oni}), 0, {"backend": "oracle"}
+    )
     config.training(reward_model_steps=4, reward_model_in_background=False)
     assert type(config).__name__ == "ONIAPPOConfig"
     algo = config.build_algo()

@@ -78,10 +78,16 @@ def test_motif_is_built_from_the_dataset_and_rewards_a_trial(ray_session, tmp_pa
 def test_bk_pipeline_end_to_end_with_the_embedded_model(ray_session, tmp_path, monkeypatch):
     task = tiny_task("llamacpp")
     k = task.knowledge
-    task = task.model_copy(update={"knowledge": k.model_copy(update={
-        "preference": k.preference.model_copy(update={"pairs": 8}),
-        "goals": k.goals.model_copy(update={"iterations": 3}),
-    })})  # fmt: skip
+    task = task.model_copy(
+        update={
+            "knowledge": k.model_copy(
+                update={
+                    "preference": k.preference.model_copy(update={"pairs": 8}),
+                    "goals": k.goals.model_copy(update={"iterations": 3}),
+                }
+            )
+        }
+    )
     results = run_pipeline(task, tmp_path, monkeypatch)
     for kind, (done, learners) in results.items():
         assert not done["is_oracle"] and done["labels"].startswith("llamacpp/"), kind
@@ -99,12 +105,29 @@ def _cli_build(root, **machine):
     from rl_bk.knowledge.numerics import PINNED
 
     env = {k: v for k, v in os.environ.items() if k not in PINNED}
-    env.update(RLBK_KNOWLEDGE_DIR=str(root / "knowledge"),
-               RLBK_LABEL_STORE=str(root / "labels.sqlite3"), **machine)  # fmt: skip
+    env.update(
+        RLBK_KNOWLEDGE_DIR=str(root / "knowledge"),
+        RLBK_LABEL_STORE=str(root / "labels.sqlite3"),
+        **machine,
+    )
     out = subprocess.run(
-        [sys.executable, "-m", "rl_bk.cli", "knowledge", "build", "--task",
-         "babyai-gotolocal-redball-s20", "--smoke", "--backend", "oracle"],
-        env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rl_bk.cli",
+            "knowledge",
+            "build",
+            "--task",
+            "babyai-gotolocal-redball-s20",
+            "--smoke",
+            "--backend",
+            "oracle",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
 
 
@@ -117,8 +140,9 @@ def test_two_builds_from_clean_caches_have_the_same_fingerprints(tmp_path):
 
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
     prints = []
-    for n, machine in enumerate([{"OMP_NUM_THREADS": "1"},
-                                 {"OMP_NUM_THREADS": "2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}]):
+    for n, machine in enumerate(
+        [{"OMP_NUM_THREADS": "1"}, {"OMP_NUM_THREADS": "2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}]
+    ):
         root = tmp_path / f"machine{n}"
         _cli_build(root, **machine)
         knowledge = root / "knowledge"

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_trial_that_raises_mid_training_is_an_error_row_and_a_non_zero_exit(
-        ray_session, tmp_path, capsys):  # fmt: skip
+    ray_session, tmp_path, capsys
+):
     # The second variant's learning rate turns NaN after 1,024 env steps: its second update
     # makes the weights NaN and the next forward pass raises (torch refuses NaN logits), a
     # divergence in the middle of training. No greedy evaluation: the test needs none.

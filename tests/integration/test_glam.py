@@ -49,9 +49,12 @@ def test_a_remote_env_runner_gets_only_the_adapters_and_scores_like_the_learner(
     algo = get_method("glam").build(task, 0, {"lr": 1e-2}).build_algo()
     prompts = [
         build_prompt("go to the red ball", ["You see a red ball 2 steps forward"], []),
-        build_prompt("go to the red ball", ["You see a wall 1 step forward",
-                                            "You see a red ball 1 step left"], ["turn left"]),
-    ]  # fmt: skip
+        build_prompt(
+            "go to the red ball",
+            ["You see a wall 1 step forward", "You see a red ball 1 step left"],
+            ["turn left"],
+        ),
+    ]
     obs = np.stack([encode_prompt(p, 1024) for p in prompts])
 
     def scores(module):
@@ -68,12 +71,17 @@ def test_a_remote_env_runner_gets_only_the_adapters_and_scores_like_the_learner(
     try:
         initial = runner_scores()
         algo.train()  # PPO's training_step syncs the learner's weights to the runner after it
-        (learner,) = [r.get() for r in algo.learner_group.foreach_learner(
-            lambda learner: scores(learner.module["default_policy"]))]  # fmt: skip
+        (learner,) = [
+            r.get()
+            for r in algo.learner_group.foreach_learner(
+                lambda learner: scores(learner.module["default_policy"])
+            )
+        ]
         after = runner_scores()
         synced = algo.learner_group.get_state(
-            components=f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}", inference_only=True,
-        )[COMPONENT_LEARNER][COMPONENT_RL_MODULE]["default_policy"]  # fmt: skip
+            components=f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}",
+            inference_only=True,
+        )[COMPONENT_LEARNER][COMPONENT_RL_MODULE]["default_policy"]
     finally:
         algo.stop()
     assert isinstance(synced.pop("glam_frozen_fingerprint"), float)
@@ -112,8 +120,12 @@ def test_gpu_recipe_trains_on_the_gpu(ray_session):
     algo = get_method("glam").build(task, 0, {"train_batch_size_per_learner": 64}).build_algo()
     try:
         result = algo.train()
-        (device,) = [r.get() for r in algo.learner_group.foreach_learner(
-            lambda learner: str(learner.module["default_policy"].action_ids.device))]  # fmt: skip
+        (device,) = [
+            r.get()
+            for r in algo.learner_group.foreach_learner(
+                lambda learner: str(learner.module["default_policy"].action_ids.device)
+            )
+        ]
     finally:
         algo.stop()
     assert device.startswith("cuda")

@@ -26,8 +26,12 @@ def test_the_learner_updates_on_the_gpu(ray_session, method):
     try:
         before = algo.learner_group.get_weights()["default_policy"]  # numpy, off the GPU
         result = algo.train()
-        (device,) = [r.get() for r in algo.learner_group.foreach_learner(
-            lambda lrn: str(next(lrn.module["default_policy"].parameters()).device))]  # fmt: skip
+        (device,) = [
+            r.get()
+            for r in algo.learner_group.foreach_learner(
+                lambda lrn: str(next(lrn.module["default_policy"].parameters()).device)
+            )
+        ]
         after = algo.learner_group.get_weights()["default_policy"]
     finally:
         algo.stop()

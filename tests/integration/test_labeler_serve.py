@@ -87,8 +87,11 @@ def test_killing_the_replica_fails_calls_loudly_then_recovers(labeler):
     labeler_by_handle = LabelerSpec(serve_app=labeler.app_name, timeout_s=2.0).build()
     stored = [req(f"You see a box {i} steps left.") for i in range(3)]
     before = labeler_by_handle("helpful", stored)
-    (replica,) = [a for a in ray.util.list_named_actors(all_namespaces=True)
-                  if "LabelerServer" in a["name"] and "REPLICA" in a["name"].upper()]  # fmt: skip
+    (replica,) = [
+        a
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if "LabelerServer" in a["name"] and "REPLICA" in a["name"].upper()
+    ]
     ray.kill(ray.get_actor(replica["name"], namespace=replica["namespace"]))
 
     deadline, i, failures, labels = time.monotonic() + 60, 0, 0, None

@@ -57,15 +57,23 @@ def test_oni_training_never_waits_for_a_slow_labeler(ray_session):
 def test_oni_classification_fits_its_learner_only_model_on_oracle_labels(
     ray_session, in_background
 ):
-    config = build("oni-classification", {"backend": "oracle"}, min_examples=4,
-                   label_batch_size=8, goal="go to the red ball")  # fmt: skip
+    config = build(
+        "oni-classification",
+        {"backend": "oracle"},
+        min_examples=4,
+        label_batch_size=8,
+        goal="go to the red ball",
+    )
     config.training(reward_model_steps=4, reward_model_in_background=in_background)
     algo = config.build_algo()
     try:
         learner = algo.learner_group._learner
         assert ONI_MODULE_ID in learner.module.keys()
-        assert ONI_MODULE_ID not in algo.env_runner.module.keys() if hasattr(
-            algo.env_runner.module, "keys") else True  # fmt: skip
+        assert (
+            ONI_MODULE_ID not in algo.env_runner.module.keys()
+            if hasattr(algo.env_runner.module, "keys")
+            else True
+        )
         # PPO's optimisers must not touch it: they would zero and step it under the fit.
         assert learner.get_optimizers_for_module(ONI_MODULE_ID) == []
         reward_params = {id(p) for p in learner.module[ONI_MODULE_ID].parameters()}

@@ -34,8 +34,9 @@ def test_greedy_evaluation_runs_at_its_interval_and_marks_its_reports(ray_sessio
 
     # The smoke task evaluates 4 greedy episodes every 2048 env steps (2 iterations of 1024).
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
-    task = task.model_copy(update={"evaluation": task.evaluation.model_copy(
-        update={"lockstep": lockstep})})  # fmt: skip
+    task = task.model_copy(
+        update={"evaluation": task.evaluation.model_copy(update={"lockstep": lockstep})}
+    )
     config = get_method("ppo").build(task, 0, {})
     # Greedy; each episode on an env of its own in lockstep, or RLlib's on one env, episode
     # after episode (RLlib's on parallel envs would over-count short ones).

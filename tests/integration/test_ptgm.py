@@ -48,8 +48,7 @@ def test_ptgm_pretrains_then_trains_counting_env_steps(ray_session, tmp_path, mo
     assert np.isfinite(learned["ptgm"]["default_policy"]["total_loss"])
 
 
-def test_bc_ppo_starts_from_a_policy_cloned_on_ptgms_dataset(ray_session, tmp_path,
-                                                             monkeypatch):  # fmt: skip
+def test_bc_ppo_starts_from_a_policy_cloned_on_ptgms_dataset(ray_session, tmp_path, monkeypatch):
     import torch
     from ray.rllib.core import DEFAULT_MODULE_ID
 

@@ -19,8 +19,9 @@ def test_batched_scoring_through_a_handle(ray_session, tmp_path):
     from serve_deployments.reward_model import build_reward_model_app
 
     save_reward_model(Summer(), "sum", "v1", kind="potential", input_dim=2, root=tmp_path)
-    handle = serve.run(build_reward_model_app({"root": str(tmp_path)}), name="rewards",
-                       route_prefix="/rewards")  # fmt: skip
+    handle = serve.run(
+        build_reward_model_app({"root": str(tmp_path)}), name="rewards", route_prefix="/rewards"
+    )
     try:
         responses = [handle.score.remote("sum", "v1", [[i, 1.0]]) for i in range(20)]
         assert [r.result() for r in responses] == [[i + 1.0] for i in range(20)]

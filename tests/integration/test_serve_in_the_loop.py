@@ -18,13 +18,21 @@ def test_concurrent_handle_calls_are_merged_into_one_backend_call(ray_session, t
     from serve_deployments.configs import LabelerAppConfig
     from serve_deployments.labeler import ensure_labeler_app
 
-    cfg = LabelerAppConfig(backend="fake", app_name="merging", store_path=str(tmp_path / "s.db"),
-                        max_batch_size=16, batch_wait_timeout_s=0.5)  # fmt: skip
+    cfg = LabelerAppConfig(
+        backend="fake",
+        app_name="merging",
+        store_path=str(tmp_path / "s.db"),
+        max_batch_size=16,
+        batch_wait_timeout_s=0.5,
+    )
     handle = ensure_labeler_app(cfg)
     try:
-        calls = [handle.label.remote("helpful", [{"caption": f"c{i}", "task": "t"},
-                                                 {"caption": "shared", "task": "t"}])
-                 for i in range(8)]  # fmt: skip
+        calls = [
+            handle.label.remote(
+                "helpful", [{"caption": f"c{i}", "task": "t"}, {"caption": "shared", "task": "t"}]
+            )
+            for i in range(8)
+        ]
         replies = [c.result(timeout_s=60) for c in calls]
         merged = handle.describe.remote().result()["merged"]
         # A bad request fails its own caller only, after the merged call failed.
@@ -43,13 +51,18 @@ def test_a_sweep_labels_through_one_serve_app(ray_session, tmp_path):
     from ray import serve
 
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
-    task = task.model_copy(update={
-        "labeler": task.labeler.model_copy(update={"mode": "serve", "app_name": "sweep"}),
-        "oni": task.oni.model_copy(update={"goal": "go to the red ball", "label_batch_size": 8}),
-    })  # fmt: skip
+    task = task.model_copy(
+        update={
+            "labeler": task.labeler.model_copy(update={"mode": "serve", "app_name": "sweep"}),
+            "oni": task.oni.model_copy(
+                update={"goal": "go to the red ball", "label_batch_size": 8}
+            ),
+        }
+    )
     try:
-        run_dir = run_experiment(task, RunOptions(methods=["bk-pref", "oni-retrieval"],
-                                                  output_dir=tmp_path, smoke=True))  # fmt: skip
+        run_dir = run_experiment(
+            task, RunOptions(methods=["bk-pref", "oni-retrieval"], output_dir=tmp_path, smoke=True)
+        )
         stats = serve.get_app_handle("sweep").describe.remote().result()
     finally:
         serve.delete("sweep")
@@ -67,8 +80,9 @@ def test_bk_pref_reads_phi_from_the_reward_model_app(ray_session, tmp_path):
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
     task = task.model_copy(update={"sweep": {"bk-pref": {"served": [False, True]}}})
     try:
-        run_dir = run_experiment(task, RunOptions(methods=["bk-pref"], output_dir=tmp_path,
-                                                  smoke=True))  # fmt: skip
+        run_dir = run_experiment(
+            task, RunOptions(methods=["bk-pref"], output_dir=tmp_path, smoke=True)
+        )
         passes = serve.get_app_handle("reward_models").forward_passes.remote().result()
     finally:
         serve.delete("reward_models")

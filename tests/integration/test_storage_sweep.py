@@ -18,10 +18,12 @@ def test_knowledge_and_results_go_through_uri_storage(ray_session, tmp_path):
 
     storage = tmp_path / "bucket"
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
-    task = task.model_copy(update={"storage": f"file://{storage}",
-                                   "sweep": {"bk-pref": {"include_mission": [False]}}})
-    run_dir = run_experiment(task, RunOptions(methods=["bk-pref"], output_dir=tmp_path / "out",
-                                              smoke=True))  # fmt: skip
+    task = task.model_copy(
+        update={"storage": f"file://{storage}", "sweep": {"bk-pref": {"include_mission": [False]}}}
+    )
+    run_dir = run_experiment(
+        task, RunOptions(methods=["bk-pref"], output_dir=tmp_path / "out", smoke=True)
+    )
     trials = pd.read_csv(run_dir / "trials.csv")
     assert len(trials) == 1 and trials["env_steps"].iloc[0] >= 4096
     assert not (run_dir / "tune").exists()  # Tune wrote to the storage instead

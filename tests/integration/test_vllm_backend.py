@@ -69,8 +69,13 @@ def apps(tmp_path_factory):
 
     shm_before = _shm_files()
     # Logical CPUs: the vLLM replica's placement group takes 2, the labeler 0.25, the ingress 0.
-    ray.init(address="local", num_cpus=3, include_dashboard=False, logging_level="ERROR",
-             configure_logging=False)  # fmt: skip
+    ray.init(
+        address="local",
+        num_cpus=3,
+        include_dashboard=False,
+        logging_level="ERROR",
+        configure_logging=False,
+    )
     port = free_port()
     t0 = time.perf_counter()
     base_url = start_vllm(VLLMConfig(model_id=MODEL_ID, model_source=MODEL_DIR), port=port)
@@ -89,11 +94,15 @@ def test_official_openai_client_gets_a_chat_completion(apps):
     assert [m.id for m in client.models.list()] == [MODEL_ID]
     t0 = time.perf_counter()
     reply = client.chat.completions.create(
-        model=MODEL_ID, messages=[{"role": "user", "content": "Say hello."}], max_tokens=16,
+        model=MODEL_ID,
+        messages=[{"role": "user", "content": "Say hello."}],
+        max_tokens=16,
         temperature=0.0,
-    )  # fmt: skip
-    print(f"\nchat completion in {time.perf_counter() - t0:.2f} s: "
-          f"{reply.choices[0].message.content!r}")  # fmt: skip
+    )
+    print(
+        f"\nchat completion in {time.perf_counter() - t0:.2f} s: "
+        f"{reply.choices[0].message.content!r}"
+    )
     assert reply.choices[0].message.role == "assistant"
     assert reply.choices[0].message.content  # the GGUF's ChatML template made it through
     assert reply.usage is not None and reply.usage.completion_tokens > 0
@@ -130,9 +139,12 @@ def test_labeler_app_returns_a_typed_preference_label_from_vllm(apps):
     from serve_deployments.labeler import build_labeler_app
 
     labeler = LabelerAppConfig(
-        backend="vllm", base_url=apps["base_url"], model=MODEL_ID, request_timeout_s=120,
+        backend="vllm",
+        base_url=apps["base_url"],
+        model=MODEL_ID,
+        request_timeout_s=120,
         store_path=str(apps["store_dir"] / "labels.sqlite3"),
-    )  # fmt: skip
+    )
     make_backend(labeler)  # the settings are valid before a replica tries them
     serve.run(build_labeler_app(labeler.model_dump()), name="labeler", route_prefix="/labeler")
     handle = serve.get_deployment_handle("LabelerServer", app_name="labeler")

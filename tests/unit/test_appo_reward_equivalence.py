@@ -64,8 +64,7 @@ def episodes():
 def rewards_after(pieces, batch_episodes):
     shared, logger = {}, MetricsLogger()
     for piece in until_rewrite(pieces):
-        piece(rl_module=None, batch={}, episodes=batch_episodes, shared_data=shared,
-              metrics=logger)  # fmt: skip
+        piece(rl_module=None, batch={}, episodes=batch_episodes, shared_data=shared, metrics=logger)
     return [ep.get_rewards().copy() for ep in batch_episodes]
 
 
@@ -76,8 +75,13 @@ def stand_in_potential(monkeypatch):
 
 
 def shaped(config_class, spec):
-    return config_class().training(potential=spec, shaping_coeff=0.5, extrinsic_coeff=10.0,
-                                   gamma=0.9, potential_normalization="none")  # fmt: skip
+    return config_class().training(
+        potential=spec,
+        shaping_coeff=0.5,
+        extrinsic_coeff=10.0,
+        gamma=0.9,
+        potential_normalization="none",
+    )
 
 
 def test_shaped_rewards_are_the_same_under_ppo_and_appo(stand_in_potential):
@@ -118,8 +122,9 @@ def online_configs():
     ]
 
 
-@pytest.mark.parametrize("ppo_class, appo_class, settings", online_configs(),
-                         ids=["ellm", "oni", "ptgm"])  # fmt: skip
+@pytest.mark.parametrize(
+    "ppo_class, appo_class, settings", online_configs(), ids=["ellm", "oni", "ptgm"]
+)
 def test_every_method_puts_the_same_rewrite_in_the_same_place(ppo_class, appo_class, settings):
     # The reward terms come from one mixin: the same terms, with the same settings, right
     # after the artificial-step piece in both pipelines.
@@ -130,6 +135,9 @@ def test_every_method_puts_the_same_rewrite_in_the_same_place(ppo_class, appo_cl
         assert names.index("RewriteRewards") == names.index("AddOneTsToEpisodesAndTruncate") + 1
         rewrites.append(next(c for c in pieces if isinstance(c, RewriteRewards)))
     ppo_rewrite, appo_rewrite = rewrites
-    assert [type(t).__name__ for t in ppo_rewrite.terms] == \
-        [type(t).__name__ for t in appo_rewrite.terms] != []  # fmt: skip
+    assert (
+        [type(t).__name__ for t in ppo_rewrite.terms]
+        == [type(t).__name__ for t in appo_rewrite.terms]
+        != []
+    )
     assert ppo_rewrite.extrinsic_coeff == appo_rewrite.extrinsic_coeff

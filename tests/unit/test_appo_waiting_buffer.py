@@ -23,8 +23,11 @@ def _count_sleeps(monkeypatch) -> list[float]:
         sleeps.append(seconds)
         time.sleep(seconds)
 
-    monkeypatch.setattr(appo_utils, "time", SimpleNamespace(
-        sleep=sleep, time=time.time, perf_counter=time.perf_counter))  # fmt: skip
+    monkeypatch.setattr(
+        appo_utils,
+        "time",
+        SimpleNamespace(sleep=sleep, time=time.time, perf_counter=time.perf_counter),
+    )
     return sleeps
 
 

@@ -33,8 +33,9 @@ class ScriptedLabeler:
 
 
 def queue(labeler, **kwargs):
-    return AsyncLabelQueue(lambda: labeler, "helpful", request, lambda lab: float(lab.helpful),
-                           **kwargs)  # fmt: skip
+    return AsyncLabelQueue(
+        lambda: labeler, "helpful", request, lambda lab: float(lab.helpful), **kwargs
+    )
 
 
 def test_ask_and_get_never_wait_for_a_blocked_labeler():

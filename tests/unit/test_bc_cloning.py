@@ -66,5 +66,6 @@ def test_cloning_refuses_observations_of_another_shape():
     policy = TinyPolicy(5, 3)
     policy.observation_space = type("Box", (), {"shape": (5,)})()
     with pytest.raises(ValueError, match="same env"):
-        clone_policy(policy, np.zeros((4, 6), np.float32), np.zeros(4, np.int64),
-                     np.zeros(4, np.int64))  # fmt: skip
+        clone_policy(
+            policy, np.zeros((4, 6), np.float32), np.zeros(4, np.int64), np.zeros(4, np.int64)
+        )

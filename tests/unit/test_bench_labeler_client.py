@@ -83,8 +83,14 @@ def test_client_is_safe_from_several_threads():
     t = StandInLabeler()
     client = LabelerClient(t)
     results = []
-    threads = [threading.Thread(target=lambda i=i: results.append(
-        client.label("helpful", [req(f"ball {i}")])[0].helpful)) for i in range(8)]  # fmt: skip
+    threads = [
+        threading.Thread(
+            target=lambda i=i: results.append(
+                client.label("helpful", [req(f"ball {i}")])[0].helpful
+            )
+        )
+        for i in range(8)
+    ]
     for th in threads:
         th.start()
     for th in threads:

@@ -12,17 +12,27 @@ from bench import bk_budget_transfer as study
 
 
 def test_every_planned_trial_runs_exactly_once():
-    planned = Counter(study.trial_id(name, m, s) for name, seed, methods in study.batches()
-                      for m in methods for s in [seed])  # fmt: skip
-    expected = {study.trial_id(name, m, s) for name, *_ in study.STUDIES
-                for m in study.METHODS for s in study.SEEDS}  # fmt: skip
+    planned = Counter(
+        study.trial_id(name, m, s)
+        for name, seed, methods in study.batches()
+        for m in methods
+        for s in [seed]
+    )
+    expected = {
+        study.trial_id(name, m, s)
+        for name, *_ in study.STUDIES
+        for m in study.METHODS
+        for s in study.SEEDS
+    }
     assert set(planned) == expected and set(planned.values()) == {1}
     assert len(expected) == 7 * 4 * 3
 
 
 def test_every_trial_runs_in_a_pair_on_one_cpu_and_the_transfer_suite_comes_first():
-    sizes = {name: {len(methods) for n, _, methods in study.batches() if n == name}
-             for name, *_ in study.STUDIES}  # fmt: skip
+    sizes = {
+        name: {len(methods) for n, _, methods in study.batches() if n == name}
+        for name, *_ in study.STUDIES
+    }
     assert set().union(*sizes.values()) == {2}
     order = list(dict.fromkeys(name for name, _, _ in study.batches()))
     assert order[-1] == "redball-s20-5m" and len(order) == 7
@@ -37,11 +47,13 @@ def test_every_trial_runs_in_a_pair_on_one_cpu_and_the_transfer_suite_comes_firs
 
 
 def test_the_report_says_which_build_of_the_knowledge_each_trial_used():
-    trials = {study.trial_id("redkey-s23", "ppo", 0): {},
-              study.trial_id("redkey-s23", "bk-pref", 0): {},  # before fingerprints were kept
-              study.trial_id("redkey-s23", "bk-pref", 1): {"knowledge": {"fingerprint": "ab12"}},
-              study.trial_id("redkey-s23", "bk-pref", 2): {"knowledge": {"fingerprint": "ab12"}},
-              study.trial_id("redkey-s23", "bk-goal", 2): {"knowledge": {"fingerprint": "cd34"}}}
+    trials = {
+        study.trial_id("redkey-s23", "ppo", 0): {},
+        study.trial_id("redkey-s23", "bk-pref", 0): {},  # before fingerprints were kept
+        study.trial_id("redkey-s23", "bk-pref", 1): {"knowledge": {"fingerprint": "ab12"}},
+        study.trial_id("redkey-s23", "bk-pref", 2): {"knowledge": {"fingerprint": "ab12"}},
+        study.trial_id("redkey-s23", "bk-goal", 2): {"knowledge": {"fingerprint": "cd34"}},
+    }
     (line, blank) = study.knowledge_lines("redkey-s23", trials)
     assert "bk-pref not recorded (an earlier machine) (seed 0)" in line
     assert "bk-pref `ab12` (seeds 1, 2)" in line and "bk-goal `cd34` (seed 2)" in line
@@ -57,26 +69,40 @@ def test_the_knowledge_a_run_used_is_read_from_its_knowledge_json(tmp_path):
     built.mkdir()
     (built / "model.pt").write_bytes(b"\x01")
     (built / DONE).write_text("{}")
-    (tmp_path / "knowledge.json").write_text(json.dumps({
-        "bk-code backend=oracle": {"path": str(gone), "fingerprint": "ab12",
-                                   "dataset_fingerprint": "ds01"},
-        "bk-pref backend=oracle": {"path": str(built)},  # recorded before fingerprints were
-        "bk-goal backend=oracle": {"path": str(gone)},  # the same, its cache not here
-    }))
+    (tmp_path / "knowledge.json").write_text(
+        json.dumps(
+            {
+                "bk-code backend=oracle": {
+                    "path": str(gone),
+                    "fingerprint": "ab12",
+                    "dataset_fingerprint": "ds01",
+                },
+                "bk-pref backend=oracle": {"path": str(built)},  # recorded before fingerprints were
+                "bk-goal backend=oracle": {"path": str(gone)},  # the same, its cache not here
+            }
+        )
+    )
     assert study.knowledge_used(tmp_path) == {
         "bk-code": {"fingerprint": "ab12", "dataset_fingerprint": "ds01"},
-        "bk-pref": {"fingerprint": artifact_fingerprint(built), "dataset_fingerprint": None}}
+        "bk-pref": {"fingerprint": artifact_fingerprint(built), "dataset_fingerprint": None},
+    }
 
 
 def test_a_trial_short_of_its_env_steps_is_refused_by_name(monkeypatch, tmp_path):
     from rl_bk import metrics as M
 
     def curves(label, seed, last):
-        return {"label": label, "seed": seed,
-                "progress": {M.ENV_STEPS: [None, 1024.0, last]}, "restored_from": []}
+        return {
+            "label": label,
+            "seed": seed,
+            "progress": {M.ENV_STEPS: [None, 1024.0, last]},
+            "restored_from": [],
+        }
 
-    found = [curves("ppo extrinsic_coeff=10.0", 0, 500_000.0),
-             curves("bk-code backend=oracle", 0, 500_594.0)]
+    found = [
+        curves("ppo extrinsic_coeff=10.0", 0, 500_000.0),
+        curves("bk-code backend=oracle", 0, 500_594.0),
+    ]
     monkeypatch.setattr("bench.study.trial_curves", lambda run_dir, extra=(): found)
     assert set(study.finished_trials(tmp_path, 500_000)) == {"ppo", "bk-code"}
     found.append(curves("bk-pref backend=oracle", 2, 499_000.0))
@@ -100,8 +126,15 @@ def _study(trials: dict, name: str, steps: int, ppo: list[float], **methods: lis
 
 def test_the_goal_counts_a_task_only_when_its_t_interval_is_above_zero():
     trials: dict = {}
-    _study(trials, "purpleball-s23", 500_000, [0.2, 0.2, 0.2], bk_code=[0.3, 0.3, 0.3],
-           bk_pref=[0.3, 0.3, 0.1], bk_goal=[0.21, 0.7, 0.8])
+    _study(
+        trials,
+        "purpleball-s23",
+        500_000,
+        [0.2, 0.2, 0.2],
+        bk_code=[0.3, 0.3, 0.3],
+        bk_pref=[0.3, 0.3, 0.1],
+        bk_goal=[0.21, 0.7, 0.8],
+    )
     _study(trials, "redkey-s23", 500_000, [0.2, 0.2], bk_code=[0.9, 0.9])  # seed 2 not in
     tally = study.goal_tally(trials)
     assert tally["bk-code"]["decided"] == ["purpleball-s23"]
@@ -112,7 +145,8 @@ def test_the_goal_counts_a_task_only_when_its_t_interval_is_above_zero():
     assert tally["bk-goal"]["above"] == []
     # one seed below ppo puts the interval's lower end below zero, though the mean is above
     assert tally["bk-pref"]["above"] == [] and tally["bk-pref"]["mean_above_zero"] == [
-        "purpleball-s23"]
+        "purpleball-s23"
+    ]
     assert {t["verdict"] for t in tally.values()} == {"open"}
     assert tally["bk-code"]["budget"] is None
 
@@ -121,8 +155,14 @@ def test_a_seed_that_ties_ppo_keeps_the_task_from_counting():
     # Both at the floor on one seed (both 0.0 greedy success, common on a hard task): the
     # interval's lower end is exactly zero, which is not above it.
     trials: dict = {}
-    _study(trials, "purpleball-s23", 500_000, [0.0, 0.2, 0.2], bk_code=[0.0, 0.4, 0.4],
-           bk_pref=[0.0, 0.2, 0.2])
+    _study(
+        trials,
+        "purpleball-s23",
+        500_000,
+        [0.0, 0.2, 0.2],
+        bk_code=[0.0, 0.4, 0.4],
+        bk_pref=[0.0, 0.2, 0.2],
+    )
     tally = study.goal_tally(trials)
     assert tally["bk-code"]["decided"] == ["purpleball-s23"] and tally["bk-code"]["above"] == []
     assert tally["bk-code"]["mean_above_zero"] == ["purpleball-s23"]
@@ -132,15 +172,28 @@ def test_a_seed_that_ties_ppo_keeps_the_task_from_counting():
 def test_the_goal_is_decided_when_it_can_no_longer_change():
     trials: dict = {}
     for i, name in enumerate(study.TRANSFER[:4]):  # above ppo on: bk-code 3, bk-pref none,
-        _study(trials, name, 500_000, [0.2] * 3,  # bk-goal the first only
-               bk_code=[0.5 if i < 3 else 0.1] * 3, bk_pref=[0.1] * 3,
-               bk_goal=[0.5 if i == 0 else 0.1] * 3)  # fmt: skip
+        _study(
+            trials,
+            name,
+            500_000,
+            [0.2] * 3,  # bk-goal the first only
+            bk_code=[0.5 if i < 3 else 0.1] * 3,
+            bk_pref=[0.1] * 3,
+            bk_goal=[0.5 if i == 0 else 0.1] * 3,
+        )
     tally = study.goal_tally(trials)
     assert tally["bk-code"]["verdict"] == "open"  # the 5M study is still to come
     assert tally["bk-pref"]["verdict"] == "not met"  # at most 2 of 6 now
     assert tally["bk-goal"]["verdict"] == "open"  # 3 of 6 still possible, just
-    _study(trials, study.BUDGET_STUDY, 5_000_000, [0.5] * 3, bk_code=[0.6] * 3,
-           bk_pref=[0.6] * 3, bk_goal=[0.4] * 3)
+    _study(
+        trials,
+        study.BUDGET_STUDY,
+        5_000_000,
+        [0.5] * 3,
+        bk_code=[0.6] * 3,
+        bk_pref=[0.6] * 3,
+        bk_goal=[0.4] * 3,
+    )
     tally = study.goal_tally(trials)
     assert tally["bk-code"]["verdict"] == "met" and tally["bk-code"]["budget"] is True
     assert tally["bk-pref"]["verdict"] == "not met"
@@ -153,8 +206,9 @@ def test_the_5m_study_is_decided_once_the_seeds_in_keep_it_below_whatever_comes(
     # The t interval's lower end with seeds still to come is searched over what they could
     # bring; a seed far below ppo keeps it under zero whatever they bring, a tie does not.
     trials: dict = {}
-    _study(trials, study.BUDGET_STUDY, 5_000_000, [0.9], bk_code=[0.9], bk_pref=[0.0],
-           bk_goal=[1.0])
+    _study(
+        trials, study.BUDGET_STUDY, 5_000_000, [0.9], bk_code=[0.9], bk_pref=[0.0], bk_goal=[1.0]
+    )
     tally = study.goal_tally(trials)
     assert tally["bk-pref"]["budget"] is False and tally["bk-pref"]["verdict"] == "not met"
     assert tally["bk-pref"]["budget_best_case"] < 0
@@ -207,9 +261,12 @@ def test_a_stored_curve_from_a_resumed_trial_is_cut_back_once_and_marked():
     # stopped after 80k, resumed from the checkpoint at 40k: the next report is ~61k again
     steps = [20_000, 40_000, 60_000, 80_000, 61_000, 81_000, 101_000]
     greedy = [0.1, 0.2, 0.9, 0.9, 0.3, 0.4, 0.5]
-    trials = {study.trial_id("redkey-s23", "ppo", 1): {
-        "run_dir": "bench/runs/not-on-this-machine",
-        "progress": {M.ENV_STEPS: steps, M.EVAL_SUCCESS_RATE: greedy}}}
+    trials = {
+        study.trial_id("redkey-s23", "ppo", 1): {
+            "run_dir": "bench/runs/not-on-this-machine",
+            "progress": {M.ENV_STEPS: steps, M.EVAL_SUCCESS_RATE: greedy},
+        }
+    }
     (line,) = study.drop_superseded_reports(trials)
     assert line == "redkey-s23/ppo/1: stored curve cut back by env steps: run folder not here"
     kept = trials[study.trial_id("redkey-s23", "ppo", 1)]["progress"]
@@ -238,10 +295,16 @@ def test_a_resumed_trial_whose_run_folder_is_here_is_read_again_from_it(monkeypa
 
     monkeypatch.setattr(study, "finished_trials", finished_trials)
     key = study.trial_id("purplekey-s25", "bk-goal", 2)
-    trials = {key: {"run_dir": str(tmp_path), "progress": {
-        M.ENV_STEPS: [20_000, 40_000, 60_000, 41_000], M.EVAL_SUCCESS_RATE: [0.1] * 4}}}
-    assert study.drop_superseded_reports(trials) == [
-        f"{key}: curve read again from its run folder"]
+    trials = {
+        key: {
+            "run_dir": str(tmp_path),
+            "progress": {
+                M.ENV_STEPS: [20_000, 40_000, 60_000, 41_000],
+                M.EVAL_SUCCESS_RATE: [0.1] * 4,
+            },
+        }
+    }
+    assert study.drop_superseded_reports(trials) == [f"{key}: curve read again from its run folder"]
     assert read == [(tmp_path, 500_000)]  # checked against the study's own env steps
     assert trials[key]["progress"] == fresh and trials[key]["restored_from"] == [40_000.0]
 
@@ -255,10 +318,12 @@ def test_where_each_trial_went_on_from_is_read_once_per_run_folder(monkeypatch, 
 
     monkeypatch.setattr(study, "finished_trials", finished_trials)
     pair = {"run_dir": str(tmp_path)}
-    trials = {study.trial_id("redkey-s28", "ppo", 0): dict(pair),
-              study.trial_id("redkey-s28", "bk-code", 0): dict(pair),
-              study.trial_id("redkey-s28", "bk-pref", 0): {**pair, "restored_from": []},
-              study.trial_id("redkey-s28", "bk-goal", 0): {"run_dir": str(tmp_path / "gone")}}
+    trials = {
+        study.trial_id("redkey-s28", "ppo", 0): dict(pair),
+        study.trial_id("redkey-s28", "bk-code", 0): dict(pair),
+        study.trial_id("redkey-s28", "bk-pref", 0): {**pair, "restored_from": []},
+        study.trial_id("redkey-s28", "bk-goal", 0): {"run_dir": str(tmp_path / "gone")},
+    }
     assert study.note_restores(trials) == ["redkey-s28/bk-code/0"]
     assert read == [(tmp_path, 500_000)]  # the pair's folder read once, for both trials
     assert trials["redkey-s28/bk-code/0"]["restored_from"] == [40_960.0]
@@ -269,8 +334,7 @@ def test_where_each_trial_went_on_from_is_read_once_per_run_folder(monkeypatch, 
 def test_what_the_goal_can_detect_uses_the_spread_of_complete_transfer_tasks_only():
     trials: dict = {}
     # bk-code minus ppo: 0.1, 0.2, 0.3 (deviations −0.1, 0, +0.1); bk-pref: 0, 0, 0
-    _study(trials, "purpleball-s23", 500_000, [0.2] * 3, bk_code=[0.3, 0.4, 0.5],
-           bk_pref=[0.2] * 3)
+    _study(trials, "purpleball-s23", 500_000, [0.2] * 3, bk_code=[0.3, 0.4, 0.5], bk_pref=[0.2] * 3)
     _study(trials, "redkey-s23", 500_000, [0.2] * 2, bk_code=[0.9, 0.1])  # seed 2 not in
     _study(trials, study.BUDGET_STUDY, 5_000_000, [0.2] * 3, bk_code=[0.9, 0.1, 0.5])
     text = " ".join(study.detection_lines(trials))
@@ -289,30 +353,46 @@ def _trial(label: str, greedy: list[float], sampled: list[float], training: list
     """Evaluated every 20k env steps up to 100k."""
     from rl_bk import metrics as M
 
-    return {"label": label, "progress": {
-        M.ENV_STEPS: [20_000, 40_000, 60_000, 80_000, 100_000], M.EVAL_SUCCESS_RATE: greedy,
-        M.EVAL_SAMPLED_SUCCESS_RATE: sampled, M.SUCCESS_RATE: training}}
+    return {
+        "label": label,
+        "progress": {
+            M.ENV_STEPS: [20_000, 40_000, 60_000, 80_000, 100_000],
+            M.EVAL_SUCCESS_RATE: greedy,
+            M.EVAL_SAMPLED_SUCCESS_RATE: sampled,
+            M.SUCCESS_RATE: training,
+        },
+    }
 
 
 def test_a_study_table_reads_each_measure_at_its_budgets_and_pairs_bk_with_ppo_by_seed():
     ppo, code = "ppo extrinsic_coeff=10.0", "bk-code backend=oracle"
     trials = {
-        study.trial_id("redkey-s28", "ppo", 0): _trial(ppo, [0.0, 0.2, 0.4, 0.6, 0.8],
-                                                     [0.5] * 5, [0.6] * 5),
+        study.trial_id("redkey-s28", "ppo", 0): _trial(
+            ppo, [0.0, 0.2, 0.4, 0.6, 0.8], [0.5] * 5, [0.6] * 5
+        ),
         study.trial_id("redkey-s28", "ppo", 1): _trial(ppo, [0.2] * 5, [0.5] * 5, [0.6] * 5),
-        study.trial_id("redkey-s28", "bk-code", 0): _trial(code, [0.2, 0.4, 0.9, 0.9, 1.0],
-                                                           [0.7] * 5, [0.6] * 5),
-        study.trial_id("redkey-s28", "bk-code", 1): _trial(code, [0.2, 0.2, 0.2, 0.2, 0.3],
-                                                           [0.5] * 5, [0.4] * 5)}
+        study.trial_id("redkey-s28", "bk-code", 0): _trial(
+            code, [0.2, 0.4, 0.9, 0.9, 1.0], [0.7] * 5, [0.6] * 5
+        ),
+        study.trial_id("redkey-s28", "bk-code", 1): _trial(
+            code, [0.2, 0.2, 0.2, 0.2, 0.3], [0.5] * 5, [0.4] * 5
+        ),
+    }
     lines = study.study_lines("redkey-s28", 100_000, [60_000, 100_000], trials)
     assert lines[0] == "### redkey-s28 (100,000 env steps)"
-    assert lines[2] == ("| variant | seeds | greedy area | sampled area | training area | "
-                        "greedy @60k | greedy @100k | greedy steps to 0.9 |")
+    assert lines[2] == (
+        "| variant | seeds | greedy area | sampled area | training area | "
+        "greedy @60k | greedy @100k | greedy steps to 0.9 |"
+    )
     # greedy areas: ppo 2.0/5 = 0.40 and 1.0/5 = 0.20; bk-code 3.4/5 = 0.68 and 1.1/5 = 0.22
-    assert lines[4] == ("| ppo extrinsic_coeff=10.0 | 2 | 0.30 ± 0.14 | 0.50 ± 0.00 | "
-                        "0.60 ± 0.00 | 0.30 ± 0.14 | 0.50 ± 0.42 | never, never |")
-    assert lines[5] == ("| bk-code backend=oracle | 2 | 0.45 ± 0.33 | 0.60 ± 0.14 | "
-                        "0.50 ± 0.14 | 0.55 ± 0.49 | 0.65 ± 0.49 | 60k, never |")
+    assert lines[4] == (
+        "| ppo extrinsic_coeff=10.0 | 2 | 0.30 ± 0.14 | 0.50 ± 0.00 | "
+        "0.60 ± 0.00 | 0.30 ± 0.14 | 0.50 ± 0.42 | never, never |"
+    )
+    assert lines[5] == (
+        "| bk-code backend=oracle | 2 | 0.45 ± 0.33 | 0.60 ± 0.14 | "
+        "0.50 ± 0.14 | 0.55 ± 0.49 | 0.65 ± 0.49 | 60k, never |"
+    )
     paired = {line.split(" | ")[1]: line for line in lines if line.startswith("| bk-code |")}
     # seed by seed: 0.68 − 0.40 and 0.22 − 0.20; the t interval at 1 degree of freedom is
     # mean ± 12.706 × half their distance
@@ -322,22 +402,36 @@ def test_a_study_table_reads_each_measure_at_its_budgets_and_pairs_bk_with_ppo_b
     # no paired table without ppo or without a bk-*; a study with no trial is not run yet
     for method in ("ppo", "bk-code"):
         alone = {k: v for k, v in trials.items() if f"/{method}/" in k}
-        assert not [x for x in study.study_lines("redkey-s28", 100_000, [100_000], alone)
-                    if x.startswith("Paired")]
+        assert not [
+            x
+            for x in study.study_lines("redkey-s28", 100_000, [100_000], alone)
+            if x.startswith("Paired")
+        ]
     assert study.study_lines("purplekey-s30", 500_000, [500_000], trials)[2] == "Not run yet."
 
 
 def _fake_row(method: str, seed: int) -> dict:
-    return {"run": "somewhere", "checkpoint": "checkpoint_000199", "env_steps": 5_000_000,
-            "variant": {"method": method, "params": {}}, "seed": seed, "episodes": 200,
-            "target_in_view_at_reset": 24, "greedy_success": 0.8, "sampled_success": 0.97,
-            "greedy_failed": 40, "greedy_failed_looped": 40,
-            "greedy_failed_never_saw_target": 30, "sampled_failed": 6,
-            "sampled_failed_never_saw_target": 5}  # fmt: skip
+    return {
+        "run": "somewhere",
+        "checkpoint": "checkpoint_000199",
+        "env_steps": 5_000_000,
+        "variant": {"method": method, "params": {}},
+        "seed": seed,
+        "episodes": 200,
+        "target_in_view_at_reset": 24,
+        "greedy_success": 0.8,
+        "sampled_success": 0.97,
+        "greedy_failed": 40,
+        "greedy_failed_looped": 40,
+        "greedy_failed_never_saw_target": 30,
+        "sampled_failed": 6,
+        "sampled_failed_never_saw_target": 5,
+    }
 
 
 def test_a_pairs_trials_are_checked_for_greedy_loops_and_a_failed_check_does_not_stop_the_study(
-        tmp_path, monkeypatch, capsys):  # fmt: skip
+    tmp_path, monkeypatch, capsys
+):
     from bench import greedy_loops
 
     run_dir = tmp_path / "0-bk-pref+bk-goal"
@@ -359,8 +453,9 @@ def test_a_pairs_trials_are_checked_for_greedy_loops_and_a_failed_check_does_not
     rows = json.loads(stem.with_suffix(".json").read_text())
     assert set(rows) == {"redball-s20-5m/bk-pref/0", "redball-s20-5m/bk-goal/0"}
     table = stem.with_suffix(".md").read_text()
-    assert ("| bk-pref seed=0 | checkpoint_000199 (5,000,000) | 24 of 200 | 0.80 | 0.97 | 40 |"
-            in table)
+    assert (
+        "| bk-pref seed=0 | checkpoint_000199 (5,000,000) | 24 of 200 | 0.80 | 0.97 | 40 |" in table
+    )
 
     def broken_check_run(folder, episodes):
         raise RuntimeError("no such module")
@@ -378,11 +473,13 @@ def test_a_pairs_trials_are_checked_for_greedy_loops_and_a_failed_check_does_not
 def test_only_finished_trials_of_diagnosed_studies_still_here_and_unchecked_are_checked(tmp_path):
     here, gone = tmp_path / "here", tmp_path / "gone"
     here.mkdir()
-    trials = {"redball-s20-5m/ppo/1": {"run_dir": str(here)},
-              "redball-s20-5m/bk-code/1": {"run_dir": str(here)},
-              "redball-s20-5m/ppo/0": {"run_dir": str(gone)},  # an earlier machine's
-              "redball-s20-5m/bk-pref/0": {"run_dir": str(here)},  # already checked
-              "redkey-s28/ppo/0": {"run_dir": str(here)}}  # not a diagnosed study
+    trials = {
+        "redball-s20-5m/ppo/1": {"run_dir": str(here)},
+        "redball-s20-5m/bk-code/1": {"run_dir": str(here)},
+        "redball-s20-5m/ppo/0": {"run_dir": str(gone)},  # an earlier machine's
+        "redball-s20-5m/bk-pref/0": {"run_dir": str(here)},  # already checked
+        "redkey-s28/ppo/0": {"run_dir": str(here)},
+    }  # not a diagnosed study
     stem = tmp_path / "loops"
     stem.with_suffix(".json").write_text(json.dumps({"redball-s20-5m/bk-pref/0": {}}))
     assert study.undiagnosed_runs(trials, stem) == [("redball-s20-5m", here)]

@@ -84,11 +84,13 @@ def test_bk_success_count_from_mean_return_and_length():
     # 10 of 50 episodes succeed in 100 steps each, 40 run out at 400 steps.
     ret = 10 * (1 - 0.9 * 100 / 400) / 50
     length = (10 * 100 + 40 * 400) / 50
-    console = ("[INFO] x: \nStep 21504 stats\n========================================\n"
-               f"eval/episodic_length            {length:.4f}\n"
-               f"eval/episodic_return              {ret:.4f}\n"
-               "learner/SPS                      512.0000\n"
-               "========================================\n")  # fmt: skip
+    console = (
+        "[INFO] x: \nStep 21504 stats\n========================================\n"
+        f"eval/episodic_length            {length:.4f}\n"
+        f"eval/episodic_return              {ret:.4f}\n"
+        "learner/SPS                      512.0000\n"
+        "========================================\n"
+    )
     (e,) = check.parse_bk_console(console)
     assert e["env_steps"] == 21504 and e["success"] == 0.2 and e["sps"] == 512.0
     assert e["success_residual"] < 0.05

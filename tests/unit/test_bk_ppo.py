@@ -28,8 +28,12 @@ def test_value_clip_by_hand():
     # unclipped (1 - 2)^2 = 1, clipped (0.6 - 2)^2 = 1.96: the larger, halved: 0.98.
     # Row 1: new 0.0, old 0.5, target 0: unclipped 0, clipped (0.4 - 0)^2 = 0.16 -> 0.08.
     # Row 2: a change inside the clip: both errors are (0.55 - 1)^2 = 0.2025 -> 0.10125.
-    loss = cleanrl_value_loss(torch.tensor([1.0, 0.0, 0.55]), torch.tensor([0.5, 0.5, 0.5]),
-                              torch.tensor([2.0, 0.0, 1.0]), clip=0.1)  # fmt: skip
+    loss = cleanrl_value_loss(
+        torch.tensor([1.0, 0.0, 0.55]),
+        torch.tensor([0.5, 0.5, 0.5]),
+        torch.tensor([2.0, 0.0, 1.0]),
+        clip=0.1,
+    )
     assert loss.tolist() == pytest.approx([0.98, 0.08, 0.10125])
 
 
@@ -43,11 +47,12 @@ def test_minibatch_normalisation_uses_the_real_rows_only():
 
 
 def bk_config(**training):
-    return (BasePPOConfig()
-            .environment(observation_space=OBS, action_space=ACTIONS)
-            .rl_module(rl_module_spec=RLModuleSpec(module_class=GridConvPPOModule))
-            .training(clip_param=0.1, vf_loss_coeff=0.5, entropy_coeff=0.01,
-                      **training))  # fmt: skip
+    return (
+        BasePPOConfig()
+        .environment(observation_space=OBS, action_space=ACTIONS)
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=GridConvPPOModule))
+        .training(clip_param=0.1, vf_loss_coeff=0.5, entropy_coeff=0.01, **training)
+    )
 
 
 def tiny_batch(module, n=6, seed=0):
@@ -62,12 +67,15 @@ def tiny_batch(module, n=6, seed=0):
     logp = torch.log_softmax(logits, -1).gather(1, actions[:, None]).squeeze(1)
     logp = logp + torch.linspace(-0.3, 0.3, n)
     return {
-        Columns.OBS: obs, Columns.ACTIONS: actions, Columns.ACTION_LOGP: logp,
-        Columns.ACTION_DIST_INPUTS: logits, Columns.VF_PREDS: old_values + 0.05,
+        Columns.OBS: obs,
+        Columns.ACTIONS: actions,
+        Columns.ACTION_LOGP: logp,
+        Columns.ACTION_DIST_INPUTS: logits,
+        Columns.VF_PREDS: old_values + 0.05,
         Columns.LOSS_MASK: torch.tensor([True] * (n - 1) + [False]),
         Postprocessing.ADVANTAGES: torch.tensor([1.0, -2.0, 0.5, 3.0, -1.0, 9.0][:n]),
         Postprocessing.VALUE_TARGETS: torch.tensor([0.3, -0.2, 1.5, 0.0, 0.1, 5.0][:n]),
-    }  # fmt: skip
+    }
 
 
 def loss_on_tiny_batch(learner, edit_batch=lambda batch: None):
@@ -77,8 +85,9 @@ def loss_on_tiny_batch(learner, edit_batch=lambda batch: None):
     batch = tiny_batch(module)
     edit_batch(batch)
     fwd = module.forward_train(batch)
-    loss = learner.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=learner.config,
-                                           batch=batch, fwd_out=fwd)  # fmt: skip
+    loss = learner.compute_loss_for_module(
+        module_id=DEFAULT_MODULE_ID, config=learner.config, batch=batch, fwd_out=fwd
+    )
     return loss, module, batch, fwd
 
 
@@ -119,8 +128,9 @@ def test_rllib_loss_is_unchanged_by_default():
     ret = batch[Postprocessing.VALUE_TARGETS][real]
     cleanrl = bk_config(value_loss="cleanrl").build_learner()
     cleanrl.module[DEFAULT_MODULE_ID].unwrapped().load_state_dict(module.state_dict())
-    other = cleanrl.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=cleanrl.config,
-                                            batch=batch, fwd_out=fwd)  # fmt: skip
+    other = cleanrl.compute_loss_for_module(
+        module_id=DEFAULT_MODULE_ID, config=cleanrl.config, batch=batch, fwd_out=fwd
+    )
     v_old = batch[Columns.VF_PREDS][real]
     v_clipped = v_old + torch.clamp(v - v_old, -0.1, 0.1)
     rllib_v = ((v - ret) ** 2).mean()
@@ -160,8 +170,12 @@ def test_cleanrl_value_loss_refuses_a_batch_without_sampled_values():
     batch = tiny_batch(module)
     del batch[Columns.VF_PREDS]
     with pytest.raises(ValueError, match="VF_PREDS"):
-        learner.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=learner.config,
-                                        batch=batch, fwd_out=module.forward_train(batch))
+        learner.compute_loss_for_module(
+            module_id=DEFAULT_MODULE_ID,
+            config=learner.config,
+            batch=batch,
+            fwd_out=module.forward_train(batch),
+        )
 
 
 def test_conv_network_shapes_and_shared_torso():
@@ -174,7 +188,10 @@ def test_conv_network_shapes_and_shared_torso():
     assert intrinsic.shape == (3,)
     convs = [m for m in module.torso if isinstance(m, torch.nn.Conv2d)]
     assert [(c.in_channels, c.out_channels, c.kernel_size) for c in convs] == [
-        (3, 32, (3, 3)), (32, 64, (3, 3)), (64, 64, (3, 3))]
+        (3, 32, (3, 3)),
+        (32, 64, (3, 3)),
+        (64, 64, (3, 3)),
+    ]
     assert module.torso[-1].in_features == 64 * 7 * 7 and module.torso[-1].out_features == 512
     # One torso: policy and values share it (BK's IntrinsicAgent), so a value loss moves it.
     module.compute_values({Columns.OBS: torch.rand(4, OBS.shape[0])}).sum().backward()
@@ -195,25 +212,38 @@ def test_view_is_decoded_as_bk_scales_it():
 
 def test_conv_network_refuses_an_observation_without_the_view():
     with pytest.raises(ValueError, match="7x7x3 view"):
-        GridConvPPOModule(observation_space=gym.spaces.Box(0, 1, (10,), np.float32),
-                          action_space=ACTIONS, model_config={})  # fmt: skip
+        GridConvPPOModule(
+            observation_space=gym.spaces.Box(0, 1, (10,), np.float32),
+            action_space=ACTIONS,
+            model_config={},
+        )
 
 
 def episode(truncated=False, terminated=False):
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-    return SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[0.0, 0.0],
-                              infos=[{}, {}, {}], truncated=truncated, terminated=terminated,
-                              len_lookback_buffer=0)  # fmt: skip
+    return SingleAgentEpisode(
+        observations=[0, 1, 2],
+        actions=[0, 1],
+        rewards=[0.0, 0.0],
+        infos=[{}, {}, {}],
+        truncated=truncated,
+        terminated=terminated,
+        len_lookback_buffer=0,
+    )
 
 
 def test_time_limit_ends_the_episode_for_the_learner_only_when_the_env_cut_it():
     from rl_bk.connectors.learner.time_limits import TimeLimitAsTermination
 
-    cut_by_limit, mid_chunk, reached_goal = episode(truncated=True), episode(), episode(
-        terminated=True)
-    TimeLimitAsTermination()(rl_module=None, batch={},
-                             episodes=[cut_by_limit, mid_chunk, reached_goal])  # fmt: skip
+    cut_by_limit, mid_chunk, reached_goal = (
+        episode(truncated=True),
+        episode(),
+        episode(terminated=True),
+    )
+    TimeLimitAsTermination()(
+        rl_module=None, batch={}, episodes=[cut_by_limit, mid_chunk, reached_goal]
+    )
     assert cut_by_limit.is_terminated and not cut_by_limit.is_truncated
     assert not mid_chunk.is_done  # a chunk boundary keeps its bootstrap
     assert reached_goal.is_terminated and not reached_goal.is_truncated

@@ -16,6 +16,7 @@ from rl_bk.knowledge.numerics import PINNED, pin_build_numerics, ray_runtime_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
+
 def train_weights(pinned: bool) -> dict:
     """The digest of the weights after a few Adam steps, and the numerics they ran on."""
     import hashlib
@@ -27,9 +28,15 @@ def train_weights(pinned: bool) -> dict:
 
     torch.manual_seed(0)
     net = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.Conv2d(16, 32, 3), torch.nn.ReLU(),
-        torch.nn.Flatten(), torch.nn.Linear(32 * 3 * 3, 64), torch.nn.Tanh(),
-        torch.nn.Linear(64, 7))  # fmt: skip
+        torch.nn.Conv2d(3, 16, 3),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 32, 3),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(32 * 3 * 3, 64),
+        torch.nn.Tanh(),
+        torch.nn.Linear(64, 7),
+    )
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     x, y = torch.randn(128, 3, 7, 7), torch.randint(0, 7, (128,))
     with one_torch_thread() if pinned else nullcontext():
@@ -54,8 +61,9 @@ def train(mode: str, **machine: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in PINNED}
     env.update(machine)
     code = f"from tests.unit.test_build_numerics import _main; _main({mode!r})"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 

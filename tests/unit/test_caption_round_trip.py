@@ -59,8 +59,11 @@ def test_crafter_inventory_and_facing_parse_back(style):
     held_any = faced_any = False
     for _ in range(200):
         s = parse_crafter_caption(info["caption"])
-        held = {k: n for k, n in info["inventory"].items()
-                if k not in ("health", "food", "drink", "energy") and n > 0}  # fmt: skip
+        held = {
+            k: n
+            for k, n in info["inventory"].items()
+            if k not in ("health", "food", "drink", "energy") and n > 0
+        }
         if style == "smartplay":  # counts and vitals are in the caption
             assert s.inventory == held, info["caption"]
             low = {v for v in ("health", "food", "drink", "energy") if info["inventory"][v] <= 4}

@@ -31,8 +31,11 @@ def biased_judge(bias: float, signal: float = 1.0):
         text = messages[-1]["content"]
         shown_a = text.split("Segment A:")[1].split("Segment B:")[0]
         a_is_good = "red ball" in shown_a
-        return {"A": bias + (signal if a_is_good else 0.0),
-                "B": 0.0 if a_is_good else signal, "tie": -5.0}  # fmt: skip
+        return {
+            "A": bias + (signal if a_is_good else 0.0),
+            "B": 0.0 if a_is_good else signal,
+            "tie": -5.0,
+        }
 
     return scores
 
@@ -112,9 +115,12 @@ def test_helpful_from_token_scores_through_the_backend():
         return {"yes": 0.0 if shows_gold else -3.0, "no": -1.0}
 
     backend = LLMBackend(FakeGenerator(answer_scores=scores), "fake-llm")
-    labels = backend.label("helpful", [
-        HelpfulRequest(caption="5 gold pieces.", task="score", env="nethack"),
-        HelpfulRequest(caption="It's a wall.", task="score", env="nethack"),
-    ])  # fmt: skip
+    labels = backend.label(
+        "helpful",
+        [
+            HelpfulRequest(caption="5 gold pieces.", task="score", env="nethack"),
+            HelpfulRequest(caption="It's a wall.", task="score", env="nethack"),
+        ],
+    )
     assert [lab.helpful for lab in labels] == [True, False]
     assert labels[0].p_yes == pytest.approx(1 / (1 + math.exp(-1.0)), abs=1e-5)

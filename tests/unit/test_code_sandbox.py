@@ -85,14 +85,18 @@ def test_ordinary_idioms_work(sandbox):
     assert run(sandbox, IDIOMS, [[[{"caption": "x", "action": None}]]]) == [5.0]
 
 
-@pytest.mark.parametrize("code, words", [
-    (body("open(PATH, 'w').write('x')"), ["open", "for writing", "may not touch files"]),
-    (body("open(PATH, 'a')"), ["for writing"]),
-    (body(f"{ESCAPE}.__init__.__globals__['open'](PATH, 0o101)"), ["for writing"]),
-    (body(f"{ESCAPE}.__init__.__globals__['remove']('/tmp')"), ["os.remove", "touch files"]),
-    (body("len(open('/etc/passwd').read())"), ["'/etc/passwd' for reading", "touch files"]),
-    (body(f"{ESCAPE}.__init__.__globals__['listdir']('/')"), ["os.listdir"]),
-], ids=["write", "append", "os-open-write", "remove", "read-etc-passwd", "listdir"])  # fmt: skip
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        (body("open(PATH, 'w').write('x')"), ["open", "for writing", "may not touch files"]),
+        (body("open(PATH, 'a')"), ["for writing"]),
+        (body(f"{ESCAPE}.__init__.__globals__['open'](PATH, 0o101)"), ["for writing"]),
+        (body(f"{ESCAPE}.__init__.__globals__['remove']('/tmp')"), ["os.remove", "touch files"]),
+        (body("len(open('/etc/passwd').read())"), ["'/etc/passwd' for reading", "touch files"]),
+        (body(f"{ESCAPE}.__init__.__globals__['listdir']('/')"), ["os.listdir"]),
+    ],
+    ids=["write", "append", "os-open-write", "remove", "read-etc-passwd", "listdir"],
+)
 def test_files_are_refused(sandbox, code, words):
     path = f"/tmp/rlbk-sandbox-{uuid.uuid4().hex}"
     with pytest.raises(SandboxRefusal) as e:
@@ -103,12 +107,23 @@ def test_files_are_refused(sandbox, code, words):
     still_works(sandbox)
 
 
-@pytest.mark.parametrize("code, words", [
-    (body("import socket", "socket.create_connection(('example.com', 80))"),
-     ["import 'socket'"]),
-    (body(f"s = {ESCAPE}.__init__.__globals__['__builtins__']['__import__']('socket')",
-          "s.socket().connect(('127.0.0.1', 9))"), ["import 'socket'"]),
-], ids=["import-socket", "socket-via-escape"])  # fmt: skip
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        (
+            body("import socket", "socket.create_connection(('example.com', 80))"),
+            ["import 'socket'"],
+        ),
+        (
+            body(
+                f"s = {ESCAPE}.__init__.__globals__['__builtins__']['__import__']('socket')",
+                "s.socket().connect(('127.0.0.1', 9))",
+            ),
+            ["import 'socket'"],
+        ),
+    ],
+    ids=["import-socket", "socket-via-escape"],
+)
 def test_the_network_is_refused(sandbox, code, words):
     with pytest.raises(SandboxRefusal) as e:
         run(sandbox, code)
@@ -117,18 +132,33 @@ def test_the_network_is_refused(sandbox, code, words):
     still_works(sandbox)
 
 
-@pytest.mark.parametrize("code, words", [
-    (body("import subprocess", "subprocess.run(['touch', PATH])"), ["import 'subprocess'"]),
-    (body(f"{ESCAPE}.__init__.__globals__['system']('touch ' + PATH)"),
-     ["start a program (os.system", "may not run programs"]),
-    (body(f"g = {ESCAPE}.__init__.__globals__",
-          "g['posix_spawn']('/usr/bin/touch', ['touch', PATH], {})"), ["os.posix_spawn"]),
-    (body(f"{ESCAPE}.__init__.__globals__['fork']()"), ["os.fork"]),
-    (body(f"g = {ESCAPE}.__init__.__globals__", "g['execv']('/usr/bin/touch', ['t', PATH])"),
-     ["os.exec"]),
-    (body(f"g = {ESCAPE}.__init__.__globals__", "g['kill'](g['getppid'](), 9)"),
-     ["signal a process"]),
-], ids=["subprocess", "os-system", "posix-spawn", "fork", "exec", "kill-parent"])  # fmt: skip
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        (body("import subprocess", "subprocess.run(['touch', PATH])"), ["import 'subprocess'"]),
+        (
+            body(f"{ESCAPE}.__init__.__globals__['system']('touch ' + PATH)"),
+            ["start a program (os.system", "may not run programs"],
+        ),
+        (
+            body(
+                f"g = {ESCAPE}.__init__.__globals__",
+                "g['posix_spawn']('/usr/bin/touch', ['touch', PATH], {})",
+            ),
+            ["os.posix_spawn"],
+        ),
+        (body(f"{ESCAPE}.__init__.__globals__['fork']()"), ["os.fork"]),
+        (
+            body(f"g = {ESCAPE}.__init__.__globals__", "g['execv']('/usr/bin/touch', ['t', PATH])"),
+            ["os.exec"],
+        ),
+        (
+            body(f"g = {ESCAPE}.__init__.__globals__", "g['kill'](g['getppid'](), 9)"),
+            ["signal a process"],
+        ),
+    ],
+    ids=["subprocess", "os-system", "posix-spawn", "fork", "exec", "kill-parent"],
+)
 def test_programs_are_refused(sandbox, code, words):
     path = f"/tmp/rlbk-sandbox-{uuid.uuid4().hex}"
     with pytest.raises(SandboxRefusal) as e:
@@ -139,19 +169,36 @@ def test_programs_are_refused(sandbox, code, words):
     still_works(sandbox)
 
 
-@pytest.mark.parametrize("code, words", [
-    ("import os\ndef f():\n    return 1.0\n", ["import 'os'", "may only import", "numpy"]),
-    (body("__import__('os')"), ["import 'os'"]),
-    (body("import importlib", "importlib.import_module('os')"), ["import 'importlib'"]),
-    (body("from importlib import import_module"), ["import 'importlib'"]),
-    (body("from . import x"), ["import"]),
-    (body("import numpy.ctypeslib"), ["import 'numpy.ctypeslib'"]),
-    (body("c = [c for c in ().__class__.__base__.__subclasses__() "
-          "if c.__name__ == 'BuiltinImporter'][0]", "c.load_module('gc').get_objects()"),
-     ["gc.get_objects", "plain Python"]),
-    (body("import numpy", "numpy.ctypeslib.as_array"), ["import 'numpy.ctypeslib'"]),
-], ids=["import-os", "dunder-import", "importlib", "from-importlib", "relative",
-      "numpy-ctypeslib", "gc-via-importer", "numpy-attribute"])  # fmt: skip
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        ("import os\ndef f():\n    return 1.0\n", ["import 'os'", "may only import", "numpy"]),
+        (body("__import__('os')"), ["import 'os'"]),
+        (body("import importlib", "importlib.import_module('os')"), ["import 'importlib'"]),
+        (body("from importlib import import_module"), ["import 'importlib'"]),
+        (body("from . import x"), ["import"]),
+        (body("import numpy.ctypeslib"), ["import 'numpy.ctypeslib'"]),
+        (
+            body(
+                "c = [c for c in ().__class__.__base__.__subclasses__() "
+                "if c.__name__ == 'BuiltinImporter'][0]",
+                "c.load_module('gc').get_objects()",
+            ),
+            ["gc.get_objects", "plain Python"],
+        ),
+        (body("import numpy", "numpy.ctypeslib.as_array"), ["import 'numpy.ctypeslib'"]),
+    ],
+    ids=[
+        "import-os",
+        "dunder-import",
+        "importlib",
+        "from-importlib",
+        "relative",
+        "numpy-ctypeslib",
+        "gc-via-importer",
+        "numpy-attribute",
+    ],
+)
 def test_disallowed_imports_are_refused(sandbox, code, words):
     with pytest.raises(SandboxRefusal) as e:
         run(sandbox, code)
@@ -173,22 +220,30 @@ def test_an_infinite_loop_times_out_and_the_sandbox_recovers(sandbox):
     still_works(sandbox)
 
 
-@pytest.mark.parametrize("code", [
-    body("x = bytearray(10**10)"),
-    body("x = []", "while True:", "    x.append([0] * 1000000)"),  # 8 MB a step: fast when busy
-], ids=["bytearray", "growing-list"])  # fmt: skip
+@pytest.mark.parametrize(
+    "code",
+    [
+        body("x = bytearray(10**10)"),
+        body("x = []", "while True:", "    x.append([0] * 1000000)"),  # 8 MB a step: fast when busy
+    ],
+    ids=["bytearray", "growing-list"],
+)
 def test_memory_bombs_hit_the_memory_limit(sandbox, code):
     with pytest.raises(SandboxMemoryError, match="256 MB memory limit"):
         run(sandbox, code)
     still_works(sandbox)
 
 
-@pytest.mark.parametrize("code, words", [
-    ("def f():\n    return float('nan')\n", ["returned nan", "finite float"]),
-    ("def f():\n    return 'high'\n", ["returned a str"]),
-    ("def f():\n    return (1.0, {})\n", ["returned a tuple"]),
-    ("def f():\n    return None\n", ["returned a NoneType"]),
-], ids=["nan", "str", "tuple", "none"])  # fmt: skip
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        ("def f():\n    return float('nan')\n", ["returned nan", "finite float"]),
+        ("def f():\n    return 'high'\n", ["returned a str"]),
+        ("def f():\n    return (1.0, {})\n", ["returned a tuple"]),
+        ("def f():\n    return None\n", ["returned a NoneType"]),
+    ],
+    ids=["nan", "str", "tuple", "none"],
+)
 def test_results_must_be_finite_floats(sandbox, code, words):
     with pytest.raises(CodeError) as e:
         run(sandbox, code)
@@ -211,11 +266,15 @@ def test_an_exception_in_the_code_comes_back_with_a_readable_traceback(sandbox):
     assert sandbox.call_many([[[{"captions": 2.0}]]]) == [2.0]  # same worker, still loaded
 
 
-@pytest.mark.parametrize("code, words", [
-    ("def f(:\n    return 1.0\n", ["does not compile", "SyntaxError"]),
-    ("def g():\n    return 1.0\n", ["no function named 'f'", "it defines: g"]),
-    ("raise ValueError('boom')\n", ["raised while being defined", "boom"]),
-], ids=["syntax", "missing", "raises"])  # fmt: skip
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        ("def f(:\n    return 1.0\n", ["does not compile", "SyntaxError"]),
+        ("def g():\n    return 1.0\n", ["no function named 'f'", "it defines: g"]),
+        ("raise ValueError('boom')\n", ["raised while being defined", "boom"]),
+    ],
+    ids=["syntax", "missing", "raises"],
+)
 def test_broken_definitions_are_definition_errors(sandbox, code, words):
     with pytest.raises(CodeDefinitionError) as e:
         sandbox.load(code, "f")

@@ -28,9 +28,13 @@ GOOD = f"{SIGNATURE}:\n    return 0.1 * len(window[-1]['caption'])\n"
 
 def chunk(captions: list[str], actions: list[int] | None = None, eid: str = "e") -> Chunk:
     n = len(captions) - 1
-    return Chunk(np.zeros((n + 1, 2), np.float32), captions,
-                 np.asarray(actions if actions is not None else [2] * n), mission=MISSION,
-                 episode_id=eid)  # fmt: skip
+    return Chunk(
+        np.zeros((n + 1, 2), np.float32),
+        captions,
+        np.asarray(actions if actions is not None else [2] * n),
+        mission=MISSION,
+        episode_id=eid,
+    )
 
 
 def toward_red_ball(eid: str = "a") -> Chunk:
@@ -42,9 +46,14 @@ def toward_red_ball(eid: str = "a") -> Chunk:
 
 
 def wandering(eid: str = "b") -> Chunk:
-    caps = ["You see a wall 2 steps left.", "You see a wall 1 step forward.",
-            "You see nothing in front.", "You see a blue key 3 steps forward.",
-            "You see a wall 1 step forward.", "You see a wall 2 steps right."]  # fmt: skip
+    caps = [
+        "You see a wall 2 steps left.",
+        "You see a wall 1 step forward.",
+        "You see nothing in front.",
+        "You see a blue key 3 steps forward.",
+        "You see a wall 1 step forward.",
+        "You see a wall 2 steps right.",
+    ]
     return chunk(caps, [0, 1, 2, 0, 1], eid)
 
 
@@ -100,9 +109,16 @@ def test_window_records_are_oldest_first_with_the_current_action_none():
 # ------------------------------------------------------------------------------ writer loop
 def test_a_failing_code_gets_its_traceback_back_and_the_good_one_is_kept(tmp_path):
     labeler = ScriptedLabeler(BROKEN, GOOD, BROKEN)
-    result = write_potential_code(labeler, [toward_red_ball(), wandering()], tmp_path,
-                                  family="babyai", mission=MISSION, rounds=3,
-                                  segments_per_round=2, progress=False)  # fmt: skip
+    result = write_potential_code(
+        labeler,
+        [toward_red_ball(), wandering()],
+        tmp_path,
+        family="babyai",
+        mission=MISSION,
+        rounds=3,
+        segments_per_round=2,
+        progress=False,
+    )
     first, second, third = labeler.requests
     assert first.feedback == "" and first.env_description.endswith(f"mission: {MISSION}.")
     assert first.signature == SIGNATURE
@@ -134,8 +150,15 @@ def test_a_failing_code_gets_its_traceback_back_and_the_good_one_is_kept(tmp_pat
 def test_a_candidate_whose_code_never_runs_falls_back_to_a_constant(tmp_path, caplog):
     labeler = ScriptedLabeler(BROKEN, BackendError("the model rambled"), "def other():\n  pass\n")
     with caplog.at_level(logging.WARNING):
-        result = write_potential_code(labeler, [toward_red_ball()], tmp_path, family="babyai",
-                                      rounds=3, segments_per_round=1, progress=False)  # fmt: skip
+        result = write_potential_code(
+            labeler,
+            [toward_red_ball()],
+            tmp_path,
+            family="babyai",
+            rounds=3,
+            segments_per_round=1,
+            progress=False,
+        )
     assert result.failed and result.code == FALLBACK_CODE
     assert "falls back to a constant potential" in caplog.text
     history = json.loads((tmp_path / "history.json").read_text())
@@ -147,9 +170,15 @@ def test_a_candidate_whose_code_never_runs_falls_back_to_a_constant(tmp_path, ca
 
 def test_candidates_send_distinct_requests_and_each_is_saved(tmp_path):
     labeler = ScriptedLabeler(GOOD)
-    result = write_potential_code(labeler, [toward_red_ball(), wandering()], tmp_path,
-                                  family="babyai", rounds=1, candidates=2,
-                                  progress=False)  # fmt: skip
+    result = write_potential_code(
+        labeler,
+        [toward_red_ball(), wandering()],
+        tmp_path,
+        family="babyai",
+        rounds=1,
+        candidates=2,
+        progress=False,
+    )
     assert [r.feedback for r in labeler.requests] == [
         "Candidate 1 of 2: write your own approach.",
         "Candidate 2 of 2: write your own approach.",
@@ -165,8 +194,15 @@ def test_the_oracle_writes_code_that_rises_toward_the_red_ball(tmp_path):
 
     labeler = LocalLabeler(LabelerConfig(backend="oracle", store_path=str(tmp_path / "labels.db")))
     episodes = [toward_red_ball("a"), wandering("b"), toward_red_ball("c")]
-    result = write_potential_code(labeler, episodes, tmp_path / "code", family="babyai",
-                                  mission=MISSION, rounds=2, progress=False)  # fmt: skip
+    result = write_potential_code(
+        labeler,
+        episodes,
+        tmp_path / "code",
+        family="babyai",
+        mission=MISSION,
+        rounds=2,
+        progress=False,
+    )
     assert not result.failed
     meta = json.loads((tmp_path / "code" / "meta.json").read_text())
     assert meta["is_oracle"] is True and meta["labeler"].startswith("oracle/")
@@ -254,8 +290,15 @@ def test_a_train_batch_of_2048_windows_takes_one_quick_call(tmp_path):
     from rl_bk.labeling.labeler import LocalLabeler
 
     labeler = LocalLabeler(LabelerConfig(backend="oracle", store_path=str(tmp_path / "labels.db")))
-    write_potential_code(labeler, [toward_red_ball(), wandering()], tmp_path / "code",
-                         family="babyai", mission=MISSION, rounds=1, progress=False)  # fmt: skip
+    write_potential_code(
+        labeler,
+        [toward_red_ball(), wandering()],
+        tmp_path / "code",
+        family="babyai",
+        mission=MISSION,
+        rounds=1,
+        progress=False,
+    )
     rng = np.random.default_rng(0)
     colors, kinds = ("red", "green", "blue", "grey"), ("ball", "box", "key")
 
@@ -267,8 +310,10 @@ def test_a_train_batch_of_2048_windows_takes_one_quick_call(tmp_path):
         ]
         return f"You see a wall {rng.integers(1, 7)} steps forward. " + ". ".join(things) + "."
 
-    chunks = [chunk([caption() for _ in range(64)], list(rng.integers(0, 3, 63)), str(i))
-              for i in range(32)]  # fmt: skip
+    chunks = [
+        chunk([caption() for _ in range(64)], list(rng.integers(0, 3, 63)), str(i))
+        for i in range(32)
+    ]
     potential = CodePotential.from_dir(tmp_path / "code")
     potential(chunks[:1])  # starts the worker
     started = time.perf_counter()

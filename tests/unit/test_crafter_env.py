@@ -119,8 +119,14 @@ def test_check_env_passes(name):
     check_env(env, skip_render_check=True)
     assert env.observation_space.shape == (fam.OBS_SIZE,)
     _, info = env.reset(seed=0)
-    for key in ("caption", "mission", "success", "achievements", "achievements_unlocked",
-                "inventory"):  # fmt: skip
+    for key in (
+        "caption",
+        "mission",
+        "success",
+        "achievements",
+        "achievements_unlocked",
+        "inventory",
+    ):
         assert key in info
     assert sorted(info["achievements"]) == sorted(fam.ACHIEVEMENTS)
     assert "semantic" not in info  # render_pixels=False computes no world map
@@ -129,10 +135,13 @@ def test_check_env_passes(name):
 def test_specs_defaults():
     specs = {s.name: s for s in fam.SPECS}
     assert set(specs) == {
-        "Crafter-Text-v0", "Crafter-Text-ELLM-v0", "Crafter-Text-PlaceTable-v0",
-        "Crafter-Text-MakeWoodPickaxe-v0", "Crafter-Text-CollectDrink-v0",
+        "Crafter-Text-v0",
+        "Crafter-Text-ELLM-v0",
+        "Crafter-Text-PlaceTable-v0",
+        "Crafter-Text-MakeWoodPickaxe-v0",
+        "Crafter-Text-CollectDrink-v0",
         "Crafter-Text-EatCow-v0",
-    }  # fmt: skip
+    }
     assert all(s.family == "crafter" for s in specs.values())
     assert specs["Crafter-Text-v0"].defaults["length"] == 10000
     assert specs["Crafter-Text-ELLM-v0"].defaults["length"] == 400
@@ -267,13 +276,16 @@ def _setup_eat_cow(env):
     "name, task, mission, setup",
     [
         ("Crafter-Text-CollectDrink-v0", "collect_drink", "drink water", _setup_collect_drink),
-        ("Crafter-Text-PlaceTable-v0", "place_table", "place a crafting table",
-         _setup_place_table),
-        ("Crafter-Text-MakeWoodPickaxe-v0", "make_wood_pickaxe", "make a wood pickaxe",
-         _setup_make_wood_pickaxe),
+        ("Crafter-Text-PlaceTable-v0", "place_table", "place a crafting table", _setup_place_table),
+        (
+            "Crafter-Text-MakeWoodPickaxe-v0",
+            "make_wood_pickaxe",
+            "make a wood pickaxe",
+            _setup_make_wood_pickaxe,
+        ),
         ("Crafter-Text-EatCow-v0", "eat_cow", "eat a cow", _setup_eat_cow),
     ],
-)  # fmt: skip
+)
 def test_single_task_rewards_the_unlocking_step_and_terminates(name, task, mission, setup):
     env = env_registry.make_env(name)
     _, info = env.reset(seed=0)  # seed 0: grass to the south, nothing on it

@@ -19,8 +19,9 @@ def fresh_world(seed: int):
 
 
 def creatures(world):
-    return sorted((type(o).__name__, tuple(int(v) for v in o.pos))
-                  for o in world.objects if o is not None)  # fmt: skip
+    return sorted(
+        (type(o).__name__, tuple(int(v) for v in o.pos)) for o in world.objects if o is not None
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7, 123, 2024, 99991])

@@ -20,8 +20,12 @@ from rl_bk.algorithms.ellm_ppo.vocabulary import novelty_goals
 from rl_bk.labeling.grammars import ENV_VOCABULARY
 
 WOOD, TREE, STONE, COW, TABLE = (
-    "collect wood", "chop a tree", "place stone", "eat cow", "place crafting table",
-)  # fmt: skip
+    "collect wood",
+    "chop a tree",
+    "place stone",
+    "eat cow",
+    "place crafting table",
+)
 
 
 def _unit(i: int, dim: int = 6) -> np.ndarray:
@@ -98,7 +102,9 @@ def test_novelty_filter_drops_only_goals_that_were_suggested_and_paid():
     # which then stops paying, whatever achieves it.
     paid = _piece([[WOOD], [WOOD]], [[TREE], [WOOD]], "b")
     assert _rewards(GoalMatcher(StubEmbedder(), threshold=0.8), unsuggested, paid) == [
-        [0.0, 1.0], [0.85, 0.0]]  # fmt: skip
+        [0.0, 1.0],
+        [0.85, 0.0],
+    ]
 
 
 def test_the_goal_marked_paid_is_the_closest_suggestion_not_the_first():

@@ -25,8 +25,11 @@ def levels(make, runner: int, episodes: int = 3) -> list[list[bytes]]:
         for k in range(episodes):
             env.reset(seed=SEED + runner + i if k == 0 else None)
             level = env.unwrapped.level
-            seen.append(level.grid.encode().tobytes() + bytes([*level.agent_pos, level.agent_dir])
-                        + level.mission.encode())
+            seen.append(
+                level.grid.encode().tobytes()
+                + bytes([*level.agent_pos, level.agent_dir])
+                + level.mission.encode()
+            )
         out.append(seen)
         env.close()
     return out
@@ -54,8 +57,12 @@ def test_one_runner_layouts_keep_rllibs_seeds(runner):
 
 
 def test_offsets():
-    assert [runner_seed_offset(r) for r in range(4)] == [0, 0, RUNNER_SEED_SPREAD,
-                                                        2 * RUNNER_SEED_SPREAD]
+    assert [runner_seed_offset(r) for r in range(4)] == [
+        0,
+        0,
+        RUNNER_SEED_SPREAD,
+        2 * RUNNER_SEED_SPREAD,
+    ]
     # runners' seed ranges never meet, nor reach RLlib's evaluation runners' (+1e6)
     ranges = [set(SEED + r + runner_seed_offset(r) + np.arange(64)) for r in range(1, 99)]
     assert sum(len(r) for r in ranges) == len(set().union(*ranges))

@@ -59,13 +59,21 @@ def test_sum_timers_turn_rllibs_moving_averages_into_sums():
         wait = result["learners"]["__all_modules__"]["learner_thread_in_queue_wait_timer"]
         assert 0.03 * (iteration + 1) <= wait < 0.04 + 0.15 * (iteration + 1)
         assert result["env_runners"]["time_between_sampling"] == pytest.approx(
-            1.5 * (iteration + 1))
+            1.5 * (iteration + 1)
+        )
 
 
 def _run(rate: float, timers: dict[str, float]) -> dict:
-    return {"env_steps_per_s": rate, "env_steps_timed": rate * 10, "wall_s": 10.0,
-            "iterations": 5, "iteration_s": 2.0, "timers_s": timers,
-            "samples_trained": rate * 10, "training_step_calls_per_iteration": 1.0}  # fmt: skip
+    return {
+        "env_steps_per_s": rate,
+        "env_steps_timed": rate * 10,
+        "wall_s": 10.0,
+        "iterations": 5,
+        "iteration_s": 2.0,
+        "timers_s": timers,
+        "samples_trained": rate * 10,
+        "training_step_calls_per_iteration": 1.0,
+    }
 
 
 def test_pooled_rounds_and_the_table_take_missing_timers_as_nan():
@@ -77,11 +85,20 @@ def test_pooled_rounds_and_the_table_take_missing_timers_as_nan():
     assert math.isnan(pooled["appo"]["timers_s"]["weight sync"])
     for r in pooled.values():
         r["layout"], r["over_raw"] = "2 runner(s) x 4 envs", r["env_steps_per_s"] / 4000
-    results = {"babyai": {"task": "babyai-gotolocal-redball-s20",
-                          "raw_captioned_steps_per_s_same_run": 4000.0,
-                          "appo_over_ppo": 2.0, **pooled}}  # fmt: skip
-    meta = {"command": "python -m bench.env_throughput --appo-only", "date": "today",
-            "machine": "x86_64, 2 CPUs", "load_average_at_end": (1.0, 1.0, 1.0)}  # fmt: skip
+    results = {
+        "babyai": {
+            "task": "babyai-gotolocal-redball-s20",
+            "raw_captioned_steps_per_s_same_run": 4000.0,
+            "appo_over_ppo": 2.0,
+            **pooled,
+        }
+    }
+    meta = {
+        "command": "python -m bench.env_throughput --appo-only",
+        "date": "today",
+        "machine": "x86_64, 2 CPUs",
+        "load_average_at_end": (1.0, 1.0, 1.0),
+    }
     lines = et.appo_section(results, meta, iterations=5, rounds=1, pairs=6)
     assert lines[0] == et.APPO_HEADING
     table = [line for line in lines if line.startswith("|")]
@@ -98,29 +115,46 @@ def test_unknown_family_is_refused(tmp_path):
 
 
 def _fake_family(task: str) -> dict:
-    pooled = {a: {**et.pool([_run(rate, {"sampling": 0.5})]), "layout": "1 runner(s) x 8 envs",
-                  "over_raw": rate / 4000} for a, rate in (("ppo", 1000), ("appo", 1500))}
-    return {"task": task, "raw_captioned_steps_per_s_same_run": 4000.0, **pooled,
-            "appo_over_ppo": 1.5}  # fmt: skip
+    pooled = {
+        a: {
+            **et.pool([_run(rate, {"sampling": 0.5})]),
+            "layout": "1 runner(s) x 8 envs",
+            "over_raw": rate / 4000,
+        }
+        for a, rate in (("ppo", 1000), ("appo", 1500))
+    }
+    return {
+        "task": task,
+        "raw_captioned_steps_per_s_same_run": 4000.0,
+        **pooled,
+        "appo_over_ppo": 1.5,
+    }
 
 
 def test_full_run_then_appo_only_rewrites_just_its_section(tmp_path, monkeypatch):
-    raw = {"steps_per_s_captioned": 4000.0, "steps_per_s_uncaptioned": 4200.0,
-           "caption_share_of_step_time": 0.05}  # fmt: skip
-    ppo_runs = {"the task's layout": {**_run(900, {"sampling": 0.4, "learner update": 0.6,
-                                                   "weight sync": math.nan}),
-                                      "task_setting": True, "evaluation": False}}  # fmt: skip
+    raw = {
+        "steps_per_s_captioned": 4000.0,
+        "steps_per_s_uncaptioned": 4200.0,
+        "caption_share_of_step_time": 0.05,
+    }
+    ppo_runs = {
+        "the task's layout": {
+            **_run(900, {"sampling": 0.4, "learner update": 0.6, "weight sync": math.nan}),
+            "task_setting": True,
+            "evaluation": False,
+        }
+    }
     monkeypatch.setattr(et, "raw_throughput", lambda name, steps, pairs: raw)
     monkeypatch.setattr(et, "ppo_throughput", lambda iterations, setups: ppo_runs)
-    monkeypatch.setattr(et, "ppo_vs_appo", lambda families, *a: {
-        f: _fake_family(et.TASKS[f]) for f in families})
+    monkeypatch.setattr(
+        et, "ppo_vs_appo", lambda families, *a: {f: _fake_family(et.TASKS[f]) for f in families}
+    )
     assert et.main(["--quick", "--families", "babyai", "--out", str(tmp_path)]) == 0
     md = (tmp_path / "env_throughput.md").read_text()
     assert "| the task's layout **(task setting)** | 900 | 0.23 |" in md and "| – |" in md
     assert md.count(et.APPO_HEADING) == 1 and "babyai-gotolocal-redball-s20" in md
 
-    assert et.main(["--quick", "--appo-only", "--families", "nethack",
-                    "--out", str(tmp_path)]) == 0  # fmt: skip
+    assert et.main(["--quick", "--appo-only", "--families", "nethack", "--out", str(tmp_path)]) == 0
     md = (tmp_path / "env_throughput.md").read_text()
     assert md.count(et.APPO_HEADING) == 1 and "| the task's layout" in md
     section = md.split(et.APPO_HEADING)[1]

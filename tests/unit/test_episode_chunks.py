@@ -43,15 +43,15 @@ def add(ep, achieved, terminated=False):
 
 def train_batch(piece, chunks):
     shared = {}
-    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=chunks,
-                                    shared_data=shared)  # fmt: skip
+    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=chunks, shared_data=shared)
     piece(rl_module=None, batch={}, episodes=chunks, shared_data=shared)
     return np.asarray(chunks[-1].get_rewards())[:-1]  # without PPO's artificial step
 
 
 def test_the_episode_id_is_the_same_in_every_chunk_after_rllib_renames_them():
-    ep = SingleAgentEpisode(observations=[np.zeros(2, np.float32)], infos=[{}],
-                            len_lookback_buffer=0)  # fmt: skip
+    ep = SingleAgentEpisode(
+        observations=[np.zeros(2, np.float32)], infos=[{}], len_lookback_buffer=0
+    )
     add(ep, [])
     nxt = ep.cut()
     add(nxt, [])
@@ -59,8 +59,9 @@ def test_the_episode_id_is_the_same_in_every_chunk_after_rllib_renames_them():
     ids = []
     for chunk in (ep.to_numpy(), nxt.to_numpy()):
         shared = {}
-        AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=[chunk],
-                                        shared_data=shared)  # fmt: skip
+        AddOneTsToEpisodesAndTruncate()(
+            rl_module=None, batch={}, episodes=[chunk], shared_data=shared
+        )
         assert chunk.id_ == own_id + "_0"  # what RLlib 2.60 does to every chunk
         ids += [c.episode_id for c in chunks_with_real_steps(_Iter(), [chunk], shared)]
     assert ids == [own_id, own_id]
@@ -76,15 +77,21 @@ def test_ellm_pays_each_goal_once_per_episode_across_train_batches():
     reward = ELLMIntrinsicReward(suggester="novelty", family="crafter")
     reward.matcher = GoalMatcher(embedder=OneHotEmbedder())
     piece = RewriteRewards(terms=[IntrinsicReward(reward)], extrinsic_coeff=0.0)
-    ep = SingleAgentEpisode(observations=[np.zeros(2, np.float32)],
-                            infos=[{"caption": "c", "achieved": []}], len_lookback_buffer=0)
+    ep = SingleAgentEpisode(
+        observations=[np.zeros(2, np.float32)],
+        infos=[{"caption": "c", "achieved": []}],
+        len_lookback_buffer=0,
+    )
     add(ep, [])
     add(ep, ["collect wood"])
     nxt = ep.cut()
     add(nxt, ["collect wood"])  # the same goal again, in the next train batch
     add(nxt, ["place stone"])
-    other = SingleAgentEpisode(observations=[np.zeros(2, np.float32)],
-                               infos=[{"caption": "c", "achieved": []}], len_lookback_buffer=0)
+    other = SingleAgentEpisode(
+        observations=[np.zeros(2, np.float32)],
+        infos=[{"caption": "c", "achieved": []}],
+        len_lookback_buffer=0,
+    )
     add(other, [])
     first = train_batch(piece, [ep.to_numpy()])  # renamed <id>_0
     second = train_batch(piece, [other.to_numpy(), nxt.to_numpy()])  # renamed <id>_1
@@ -104,8 +111,7 @@ def test_the_view_reads_real_steps_and_keeps_the_env_rewards_after_a_rewrite():
         ep.add_env_step(np.full(2, r, np.float32), 1, r, infos={"caption": f"c{r}"})
     own_id, chunk = ep.id_, ep.to_numpy()
     shared = {}
-    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=[chunk],
-                                    shared_data=shared)  # fmt: skip
+    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=[chunk], shared_data=shared)
     (view,) = chunks_with_real_steps(_Iter(), [chunk], shared)
     assert len(view) == 2 and view.starts_episode and not view.ends_episode
     np.testing.assert_array_equal(view.rewards, [1.0, 2.0])
@@ -121,8 +127,9 @@ def test_the_view_reads_real_steps_and_keeps_the_env_rewards_after_a_rewrite():
 def test_an_episodes_chunks_are_put_in_time_order_whatever_the_batch_order():
     # Two chunks of one episode in one train batch (a runner sampled twice), the later one
     # first: state carried chunk to chunk (BK's last potential) must see the earlier first.
-    ep = SingleAgentEpisode(observations=[np.zeros(2, np.float32)], infos=[{}],
-                            len_lookback_buffer=0)  # fmt: skip
+    ep = SingleAgentEpisode(
+        observations=[np.zeros(2, np.float32)], infos=[{}], len_lookback_buffer=0
+    )
     tag_env_slot(episode=ep, env_runner=SimpleNamespace(worker_index=1), env_index=3)
     add(ep, [])
     later = ep.cut()

@@ -80,15 +80,18 @@ def direct_last_hidden(lm, tokenizer, prompt: str) -> torch.Tensor:
 # The RLModule
 # --------------------------------------------------------------------------------------------
 def test_scores_equal_a_direct_computation(module):
-    lengths = {len(module.tokenizer(" " + a, add_special_tokens=False)["input_ids"])
-               for a in ACTIONS}  # fmt: skip
+    lengths = {
+        len(module.tokenizer(" " + a, add_special_tokens=False)["input_ids"]) for a in ACTIONS
+    }
     assert len(lengths) == len(ACTIONS)  # every action has its own token length
     out = module.forward_inference({Columns.OBS: obs_batch(PROMPTS)})
     assert set(out) == {Columns.ACTION_DIST_INPUTS}  # env runners keep no hidden states
     scores = out[Columns.ACTION_DIST_INPUTS]
     assert scores.shape == (len(PROMPTS), len(ACTIONS)) and not scores.requires_grad
-    expected = torch.tensor([[direct_score(module.lm, module.tokenizer, p, a) for a in ACTIONS]
-                             for p in PROMPTS], dtype=scores.dtype)  # fmt: skip
+    expected = torch.tensor(
+        [[direct_score(module.lm, module.tokenizer, p, a) for a in ACTIONS] for p in PROMPTS],
+        dtype=scores.dtype,
+    )
     torch.testing.assert_close(scores, expected, atol=1e-5, rtol=1e-6)
     # With gradients (training) the numbers are the same.
     train = module.forward_train({Columns.OBS: obs_batch(PROMPTS)})[Columns.ACTION_DIST_INPUTS]
@@ -130,8 +133,11 @@ def ppo_like_loss(module: GLAMTorchRLModule) -> torch.Tensor:
     ratio = torch.exp(logp - logp.detach())
     advantages = torch.tensor([1.0, -0.5, 0.3])
     values = module.compute_values(batch, embeddings=out[Columns.EMBEDDINGS])
-    return (-(ratio * advantages).mean() + 0.5 * ((values - 1.0) ** 2).mean()
-            - 0.01 * dist.entropy().mean())  # fmt: skip
+    return (
+        -(ratio * advantages).mean()
+        + 0.5 * ((values - 1.0) ** 2).mean()
+        - 0.01 * dist.entropy().mean()
+    )
 
 
 def test_full_fine_tuning_reaches_every_layer():
@@ -149,8 +155,9 @@ def test_lora_trains_only_the_adapters_and_the_value_head():
     lora = {n: p for n, p in module.named_parameters() if "lora_" in n}
     assert lora and all(p.requires_grad for p in lora.values())
     # peft starts B at zero, so the loss reaches lora_B (then, once B moves, lora_A).
-    assert all(p.grad is not None and p.grad.abs().sum() > 0
-               for n, p in lora.items() if "lora_B" in n)  # fmt: skip
+    assert all(
+        p.grad is not None and p.grad.abs().sum() > 0 for n, p in lora.items() if "lora_B" in n
+    )
     for name, param in module.named_parameters():
         if name.startswith("lm.") and "lora_" not in name:
             assert not param.requires_grad and param.grad is None, name
@@ -163,8 +170,10 @@ def test_lora_trains_only_the_adapters_and_the_value_head():
 def scores_and_values(module: GLAMTorchRLModule) -> tuple[torch.Tensor, torch.Tensor]:
     batch = {Columns.OBS: obs_batch(PROMPTS)}
     with torch.no_grad():
-        return (module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS],
-                module.compute_values(batch))  # fmt: skip
+        return (
+            module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS],
+            module.compute_values(batch),
+        )
 
 
 def move_trainable_weights(module: GLAMTorchRLModule, seed: int = 1) -> None:
@@ -207,9 +216,11 @@ def test_full_fine_tuning_syncs_every_weight():
 def test_a_runner_updated_by_the_sync_scores_like_the_learner(lora):
     learner = build_module(action_texts=ACTIONS, lora=lora)
     runner = GLAMTorchRLModule(  # built as RLlib builds an env runner's module
-        observation_space=learner.observation_space, action_space=learner.action_space,
-        model_config=learner.model_config, inference_only=True,
-    )  # fmt: skip
+        observation_space=learner.observation_space,
+        action_space=learner.action_space,
+        model_config=learner.model_config,
+        inference_only=True,
+    )
     move_trainable_weights(learner)
     learner_scores, learner_values = scores_and_values(learner)
     stale, _ = scores_and_values(runner)
@@ -228,10 +239,18 @@ def test_tied_embeddings_stay_out_of_the_sync(tmp_path):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     _, tokenizer = load_causal_lm("tiny")
-    config = LlamaConfig(vocab_size=259, hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                         pad_token_id=256, bos_token_id=257, eos_token_id=258,
-                         tie_word_embeddings=True)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=259,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        pad_token_id=256,
+        bos_token_id=257,
+        eos_token_id=258,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
@@ -309,9 +328,13 @@ def test_config_builds_the_module_spec():
     config = GLAMPPOConfig().training(glam_model="tiny", lora_r=8, max_prompt_tokens=256)
     spec = config.get_default_rl_module_spec()
     assert spec.module_class is GLAMTorchRLModule
-    assert spec.model_config == {"model": "tiny", "lora": {"r": 8, "alpha": 32}, "seed": 0,
-                                 "max_prompt_tokens": 256,
-                                 "float32_matmul_precision": "highest"}  # fmt: skip
+    assert spec.model_config == {
+        "model": "tiny",
+        "lora": {"r": 8, "alpha": 32},
+        "seed": 0,
+        "max_prompt_tokens": 256,
+        "float32_matmul_precision": "highest",
+    }
     assert config.training(lora_r=None).glam_model_config()["lora"] is None
     assert (config.clip_param, config.entropy_coeff, config.num_epochs) == (0.2, 0.01, 4)
 
@@ -339,8 +362,9 @@ def test_a_tasks_matmul_precision_reaches_the_module():
 
     task = gpu_task(smoke=True)
     assert task.glam.float32_matmul_precision == "highest"  # the recipe keeps PyTorch's
-    task = task.model_copy(update={"glam": task.glam.model_copy(
-        update={"float32_matmul_precision": "high"})})  # fmt: skip
+    task = task.model_copy(
+        update={"glam": task.glam.model_copy(update={"float32_matmul_precision": "high"})}
+    )
     spec = get_method("glam").build(task, 0, {}).get_default_rl_module_spec()
     assert spec.model_config["float32_matmul_precision"] == "high"
 
@@ -364,8 +388,9 @@ def test_gpu_settings_reach_rllibs_learner_and_env_runners():
     from rl_bk.experiments.methods import get_method
 
     task = gpu_task(smoke=True)
-    glam = task.glam.model_copy(update={"num_gpus_per_learner": 0.5,
-                                        "num_gpus_per_env_runner": 0.25})  # fmt: skip
+    glam = task.glam.model_copy(
+        update={"num_gpus_per_learner": 0.5, "num_gpus_per_env_runner": 0.25}
+    )
     config = get_method("glam").build(task.model_copy(update={"glam": glam}), 0, {})
     assert (config.num_gpus_per_learner, config.num_gpus_per_env_runner) == (0.5, 0.25)
     config = config.environment("CartPole-v1").training(glam_model="tiny")
@@ -450,10 +475,12 @@ def test_prompt_after_reset_and_steps():
         captions.append(info["caption"])
     c = [as_observation(x) for x in captions]
     # Three observations kept: the reset's has gone; the actions between them are kept.
-    expected = (f"{HEADER}\nGoal of the agent: go to the red ball\n"
-                f"Observation 0: {c[1]}\nAction 0: turn left\n"
-                f"Observation 1: {c[2]}\nAction 1: turn right\n"
-                f"Observation 2: {c[3]}\nAction 2:")  # fmt: skip
+    expected = (
+        f"{HEADER}\nGoal of the agent: go to the red ball\n"
+        f"Observation 0: {c[1]}\nAction 0: turn left\n"
+        f"Observation 1: {c[2]}\nAction 1: turn right\n"
+        f"Observation 2: {c[3]}\nAction 2:"
+    )
     assert decode_prompts(obs[None]) == [expected]
     assert env.observation_space.contains(obs) and env.action_space == gym.spaces.Discrete(6)
 
@@ -466,10 +493,12 @@ def test_two_steps_prompt_and_byte_round_trip():
         obs, *_, info = env.step(action)
         captions.append(info["caption"])
     c = [as_observation(x) for x in captions]
-    expected = (f"{HEADER}\nGoal of the agent: {info['mission']}\n"
-                f"Observation 0: {c[0]}\nAction 0: go forward\n"
-                f"Observation 1: {c[1]}\nAction 1: go forward\n"
-                f"Observation 2: {c[2]}\nAction 2:")  # fmt: skip
+    expected = (
+        f"{HEADER}\nGoal of the agent: {info['mission']}\n"
+        f"Observation 0: {c[0]}\nAction 0: go forward\n"
+        f"Observation 1: {c[1]}\nAction 1: go forward\n"
+        f"Observation 2: {c[2]}\nAction 2:"
+    )
     assert decode_prompts(obs) == [expected]  # a 1-D array is one prompt
     assert obs.dtype == np.uint8 and obs.shape == (1024,) and obs[len(expected) :].sum() == 0
     both = np.stack([obs, encode_prompt("héllo", 1024)])
@@ -487,8 +516,12 @@ class FakeTextEnv(gym.Env):
 
     def _info(self) -> dict:
         words = " ".join(f"w{self.t}x{i}" for i in range(self.words))
-        return {"caption": f"You see {words}. Step {self.t}.", "mission": "go to the red ball",
-                "success": False, "extra": 1}  # fmt: skip
+        return {
+            "caption": f"You see {words}. Step {self.t}.",
+            "mission": "go to the red ball",
+            "success": False,
+            "extra": 1,
+        }
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

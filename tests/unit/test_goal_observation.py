@@ -49,13 +49,21 @@ def test_the_goal_text_is_appended_missing_suggestions_give_zeros_and_achieved_g
     def labeler(task, requests):
         return [GoalsLabel(goals=suggestions[r.caption]) for r in requests]
 
-    q = AsyncLabelQueue(lambda: labeler, "goals", lambda c: GoalsRequest(caption=c),
-                        lambda label: list(label.goals), start=False)  # fmt: skip
+    q = AsyncLabelQueue(
+        lambda: labeler,
+        "goals",
+        lambda c: GoalsRequest(caption=c),
+        lambda label: list(label.goals),
+        start=False,
+    )
     monkeypatch.setattr(goal_observation, "_queue", lambda *a: q)
     embedder = Embedder()
-    env = GoalObservation(CaptionEnv([("tree near", []), ("tree near", []),
-                                      ("tree near", ["collect wood"])]),
-                          labeler=LabelerSpec(), family="crafter", embedder=embedder)  # fmt: skip
+    env = GoalObservation(
+        CaptionEnv([("tree near", []), ("tree near", []), ("tree near", ["collect wood"])]),
+        labeler=LabelerSpec(),
+        family="crafter",
+        embedder=embedder,
+    )
     assert env.observation_space.shape == (2 + EMBEDDING_DIM,)
     obs, info = env.reset()
     assert info["goal_missing"] and not obs[2:].any()  # no suggestions yet: zeros, not a wait
@@ -82,15 +90,23 @@ def test_only_goals_that_were_offered_and_then_achieved_leave(monkeypatch):
     def labeler(task, requests):
         return [GoalsLabel(goals=suggestions[r.caption]) for r in requests]
 
-    q = AsyncLabelQueue(lambda: labeler, "goals", lambda c: GoalsRequest(caption=c),
-                        lambda label: list(label.goals), start=False)  # fmt: skip
+    q = AsyncLabelQueue(
+        lambda: labeler,
+        "goals",
+        lambda c: GoalsRequest(caption=c),
+        lambda label: list(label.goals),
+        start=False,
+    )
     monkeypatch.setattr(goal_observation, "_queue", lambda *a: q)
     q.ask(["bare", "cow near"])
     q.start()
     assert q.wait_until_idle(5)
-    env = GoalObservation(CaptionEnv([("bare", []), ("cow near", ["collect wood"]),
-                                      ("cow near", ["eat cow"])]),
-                          labeler=LabelerSpec(), family="crafter", embedder=Embedder())  # fmt: skip
+    env = GoalObservation(
+        CaptionEnv([("bare", []), ("cow near", ["collect wood"]), ("cow near", ["eat cow"])]),
+        labeler=LabelerSpec(),
+        family="crafter",
+        embedder=Embedder(),
+    )
     env.reset()
     _, _, _, _, info = env.step(0)  # wood achieved, but it was not on offer: it stays
     assert info["goal_text"] == "Your goal is: collect wood, attack cow."

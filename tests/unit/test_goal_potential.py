@@ -33,14 +33,19 @@ class TableEmbedder:
 
 def stub(**extra):
     """Whole texts (embedding="texts"): every text the potential may ask for, by hand."""
-    return TableEmbedder({
-        "keyA": E[0], "keyB": E[1],  # the keys (history texts)
-        "go to a": E[0], "go to b": E[3],  # the goals
-        H0: E[0], "c0": E[0],  # state 0: query; transition (a first state: its caption)
-        H1: [0.6, 0.8, 0.0, 0.0],  # state 1's query: nearer keyB (0.8) than keyA (0.6)
-        T1: [0.6, 0.0, 0.8, 0.0],  # state 1's transition: 0.6 to "go to a", 0 to "go to b"
-        **extra,
-    })  # fmt: skip
+    return TableEmbedder(
+        {
+            "keyA": E[0],
+            "keyB": E[1],  # the keys (history texts)
+            "go to a": E[0],
+            "go to b": E[3],  # the goals
+            H0: E[0],
+            "c0": E[0],  # state 0: query; transition (a first state: its caption)
+            H1: [0.6, 0.8, 0.0, 0.0],  # state 1's query: nearer keyB (0.8) than keyA (0.6)
+            T1: [0.6, 0.0, 0.8, 0.0],  # state 1's transition: 0.6 to "go to a", 0 to "go to b"
+            **extra,
+        }
+    )
 
 
 def goal_list():
@@ -58,8 +63,14 @@ def goal_list():
 )
 def test_top_k_retrieval_and_threshold_by_hand(top_k, threshold, expected):
     embedder = stub()
-    pot = GoalPotential(goal_list(), top_k=top_k, threshold=threshold, horizon=4,
-                        embedding="texts", embedder=embedder)  # fmt: skip
+    pot = GoalPotential(
+        goal_list(),
+        top_k=top_k,
+        threshold=threshold,
+        horizon=4,
+        embedding="texts",
+        embedder=embedder,
+    )
     (phi,) = pot([CHUNK])
     np.testing.assert_allclose(phi, expected, atol=1e-6)
     # Index once (keys and goals), then one call per batch over its distinct texts.
@@ -75,9 +86,21 @@ def test_sentence_mode_averages_sentence_vectors():
     act = "You choose the action: action 0"
     assert sentences(H1) == sentences(T1) == ["c0", act, "c1"]
     assert sentences("You see a wall. You see a key You choose the action: turn left.") == [
-        "You see a wall", "You see a key", "You choose the action: turn left"]  # fmt: skip
-    embedder = TableEmbedder({"keyA": E[0], "keyB": E[1], "go to a": E[0], "go to b": E[3],
-                              "c0": E[0], act: E[3], "c1": E[2]})  # fmt: skip
+        "You see a wall",
+        "You see a key",
+        "You choose the action: turn left",
+    ]
+    embedder = TableEmbedder(
+        {
+            "keyA": E[0],
+            "keyB": E[1],
+            "go to a": E[0],
+            "go to b": E[3],
+            "c0": E[0],
+            act: E[3],
+            "c1": E[2],
+        }
+    )
     pot = GoalPotential(goal_list(), top_k=2, threshold=0.5, embedder=embedder)
     # State 0: "c0" = "go to a": 1. State 1: transition = (E0 + E3 + E2) / sqrt(3): 0.577 to
     # either goal, above 0.5.
@@ -104,8 +127,9 @@ def test_pickles_without_its_index():
 
 def test_from_dir_reads_goals_json(tmp_path):
     goal_list().save(tmp_path)
-    pot = GoalPotential.from_dir(tmp_path, top_k=1, threshold=0.5, embedding="texts",
-                                 embedder=stub())  # fmt: skip
+    pot = GoalPotential.from_dir(
+        tmp_path, top_k=1, threshold=0.5, embedding="texts", embedder=stub()
+    )
     np.testing.assert_allclose(pot([CHUNK])[0], [1.0, 0.0], atol=1e-6)
 
 
@@ -136,11 +160,21 @@ def scripted_labeler(answers, fail_batches=()):
 
 def test_builder_deduplicates_goals_and_saves(tmp_path):
     episodes = [Chunk(np.zeros((9, 2)), [f"s{i}" for i in range(9)], [0, 1] * 4, mission="m")]
-    answers = [["Go to the red ball.", "open the door"], ["go to the red ball", "OPEN the door!"],
-               []]  # fmt: skip
+    answers = [
+        ["Go to the red ball.", "open the door"],
+        ["go to the red ball", "OPEN the door!"],
+        [],
+    ]
     labeler, state = scripted_labeler(answers)
-    goals = build_goal_list(labeler, episodes, tmp_path, family="babyai",
-                            mission="go to the red ball", iterations=6, seed=1)  # fmt: skip
+    goals = build_goal_list(
+        labeler,
+        episodes,
+        tmp_path,
+        family="babyai",
+        mission="go to the red ball",
+        iterations=6,
+        seed=1,
+    )
     assert goals.goals == ["go to the red ball", "open the door"]
     assert goals.counts["empty"] == 2 and goals.counts["answers"] == 8
     assert all(ids == [0, 1] for ids in goals.key_goals)
@@ -189,12 +223,14 @@ def test_fast_path_equals_the_whole_text_reference_on_real_captions():
     for n in (6, 1, 9):
         caps = [captions[i] for i in rng.integers(len(captions), size=n + 1)]
         chunks.append(Chunk(np.zeros((n + 1, 2)), caps, rng.integers(7, size=n)))
-    gl = GoalList(goals=["go to the red ball", "chop tree", "open the door"],
-                  keys=[caption_history(w, "babyai") for w in windows(chunks[0], 4)[:3]],
-                  key_goals=[[0], [1, 2], [2]], family="babyai")  # fmt: skip
+    gl = GoalList(
+        goals=["go to the red ball", "chop tree", "open the door"],
+        keys=[caption_history(w, "babyai") for w in windows(chunks[0], 4)[:3]],
+        key_goals=[[0], [1, 2], [2]],
+        family="babyai",
+    )
     for horizon in (1, 2, 4):
-        fast = GoalPotential(gl, top_k=2, threshold=-1.0, horizon=horizon,
-                             embedder=HashEmbedder())  # fmt: skip
+        fast = GoalPotential(gl, top_k=2, threshold=-1.0, horizon=horizon, embedder=HashEmbedder())
         reference = pickle.loads(pickle.dumps(fast))
         got = np.concatenate(fast(chunks))
         want = reference.potentials([w for c in chunks for w in windows(c, horizon)])
@@ -207,8 +243,12 @@ def test_saved_sentence_vectors_spare_the_trial_from_encoding_the_dataset(tmp_pa
 
     captions = ["You see a red ball 2 steps forward", "You see a wall 1 step left. You carry a key"]
     chunk = Chunk(np.zeros((3, 2)), [captions[0], captions[1], "You see a grey box"], [2, 0])
-    gl = GoalList(goals=["go to the red ball"], keys=["Current observation: x"], key_goals=[[0]],
-                  family="babyai")  # fmt: skip
+    gl = GoalList(
+        goals=["go to the red ball"],
+        keys=["Current observation: x"],
+        key_goals=[[0]],
+        family="babyai",
+    )
     gl.save(tmp_path)
     save_sentence_vectors(tmp_path, captions, "babyai")
     pot = GoalPotential.from_dir(tmp_path, threshold=-1.0)

@@ -39,12 +39,15 @@ def test_typed_label_then_the_same_request_from_the_store(http, service):
     assert metrics["service"]["backend_calls"] == 1 and metrics["service"]["store_hits"] == 1
 
 
-@pytest.mark.parametrize("task, request_body", [
-    ("goals", {"caption": "You see a tree.", "env": "crafter"}),
-    ("preference", {"segment_a": ["a"], "segment_b": ["b"], "criteria": "c"}),
-    ("reward_code", {"env_description": "grid", "signature": "def f(w):"}),
-    ("action_scores", {"prompt": "Goal: go.", "actions": ["turn left", "go forward"]}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "task, request_body",
+    [
+        ("goals", {"caption": "You see a tree.", "env": "crafter"}),
+        ("preference", {"segment_a": ["a"], "segment_b": ["b"], "criteria": "c"}),
+        ("reward_code", {"env_description": "grid", "signature": "def f(w):"}),
+        ("action_scores", {"prompt": "Goal: go.", "actions": ["turn left", "go forward"]}),
+    ],
+)
 def test_every_task_answers(http, task, request_body):
     response = http.post(f"/v1/labels/{task}", json={"requests": [request_body]})
     assert response.status_code == 200, response.text
@@ -68,30 +71,75 @@ def test_openai_chat_and_completion_formats(http):
 BAD = [
     ("malformed JSON", "/v1/labels/helpful", b'{"requests": [', 422, "not valid JSON"),
     ("invalid UTF-8", "/v1/labels/helpful", b'{"requests": ["\xff\xfe"]}', 400, "UTF-8"),
-    ("wrong type", "/v1/labels/helpful", {"requests": [{"caption": 5, "task": "t"}]}, 422,
-     "requests.0.caption"),
-    ("missing field", "/v1/labels/helpful", {"requests": [{"caption": "c"}]}, 422,
-     "requests.0.task: Field required"),
-    ("unknown field", "/v1/labels/helpful", {"requests": [{**HELPFUL, "x": 1}]}, 422,
-     "requests.0.x"),
-    ("empty caption", "/v1/labels/helpful", {"requests": [{**HELPFUL, "caption": ""}]}, 422,
-     "at least 1 character"),
+    (
+        "wrong type",
+        "/v1/labels/helpful",
+        {"requests": [{"caption": 5, "task": "t"}]},
+        422,
+        "requests.0.caption",
+    ),
+    (
+        "missing field",
+        "/v1/labels/helpful",
+        {"requests": [{"caption": "c"}]},
+        422,
+        "requests.0.task: Field required",
+    ),
+    (
+        "unknown field",
+        "/v1/labels/helpful",
+        {"requests": [{**HELPFUL, "x": 1}]},
+        422,
+        "requests.0.x",
+    ),
+    (
+        "empty caption",
+        "/v1/labels/helpful",
+        {"requests": [{**HELPFUL, "caption": ""}]},
+        422,
+        "at least 1 character",
+    ),
     ("empty batch", "/v1/labels/helpful", {"requests": []}, 422, "requests"),
-    ("huge caption", "/v1/labels/helpful", {"requests": [{**HELPFUL, "caption": "x" * 5000}]},
-     422, "at most 4000"),
+    (
+        "huge caption",
+        "/v1/labels/helpful",
+        {"requests": [{**HELPFUL, "caption": "x" * 5000}]},
+        422,
+        "at most 4000",
+    ),
     ("batch too big", "/v1/labels/helpful", {"requests": [HELPFUL] * 300}, 422, "at most 256"),
-    ("body over 1 MiB", "/v1/labels/helpful", {"requests": [{"caption": "x" * MAX_BODY_BYTES,
-                                                             "task": "t"}]}, 413, "larger than"),
+    (
+        "body over 1 MiB",
+        "/v1/labels/helpful",
+        {"requests": [{"caption": "x" * MAX_BODY_BYTES, "task": "t"}]},
+        413,
+        "larger than",
+    ),
     ("unknown task", "/v1/labels/nope", {"requests": [HELPFUL]}, 404, "tasks: goals"),
     ("not an object", "/v1/labels/helpful", [1, 2], 422, "body"),
     ("chat without messages", "/v1/chat/completions", {"messages": []}, 422, "messages"),
-    ("chat bad role", "/v1/chat/completions", {"messages": [{"role": "x", "content": "c"}]},
-     422, "messages.0.role"),
-    ("streaming", "/v1/chat/completions",
-     {"messages": [{"role": "user", "content": "c"}], "stream": True}, 422, "stream"),
-    ("max_tokens too big", "/v1/completions", {"prompt": "p", "max_tokens": 10**6}, 422,
-     "max_tokens"),
-]  # fmt: skip
+    (
+        "chat bad role",
+        "/v1/chat/completions",
+        {"messages": [{"role": "x", "content": "c"}]},
+        422,
+        "messages.0.role",
+    ),
+    (
+        "streaming",
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": "c"}], "stream": True},
+        422,
+        "stream",
+    ),
+    (
+        "max_tokens too big",
+        "/v1/completions",
+        {"prompt": "p", "max_tokens": 10**6},
+        422,
+        "max_tokens",
+    ),
+]
 
 
 @pytest.mark.parametrize("name, path, body, status, says", BAD, ids=[b[0] for b in BAD])
@@ -99,8 +147,9 @@ def test_bad_input_gets_a_4xx_that_says_what_is_wrong(http, name, path, body, st
     if isinstance(body, bytes):
         response = http.post(path, content=body, headers={"content-type": "application/json"})
     else:
-        response = http.post(path, content=json.dumps(body),
-                             headers={"content-type": "application/json"})  # fmt: skip
+        response = http.post(
+            path, content=json.dumps(body), headers={"content-type": "application/json"}
+        )
     assert response.status_code == status, response.text
     assert says in response.json()["error"]["message"]
 

@@ -26,8 +26,9 @@ def test_artifacts_are_keyed_by_backend_and_settings(task, tmp_path):
     a = pipeline.artifact_dir(task, "bk-pref", "oracle", tmp_path)
     assert a == pipeline.artifact_dir(task, "bk-pref", "oracle", tmp_path)  # reused
     assert a != pipeline.artifact_dir(task, "bk-pref", "llamacpp", tmp_path)
-    more_pairs = with_knowledge(task, preference=task.knowledge.preference.model_copy(
-        update={"pairs": 10}))  # fmt: skip
+    more_pairs = with_knowledge(
+        task, preference=task.knowledge.preference.model_copy(update={"pairs": 10})
+    )
     assert a != pipeline.artifact_dir(more_pairs, "bk-pref", "oracle", tmp_path)
     # A setting of another kind does not touch this kind's artifact.
     other = with_knowledge(task, code=task.knowledge.code.model_copy(update={"rounds": 9}))
@@ -38,8 +39,9 @@ def test_tasks_with_the_same_pretraining_env_share_one_dataset(task, tmp_path):
     purple = load_task("babyai-gotolocal-purpleball-s20")
     assert pipeline.dataset_dir(task, tmp_path) == pipeline.dataset_dir(purple, tmp_path)
     assert "Pretraining" in pipeline.dataset_dir(task, tmp_path).name
-    random = with_knowledge(task, dataset=task.knowledge.dataset.model_copy(
-        update={"collector": "random"}))  # fmt: skip
+    random = with_knowledge(
+        task, dataset=task.knowledge.dataset.model_copy(update={"collector": "random"})
+    )
     assert pipeline.dataset_dir(random, tmp_path) != pipeline.dataset_dir(task, tmp_path)
 
 
@@ -114,17 +116,26 @@ def test_bk_trial_parameters_pick_the_artifact_the_rest_reach_training(task, tmp
     assert config.potential == SourceSpec("bk-code", str(folder), {"candidate": 2})
     assert config.shaping_coeff == 0.5
     # The rest are BK's defaults, from the task's knowledge section.
-    assert (config.extrinsic_coeff, config.potential_normalization, config.shaping_convention) \
-        == (10.0, "discounted-sum-std", "bk")
+    assert (config.extrinsic_coeff, config.potential_normalization, config.shaping_convention) == (
+        10.0,
+        "discounted-sum-std",
+        "bk",
+    )
 
 
 def test_task_agnostic_knowledge_is_one_artifact_for_every_bk_task(task, tmp_path):
     # BK's setting: knowledge built once on the pre-training env, without the mission, and
     # reused on every downstream task.
     assert task.knowledge.include_mission is False
-    artifacts = {pipeline.artifact_dir(load_task(name), "bk-pref", "oracle", tmp_path)
-                 for name in ("babyai-gotolocal-redball-s20", "babyai-gotolocal-purpleball-s20",
-                              "babyai-gotolocal-redkey-s20", "babyai-gotolocal-purplekey-s20")}
+    artifacts = {
+        pipeline.artifact_dir(load_task(name), "bk-pref", "oracle", tmp_path)
+        for name in (
+            "babyai-gotolocal-redball-s20",
+            "babyai-gotolocal-purpleball-s20",
+            "babyai-gotolocal-redkey-s20",
+            "babyai-gotolocal-purplekey-s20",
+        )
+    }
     assert len(artifacts) == 1
     assert "Pretraining" in next(iter(artifacts)).parent.parent.name
 
@@ -137,8 +148,9 @@ def test_goal_aware_knowledge_is_one_artifact_per_mission(task, tmp_path, monkey
     assert artifacts.task_mission(aware) == "go to the red ball"
     agnostic = pipeline.artifact_dir(task, "bk-code", "oracle", tmp_path)
     assert pipeline.artifact_dir(aware, "bk-code", "oracle", tmp_path) != agnostic
-    assert pipeline.artifact_dir(aware, "bk-code", "oracle", tmp_path) \
-        != pipeline.artifact_dir(purple, "bk-code", "oracle", tmp_path)
+    assert pipeline.artifact_dir(aware, "bk-code", "oracle", tmp_path) != pipeline.artifact_dir(
+        purple, "bk-code", "oracle", tmp_path
+    )
     # A trial's include_mission picks the goal-aware artifact.
     monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
     folder = pipeline.artifact_dir(aware, "bk-code", "oracle")
@@ -156,8 +168,9 @@ def test_ptgm_models_are_one_artifact_whatever_the_backend_or_rl_settings(tmp_pa
     assert a == pipeline.artifact_dir(task, "ptgm", "llamacpp", tmp_path)  # no labeler
     assert a.name.startswith("unlabelled-")
     # RL-time settings do not call for new pre-training; pre-training settings do.
-    rl = task.model_copy(update={"ptgm": task.ptgm.model_copy(
-        update={"prior_kl_coeff": 0.0, "low_level_steps": 9})})  # fmt: skip
+    rl = task.model_copy(
+        update={"ptgm": task.ptgm.model_copy(update={"prior_kl_coeff": 0.0, "low_level_steps": 9})}
+    )
     assert a == pipeline.artifact_dir(rl, "ptgm", None, tmp_path)
     more = task.model_copy(update={"ptgm": task.ptgm.model_copy(update={"n_goals": 32})})
     assert a != pipeline.artifact_dir(more, "ptgm", None, tmp_path)
@@ -166,8 +179,12 @@ def test_ptgm_models_are_one_artifact_whatever_the_backend_or_rl_settings(tmp_pa
 
 def _episode(actions, episode_id):
     n = len(actions)
-    return Chunk(np.arange(n + 1, dtype=np.float32)[:, None] * [1, 10],
-                 [f"c{i}" for i in range(n + 1)], actions, episode_id=episode_id)  # fmt: skip
+    return Chunk(
+        np.arange(n + 1, dtype=np.float32)[:, None] * [1, 10],
+        [f"c{i}" for i in range(n + 1)],
+        actions,
+        episode_id=episode_id,
+    )
 
 
 def test_dataset_fingerprint_follows_the_trajectories_not_their_ids_or_files(tmp_path):
@@ -194,7 +211,6 @@ def test_artifact_fingerprint_ignores_build_timings_and_done_but_not_content(tmp
     assert first != build(tmp_path / "c", b"\x01\x03", 4.0)  # other weights
 
 
-
 def test_artifact_fingerprint_of_bk_code_is_its_code_and_settings_not_its_build_log(tmp_path):
     # BK-Code's writer stamps meta.json with the time and logs dataset episodes by random id.
     def build(folder, code, created, episode):
@@ -208,6 +224,7 @@ def test_artifact_fingerprint_of_bk_code_is_its_code_and_settings_not_its_build_
     assert first == build(tmp_path / "b", "def f(w): return 0.0", "2026-11-28T10:04", "e4db")
     assert first != build(tmp_path / "c", "def f(w): return 1.0", "2026-11-27T04:20", "9f1c")
 
+
 def test_knowledge_show_prints_each_built_folders_fingerprint(task, tmp_path, capsys, monkeypatch):
     from rl_bk.cli import main
     from rl_bk.knowledge.dataset import write_episodes
@@ -216,8 +233,16 @@ def test_knowledge_show_prints_each_built_folders_fingerprint(task, tmp_path, ca
     data = pipeline.dataset_dir(task, tmp_path)
     write_episodes(data, [_episode([0, 1], "x")])
     (data / artifacts.DONE).write_text("{}")
-    args = ["knowledge", "show", "--task", task.name, "--kinds", "bk-pref",
-            "--knowledge-dir", str(tmp_path)]  # fmt: skip
+    args = [
+        "knowledge",
+        "show",
+        "--task",
+        task.name,
+        "--kinds",
+        "bk-pref",
+        "--knowledge-dir",
+        str(tmp_path),
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert f"fingerprint {artifacts.dataset_fingerprint(data)}" in out

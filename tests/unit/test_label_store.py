@@ -46,8 +46,14 @@ def store(db: Path):
 
 def test_put_then_get_in_order_with_misses(store: LabelStore) -> None:
     pairs = [goals(i) for i in range(4)]
-    store.put_many("fake", "m", "goals", [r for r, _ in pairs[:2]], [lab for _, lab in pairs[:2]],
-                   latency_s=0.5)  # fmt: skip
+    store.put_many(
+        "fake",
+        "m",
+        "goals",
+        [r for r, _ in pairs[:2]],
+        [lab for _, lab in pairs[:2]],
+        latency_s=0.5,
+    )
     order = [pairs[3][0], pairs[1][0], pairs[2][0], pairs[0][0]]
     got = store.get_many("fake", "m", "goals", order)
     assert got == [None, pairs[1][1], None, pairs[0][1]]
@@ -138,8 +144,9 @@ def test_get_many_beyond_one_chunk(store: LabelStore) -> None:
     assert n > store_mod.IN_CHUNK * 2
     pairs = [helpful(i) for i in range(n)]
     stored = pairs[::2]  # every other one is a miss
-    store.put_many("fake", "m", "helpful", [r for r, _ in stored], [lab for _, lab in stored],
-                   latency_s=0.01)  # fmt: skip
+    store.put_many(
+        "fake", "m", "helpful", [r for r, _ in stored], [lab for _, lab in stored], latency_s=0.01
+    )
     got = store.get_many("fake", "m", "helpful", [r for r, _ in pairs])
     assert got == [lab if i % 2 == 0 else None for i, (_, lab) in enumerate(pairs)]
     assert store.stats()["hits"] == n // 2 and store.stats()["misses"] == n // 2
@@ -155,8 +162,14 @@ def test_threads_write_disjoint_labels(store: LabelStore) -> None:
             barrier.wait()
             for b in range(batches):
                 pairs = [goals(offset + b * per_thread + i) for i in range(per_thread)]
-                store.put_many("fake", "m", "goals", [r for r, _ in pairs],
-                               [lab for _, lab in pairs], latency_s=0.01)  # fmt: skip
+                store.put_many(
+                    "fake",
+                    "m",
+                    "goals",
+                    [r for r, _ in pairs],
+                    [lab for _, lab in pairs],
+                    latency_s=0.01,
+                )
                 store.get_many("fake", "m", "goals", [r for r, _ in pairs])
         except BaseException as e:  # pragma: no cover - reported below
             errors.append(e)
@@ -178,15 +191,22 @@ def _process_writer(path: str, offset: int, start: mp.synchronize.Event) -> None
     with LabelStore(path, timeout_s=30) as s:
         for b in range(20):
             pairs = [goals(offset + b * 25 + i) for i in range(25)]
-            s.put_many("fake", "m", "goals", [r for r, _ in pairs], [lab for _, lab in pairs],
-                       latency_s=0.01)  # fmt: skip
+            s.put_many(
+                "fake",
+                "m",
+                "goals",
+                [r for r, _ in pairs],
+                [lab for _, lab in pairs],
+                latency_s=0.01,
+            )
 
 
 def test_processes_write_disjoint_labels(db: Path) -> None:
     ctx = mp.get_context("spawn")
     start = ctx.Event()
-    procs = [ctx.Process(target=_process_writer, args=(str(db), k * 100_000, start))
-             for k in range(2)]  # fmt: skip
+    procs = [
+        ctx.Process(target=_process_writer, args=(str(db), k * 100_000, start)) for k in range(2)
+    ]
     for p in procs:
         p.start()
     start.set()
@@ -203,8 +223,15 @@ def _fill(s: LabelStore) -> None:
     g = [goals(i) for i in range(5)]
     h = [helpful(i) for i in range(3)]
     s.put_many("llamacpp", "smol", "goals", [r for r, _ in g], [lab for _, lab in g], latency_s=0.2)
-    s.put_many("oracle", "rules", "helpful", [r for r, _ in h], [lab for _, lab in h],
-               latency_s=0.0, is_oracle=True)  # fmt: skip
+    s.put_many(
+        "oracle",
+        "rules",
+        "helpful",
+        [r for r, _ in h],
+        [lab for _, lab in h],
+        latency_s=0.0,
+        is_oracle=True,
+    )
 
 
 def _rows(path: Path) -> list[tuple]:
@@ -224,8 +251,16 @@ def test_export_import_round_trip(tmp_path: Path) -> None:
         assert s.export_jsonl(tmp_path / "o.jsonl", backend="oracle", model="rules") == 3
     first = json.loads(out.read_text().splitlines()[0])
     assert isinstance(first["input"], dict) and isinstance(first["label"], dict)
-    assert {"backend", "model", "task", "template_version", "input_hash", "is_oracle",
-            "created_at", "latency_s"} <= first.keys()  # fmt: skip
+    assert {
+        "backend",
+        "model",
+        "task",
+        "template_version",
+        "input_hash",
+        "is_oracle",
+        "created_at",
+        "latency_s",
+    } <= first.keys()
     with LabelStore(dst) as d:
         assert d.import_jsonl(out) == (8, 0)
         assert d.import_jsonl(out) == (0, 8)

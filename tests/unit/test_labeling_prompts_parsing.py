@@ -168,8 +168,9 @@ def test_parse_preference(text, choice):
     assert parsing.parse_preference(text).choice == choice
 
 
-@pytest.mark.parametrize(("text", "helpful"), [("yes", True), ("No.", False),
-                                               ("I think yes, it helps", True)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "helpful"), [("yes", True), ("No.", False), ("I think yes, it helps", True)]
+)
 def test_parse_helpful(text, helpful):
     assert parsing.parse_helpful(text).helpful is helpful
 

@@ -58,8 +58,9 @@ def test_the_env_packages_never_import_the_library(graph):
     # The family packages hold the envs, captions and oracle rules; the library calls them.
     envs = [m for m in graph if is_within(m, ("env_registry",))]
     assert len(envs) > 20
-    upward = {m: sorted(d for d in graph[m] if is_within(d, ("rl_bk", "serve_deployments")))
-              for m in envs}  # fmt: skip
+    upward = {
+        m: sorted(d for d in graph[m] if is_within(d, ("rl_bk", "serve_deployments"))) for m in envs
+    }
     assert {m: d for m, d in upward.items() if d} == {}
 
 
@@ -71,8 +72,9 @@ def test_the_labeler_loads_no_simulator():
         "rl_bk.algorithms.bk_ppo.code.descriptions; "
         "print(sorted(m for m in ('minigrid', 'crafter', 'nle') if m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     assert done.stdout.strip() == "[]"
 
 
@@ -113,9 +115,10 @@ def test_the_labeling_package_stands_on_the_env_packages_alone(graph):
     # uses none of them (only the families' vocabularies, descriptions and oracle rules).
     labeling = [m for m in graph if is_within(m, ("rl_bk.labeling",))]
     assert len(labeling) > 15
-    outside = {m: sorted(d for d in graph[m]
-                         if not is_within(d, ("rl_bk.labeling", "env_registry")))
-               for m in labeling}  # fmt: skip
+    outside = {
+        m: sorted(d for d in graph[m] if not is_within(d, ("rl_bk.labeling", "env_registry")))
+        for m in labeling
+    }
     assert {m: d for m, d in outside.items() if d} == {}
 
 
@@ -124,8 +127,12 @@ def test_a_labeler_is_built_in_one_place(graph):
     # only the Serve app that hosts one, the experiments layer's pre-flight check and the
     # command line reach the backend registry or the service.
     builders = ("rl_bk.labeling.backends.registry", "rl_bk.labeling.service")
-    allowed = ("rl_bk.labeling", "serve_deployments.labeler", "rl_bk.experiments.labelers",
-               "rl_bk.cli")  # fmt: skip
+    allowed = (
+        "rl_bk.labeling",
+        "serve_deployments.labeler",
+        "rl_bk.experiments.labelers",
+        "rl_bk.cli",
+    )
     reaching = {m for m in graph if any(d in builders for d in graph[m])}
     assert "rl_bk.labeling.labeler" in reaching  # the rule reads real imports
     assert sorted(m for m in reaching if not is_within(m, allowed)) == []

@@ -33,7 +33,6 @@ def test_last_evaluation_short_of_the_budget_counts_within_the_tolerance():
     assert value_at_budget(curve, 300, tolerance=20) == 0.9
 
 
-
 def test_a_point_exactly_one_tolerance_short_of_the_budget_completes_the_curve():
     # The tolerance is one evaluation interval: a run evaluated every 100 steps whose last
     # evaluation falls 100 steps before the budget has covered it.
@@ -50,6 +49,7 @@ def test_points_out_of_order_are_read_in_env_step_order():
     area = normalised_area(curve, 300, tolerance=50)
     assert area.last_step == 300.0 and area.complete
     assert value_at_budget(curve, 300, tolerance=50) == 0.5
+
 
 def test_curve_that_stops_before_the_budget_is_flagged_incomplete():
     curve = [(100.0, 0.1), (200.0, 0.4)]
@@ -138,8 +138,9 @@ def test_unpaired_difference_is_welchs_interval():
     assert d.mean == pytest.approx(0.2 - 0.1)  # the NaN run is left out
     # the baseline has no spread: Welch's interval is the method group's own t interval
     # (2 degrees of freedom), shifted by the baseline's mean
-    assert d.ci == pytest.approx((0.1 - 4.302653 * 0.1 / math.sqrt(3),
-                                  0.1 + 4.302653 * 0.1 / math.sqrt(3)), abs=1e-6)
+    assert d.ci == pytest.approx(
+        (0.1 - 4.302653 * 0.1 / math.sqrt(3), 0.1 + 4.302653 * 0.1 / math.sqrt(3)), abs=1e-6
+    )
     assert unpaired_difference([0.5], [0.1, 0.2]).ci is None  # one run: no interval
     assert unpaired_difference([0.1, 0.2], [0.5]).ci is None  # on either side
     assert unpaired_difference([0.2, 0.2], [0.1, 0.1]).ci == pytest.approx((0.1, 0.1))
@@ -194,8 +195,10 @@ def test_paired_interval_covers_the_true_mean_95_times_in_100(seeds):
     level = rng.normal(0.3, 0.2, (DRAWS, seeds))
     method = level + effect + rng.normal(0, 0.08, (DRAWS, seeds))
     baseline = level + rng.normal(0, 0.08, (DRAWS, seeds))
-    intervals = [paired_difference(dict(enumerate(m)), dict(enumerate(b))).ci
-                 for m, b in zip(method, baseline)]  # fmt: skip
+    intervals = [
+        paired_difference(dict(enumerate(m)), dict(enumerate(b))).ci
+        for m, b in zip(method, baseline)
+    ]
     assert 0.93 <= _covered(intervals, effect) <= 0.97
 
 
@@ -211,9 +214,12 @@ def test_pooled_interval_covers_the_mean_over_tasks_95_times_in_100(tasks):
     per_task = rng.normal(effect, 0.06, (DRAWS, tasks))
     diffs = per_task[:, :, None] + rng.normal(0, 0.1, (DRAWS, tasks, 3))
     zero = dict.fromkeys(range(3), 0.0)
-    intervals = [pooled_difference({t: paired_difference(dict(enumerate(task)), zero)
-                                    for t, task in enumerate(draw)}).ci
-                 for draw in diffs]  # fmt: skip
+    intervals = [
+        pooled_difference(
+            {t: paired_difference(dict(enumerate(task)), zero) for t, task in enumerate(draw)}
+        ).ci
+        for draw in diffs
+    ]
     assert 0.93 <= _covered(intervals, effect) <= 0.97
 
 
@@ -247,7 +253,7 @@ def test_chance_every_seed_above_is_what_a_three_seed_percentile_interval_passed
     # no effect: each seed is above zero half the time, all three an eighth of the time
     assert math.isclose(chance_every_seed_above(0.0, 0.1, 3), 0.125)
     # an effect of one standard deviation: Phi(1) = 0.8413 per seed
-    assert math.isclose(chance_every_seed_above(0.1, 0.1, 3), 0.8413447 ** 3, rel_tol=1e-6)
+    assert math.isclose(chance_every_seed_above(0.1, 0.1, 3), 0.8413447**3, rel_tol=1e-6)
 
 
 def test_chance_interval_above_matches_a_simulation_of_paired_difference():

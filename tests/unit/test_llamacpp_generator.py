@@ -130,8 +130,12 @@ def test_project_grammars_compile_in_llama_cpp(gen):
     # LlamaGrammar.from_string no longer parses (llama-cpp-python 0.3.x accepts "root ::= ("),
     # so each grammar goes through the generator's own check: llama.cpp's parser on the vocab.
     sig = "def compute_potential(window: list[dict]) -> float"
-    texts = [PREFERENCE_GRAMMAR, HELPFUL_GRAMMAR, reward_code_grammar(sig),
-             *(goals_grammar(env, 3) for env in (*ENV_VOCABULARY, None))]  # fmt: skip
+    texts = [
+        PREFERENCE_GRAMMAR,
+        HELPFUL_GRAMMAR,
+        reward_code_grammar(sig),
+        *(goals_grammar(env, 3) for env in (*ENV_VOCABULARY, None)),
+    ]
     for text in texts:
         assert gen._grammar(text) is not None
 
@@ -236,15 +240,19 @@ def test_concurrent_calls_are_serialised(gen):
 def test_answer_logprobs_are_the_answers_token_scores(gen):
     """Closed answers read the chat prompt's last row: each answer's one-token spellings,
     summed, as the scorer computes them from a fresh evaluation of the same tokens."""
-    messages = [{"role": "system", "content": "You judge a game."},
-                {"role": "user", "content": "Is gold good in NetHack? Answer with one word, "
-                 "yes or no."}]  # fmt: skip
+    messages = [
+        {"role": "system", "content": "You judge a game."},
+        {"role": "user", "content": "Is gold good in NetHack? Answer with one word, yes or no."},
+    ]
     got = gen.answer_logprobs(messages, ["yes", "no"])
     tokens = gen._chat_tokens(messages)
     prompt = gen._llm.detokenize(tokens, special=True).decode()
     for answer in ("yes", "no"):
-        forms = [f for f in closed_answers.surface_forms(answer)
-                 if len(gen._llm.tokenize(f.encode(), add_bos=False)) == 1]  # fmt: skip
+        forms = [
+            f
+            for f in closed_answers.surface_forms(answer)
+            if len(gen._llm.tokenize(f.encode(), add_bos=False)) == 1
+        ]
         want = closed_answers.logsumexp(gen.score(prompt, forms))
         assert got[answer] == pytest.approx(want, abs=0.05)
         assert got[answer] < 0

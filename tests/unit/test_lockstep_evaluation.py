@@ -23,8 +23,13 @@ class Countdown(gym.Env):
         self.left -= 1
         self.all_ones &= action == 1
         done = self.left == 0
-        return (np.array([self.left], np.float32), float(action), done, False,
-                {"success": done and self.all_ones})  # fmt: skip
+        return (
+            np.array([self.left], np.float32),
+            float(action),
+            done,
+            False,
+            {"success": done and self.all_ones},
+        )
 
 
 def test_each_env_plays_one_whole_episode_and_only_playing_envs_are_asked():
@@ -119,8 +124,11 @@ def test_greedy_takes_the_mode_and_sampled_replays_the_same_levels_without_touch
 
     resets = []
     algorithm = SimpleNamespace(
-        config=SimpleNamespace(env_config={}, seed=3), iteration=20, metrics=MetricsLogger(),
-        env_creator=lambda context: OneChoice(resets))  # fmt: skip
+        config=SimpleNamespace(env_config={}, seed=3),
+        iteration=20,
+        metrics=MetricsLogger(),
+        env_creator=lambda context: OneChoice(resets),
+    )
     runners = SimpleNamespace(local_env_runner=SimpleNamespace(module=LeansToOne()))
     torch.manual_seed(0)
     training_rng = torch.get_rng_state()

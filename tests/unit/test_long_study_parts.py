@@ -6,8 +6,10 @@ from bench import long_study
 
 
 def test_part_changes_narrow_the_task_and_keep_the_rest():
-    parts = {name: (task, changes) for name, task, changes
-             in long_study.study_parts("crafter-ellm-reward-free")}  # fmt: skip
+    parts = {
+        name: (task, changes)
+        for name, task, changes in long_study.study_parts("crafter-ellm-reward-free")
+    }
     task_name, changes = parts["crafter"]
     oracle = long_study._load(task_name, False, "crafter-ellm-reward-free", changes)
     assert oracle.methods == ["ellm", "ellm-novelty", "rnd"]
@@ -56,7 +58,7 @@ def test_achievement_table_means_over_seeds_most_unlocked_first():
 
 
 def test_tech_tree_test_runs_oracle_and_novelty_on_seeds_the_first_study_did_not_use():
-    (_, task_name, changes), = long_study.study_parts("crafter-ellm-tech-tree")
+    ((_, task_name, changes),) = long_study.study_parts("crafter-ellm-tech-tree")
     task = long_study._load(task_name, False, "crafter-ellm-tech-tree", changes)
     _, first_task, first_changes = long_study.study_parts("crafter-ellm-reward-free")[0]
     first = long_study._load(first_task, False, "crafter-ellm-reward-free", first_changes)
@@ -64,15 +66,20 @@ def test_tech_tree_test_runs_oracle_and_novelty_on_seeds_the_first_study_did_not
     assert task.sweep["ellm"] == {"backend": ["oracle"]}
     assert task.seeds == [3, 4, 5] and not set(task.seeds) & set(first.seeds)
     assert task.stop.num_env_steps == 300_000
-    plan = "\n".join(long_study._plan("crafter-ellm-tech-tree",
-                                      {"command": "c", "date": "d", "machine": "m"}, False))
+    plan = "\n".join(
+        long_study._plan(
+            "crafter-ellm-tech-tree", {"command": "c", "date": "d", "machine": "m"}, False
+        )
+    )
     assert "Primary measure: achievements_per_episode_without_wake_up" in plan
 
 
 def test_rows_leaving_out_subtract_the_unlock_rates_at_the_end():
     entries = [
-        {"rows": [{"variant": "ellm", "seed": 3, "achievements_per_episode": 5.0}],
-         "achievements": {"ellm": {"wake_up": 0.9, "collect_wood": 1.0}}},
+        {
+            "rows": [{"variant": "ellm", "seed": 3, "achievements_per_episode": 5.0}],
+            "achievements": {"ellm": {"wake_up": 0.9, "collect_wood": 1.0}},
+        },
         {"rows": [{"variant": "ellm", "seed": 4, "achievements_per_episode": 4.0}]},  # no rates
     ]
     rows = long_study._rows_leaving_out(entries, ["wake_up"])
@@ -83,10 +90,14 @@ def test_rows_leaving_out_subtract_the_unlock_rates_at_the_end():
 
 
 def test_appo_passes_runs_four_passes_on_seeds_appo_learning_did_not_use():
-    learning = {name: long_study._load(t, False, "appo-learning", c)
-                for name, t, c in long_study.study_parts("appo-learning")}  # fmt: skip
-    passes = {name: long_study._load(t, False, "appo-passes", c)
-              for name, t, c in long_study.study_parts("appo-passes")}  # fmt: skip
+    learning = {
+        name: long_study._load(t, False, "appo-learning", c)
+        for name, t, c in long_study.study_parts("appo-learning")
+    }
+    passes = {
+        name: long_study._load(t, False, "appo-passes", c)
+        for name, t, c in long_study.study_parts("appo-passes")
+    }
     assert set(passes) == set(learning)  # both tasks of appo-learning
     for name, task in passes.items():
         assert not set(task.seeds) & set(learning[name].seeds)
@@ -102,34 +113,50 @@ def _curve(label: str, seed: int, values: list[float]) -> dict:
     from rl_bk import metrics as M
 
     steps = [1_000_000.0 * (i + 1) for i in range(len(values))]
-    return {"label": label, "seed": seed,
-            "progress": {M.ENV_STEPS: steps, M.GAME_SCORE_MEAN: values}}  # fmt: skip
+    return {
+        "label": label,
+        "seed": seed,
+        "progress": {M.ENV_STEPS: steps, M.GAME_SCORE_MEAN: values},
+    }
 
 
 def test_paired_table_pairs_every_method_with_a_named_baseline_by_seed():
     from rl_bk import metrics as M
 
     # areas (mean of the reports up to 3M): none 10, 20; x 13 (+3), 21 (+1); y 10 (+0), 18 (-2)
-    curves = [_curve("none", 0, [9, 10, 11]), _curve("none", 1, [20, 20, 20]),
-              _curve("x", 0, [12, 13, 14]), _curve("x", 1, [21, 21, 21]),
-              _curve("y", 0, [10, 10, 10]), _curve("y", 1, [18, 18, 18])]  # fmt: skip
-    rows = [line for line in long_study._paired_table("none", curves, [M.GAME_SCORE_MEAN],
-                                                      3_000_000) if line.startswith("| x")
-            or line.startswith("| y") or line.startswith("| none")]  # fmt: skip
+    curves = [
+        _curve("none", 0, [9, 10, 11]),
+        _curve("none", 1, [20, 20, 20]),
+        _curve("x", 0, [12, 13, 14]),
+        _curve("x", 1, [21, 21, 21]),
+        _curve("y", 0, [10, 10, 10]),
+        _curve("y", 1, [18, 18, 18]),
+    ]
+    rows = [
+        line
+        for line in long_study._paired_table("none", curves, [M.GAME_SCORE_MEAN], 3_000_000)
+        if line.startswith("| x") or line.startswith("| y") or line.startswith("| none")
+    ]
     assert len(rows) == 2  # the baseline is not paired with itself
     x, y = (row.split(" | ") for row in rows)
     assert x[0] == "| x − none" and x[3:6] == ["17", "15", "+2.000"]
     assert y[0] == "| y − none" and y[3:6] == ["14", "15", "−1.000"]
     # a method with fewer seeds: both areas over the seeds it shares with the baseline
-    (z,) = (line for line in long_study._paired_table("none", [*curves, _curve("z", 1, [22] * 3)],
-                                                      [M.GAME_SCORE_MEAN], 3_000_000)
-            if line.startswith("| z"))  # fmt: skip
+    (z,) = (
+        line
+        for line in long_study._paired_table(
+            "none", [*curves, _curve("z", 1, [22] * 3)], [M.GAME_SCORE_MEAN], 3_000_000
+        )
+        if line.startswith("| z")
+    )
     assert z.split(" | ")[2:6] == ["1", "22", "20", "+2.000"]
 
 
 def test_a_tag_pair_pairs_only_the_variants_with_the_tag():
-    assert long_study._baseline_of(("algorithm=appo", "algorithm=ppo"),
-                                   "ppo algorithm=appo") == "ppo algorithm=ppo"  # fmt: skip
+    assert (
+        long_study._baseline_of(("algorithm=appo", "algorithm=ppo"), "ppo algorithm=appo")
+        == "ppo algorithm=ppo"
+    )
     assert long_study._baseline_of(("algorithm=appo", "algorithm=ppo"), "ppo algorithm=ppo") is None
 
 
@@ -140,19 +167,39 @@ def test_several_pairings_find_baselines_as_the_tables_label_them():
     ppo, qwen = "ppo extrinsic_coeff=10.0", "bk-pref backend=llamacpp include_mission=False"
     oracle = "bk-pref backend=oracle include_mission=False (ORACLE)"
     curves = [_curve(ppo, 0, [10] * 3), _curve(qwen, 0, [11] * 3), _curve(oracle, 0, [14] * 3)]
-    rows = [line.split(" | ")[0] for line in long_study._paired_table(
-        ["ppo", ("backend=llamacpp", "backend=oracle")], curves, [M.GAME_SCORE_MEAN], 3_000_000)
-        if line.startswith("| bk")]  # fmt: skip
+    rows = [
+        line.split(" | ")[0]
+        for line in long_study._paired_table(
+            ["ppo", ("backend=llamacpp", "backend=oracle")], curves, [M.GAME_SCORE_MEAN], 3_000_000
+        )
+        if line.startswith("| bk")
+    ]
     assert rows == [f"| {qwen} − {ppo}", f"| {oracle} − {ppo}", f"| {qwen} − {oracle}"]
 
 
 def test_seed_major_order_runs_every_method_of_a_seed_before_the_next_seed():
-    plan = [(f"{part}/{m}/{s}", m, None) for part in ("a", "b") for m in ("ppo", "x")
-            for s in (100, 101)]  # the plan's order: each method's seeds in turn
+    plan = [
+        (f"{part}/{m}/{s}", m, None)
+        for part in ("a", "b")
+        for m in ("ppo", "x")
+        for s in (100, 101)
+    ]  # the plan's order: each method's seeds in turn
     ids = [p[0] for p in long_study.run_order(plan, [], seed_major=True)]
-    assert ids == ["a/ppo/100", "a/x/100", "a/ppo/101", "a/x/101",
-                   "b/ppo/100", "b/x/100", "b/ppo/101", "b/x/101"]
+    assert ids == [
+        "a/ppo/100",
+        "a/x/100",
+        "a/ppo/101",
+        "a/x/101",
+        "b/ppo/100",
+        "b/x/100",
+        "b/ppo/101",
+        "b/x/101",
+    ]
     assert [p[0] for p in long_study.run_order(plan, [], seed_major=False)] == [p[0] for p in plan]
     # methods named first still come first, each in seed order
     assert [p[0] for p in long_study.run_order(plan, ["x"], seed_major=True)][:4] == [
-        "a/x/100", "a/x/101", "b/x/100", "b/x/101"]
+        "a/x/100",
+        "a/x/101",
+        "b/x/100",
+        "b/x/101",
+    ]

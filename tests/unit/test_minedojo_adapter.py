@@ -22,9 +22,12 @@ MINEDOJO_NAMES = [spec.name for spec in fam.SPECS]
 
 def test_names_and_limits():
     assert MINEDOJO_NAMES == [
-        "MineDojo-Text-LogPlains-v0", "MineDojo-Text-WaterBucket-v0",
-        "MineDojo-Text-Cobblestone-v0", "MineDojo-Text-IronOre-v0", "MineDojo-Text-Spider-v0",
-    ]  # fmt: skip
+        "MineDojo-Text-LogPlains-v0",
+        "MineDojo-Text-WaterBucket-v0",
+        "MineDojo-Text-Cobblestone-v0",
+        "MineDojo-Text-IronOre-v0",
+        "MineDojo-Text-Spider-v0",
+    ]
     limits = [spec.defaults["max_episode_steps"] for spec in fam.SPECS]
     assert limits == [2000, 2000, 500, 2000, 500]
 

@@ -19,8 +19,19 @@ NETHACK_NAMES = [spec.name for spec in fam.SPECS]
 def _blstats(**values: int) -> np.ndarray:
     """A start-of-game Monk (HP 14/14, AC 4, turn 1), with ``values`` overriding fields."""
     b = np.zeros(27, np.int64)
-    fields = {"X": 21, "Y": 8, "HP": 14, "HPMAX": 14, "DEPTH": 1, "GOLD": 0, "XP": 1,
-              "AC": 4, "HUNGER": 1, "TIME": 1, "DLEVEL": 1}  # fmt: skip
+    fields = {
+        "X": 21,
+        "Y": 8,
+        "HP": 14,
+        "HPMAX": 14,
+        "DEPTH": 1,
+        "GOLD": 0,
+        "XP": 1,
+        "AC": 4,
+        "HUNGER": 1,
+        "TIME": 1,
+        "DLEVEL": 1,
+    }
     fields.update(values)
     for key, value in fields.items():
         b[getattr(cap, f"BL_{key}")] = value
@@ -79,8 +90,11 @@ def test_game_over_status():
 def test_message_counter_counts_per_episode():
     counter = cap.MessageCounter()
     assert [counter.add(m) for m in ("It's a wall.", "", "It's a wall.", "It's a wall.")] == [
-        1, 1, 2, 3,
-    ]  # fmt: skip
+        1,
+        1,
+        2,
+        3,
+    ]
     counter.reset()
     assert counter.add("It's a wall.") == 1
     assert dict(counter.counts) == {"It's a wall.": 1}
@@ -122,12 +136,28 @@ def env_registry():
 def test_blstats_indices_match_nle(env_registry):
     from nle import nethack
 
-    for name in ("X", "Y", "SCORE", "HP", "HPMAX", "DEPTH", "GOLD", "AC", "XP", "TIME",
-                 "HUNGER", "CAP", "CONDITION", "DLEVEL", "ALIGN"):  # fmt: skip
+    for name in (
+        "X",
+        "Y",
+        "SCORE",
+        "HP",
+        "HPMAX",
+        "DEPTH",
+        "GOLD",
+        "AC",
+        "XP",
+        "TIME",
+        "HUNGER",
+        "CAP",
+        "CONDITION",
+        "DLEVEL",
+        "ALIGN",
+    ):
         assert getattr(cap, f"BL_{name}") == getattr(nethack, f"NLE_BL_{name}")
     masks = [getattr(nethack, f"BL_MASK_{m}") for m in ("BLIND", "HALLU", "STUN", "CONF")]
-    assert masks == [1 << cap.CONDITIONS.index(c)
-                     for c in ("blind", "hallucinating", "stunned", "confused")]  # fmt: skip
+    assert masks == [
+        1 << cap.CONDITIONS.index(c) for c in ("blind", "hallucinating", "stunned", "confused")
+    ]
 
 
 @pytest.mark.parametrize("name", NETHACK_NAMES)

@@ -279,9 +279,10 @@ def test_cosine_bow_reward_threshold_by_hand():
     # A negative threshold lets a slightly negative similarity through, as in ONI.
     negative = CosineBoWReward("goal", threshold=-0.5, embedder=_StubEmbedder())
     np.testing.assert_allclose(
-        negative.rewards(["slightly against", "opposite", "orthogonal"]), [-0.3, 0.0, 0.0],
+        negative.rewards(["slightly against", "opposite", "orthogonal"]),
+        [-0.3, 0.0, 0.0],
         atol=1e-6,
-    )  # fmt: skip
+    )
 
 
 def test_cosine_bow_default_embedder_is_lazy_and_dropped_on_pickle(monkeypatch):

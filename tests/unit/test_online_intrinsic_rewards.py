@@ -25,12 +25,19 @@ NEWT, WALL, GOLD = "You kill the newt!", "It's a wall.", "You see here 5 gold pi
 
 def piece(captions, episode_id="e1", ends=False, key="message", achieved=None):
     """Steps between len(captions) states; captions[0] is the state before the first step."""
-    infos = [{key: c, "caption": c, "achieved": (achieved or {}).get(i, [])}
-             for i, c in enumerate(captions)]  # fmt: skip
+    infos = [
+        {key: c, "caption": c, "achieved": (achieved or {}).get(i, [])}
+        for i, c in enumerate(captions)
+    ]
     n = len(captions) - 1
-    episode = SingleAgentEpisode(observations=[np.zeros(1, np.float32)] * (n + 1), infos=infos,
-                                 actions=[0] * n, rewards=[0.0] * n, terminated=ends,
-                                 len_lookback_buffer=0)  # fmt: skip
+    episode = SingleAgentEpisode(
+        observations=[np.zeros(1, np.float32)] * (n + 1),
+        infos=infos,
+        actions=[0] * n,
+        rewards=[0.0] * n,
+        terminated=ends,
+        len_lookback_buffer=0,
+    )
     return EpisodeChunk(episode, n, episode_id)
 
 
@@ -43,8 +50,9 @@ def idle_queue(labels):
 
 def oni(reward_type, **kwargs):
     kwargs = {"labeler": LabelerSpec(), "beta": 3.0, **kwargs}
-    return OnlineIntrinsicReward(reward_type=reward_type, caption_key="message", llm_coeff=0.4,
-                                 **kwargs)  # fmt: skip
+    return OnlineIntrinsicReward(
+        reward_type=reward_type, caption_key="message", llm_coeff=0.4, **kwargs
+    )
 
 
 def test_retrieval_with_count_decay_carried_across_batches_and_forgotten_at_the_end():
@@ -181,11 +189,12 @@ class _Net:
 def test_ranking_queues_random_pairs_of_captions_seen_while_few_wait():
     reward = oni("ranking", pairs_per_batch=3, label_batch_size=2, min_examples=0)
     reward._queue = idle_queue({})
-    reward([piece(["", NEWT, WALL, GOLD])], {ONI_MODULE_ID: StubModel(
-        {NEWT: 0.0, WALL: 0.0, GOLD: 0.0})})  # fmt: skip
+    reward(
+        [piece(["", NEWT, WALL, GOLD])],
+        {ONI_MODULE_ID: StubModel({NEWT: 0.0, WALL: 0.0, GOLD: 0.0})},
+    )
     pairs = list(reward.queue._pending)
-    assert 1 <= len(pairs) <= 3 and all(a != b and {a, b} <= {NEWT, WALL, GOLD}
-                                        for a, b in pairs)  # fmt: skip
+    assert 1 <= len(pairs) <= 3 and all(a != b and {a, b} <= {NEWT, WALL, GOLD} for a, b in pairs)
     assert [preference_target(c) for c in ("A", "B", "tie")] == [0.0, 1.0, 0.5]
 
 
@@ -234,8 +243,13 @@ class TableEmbedder:
 
 
 def test_ellm_pays_matches_with_the_previous_states_suggestions_once_per_episode():
-    reward = ELLMIntrinsicReward(suggester="llm", labeler=LabelerSpec(), family="crafter",
-                                 ellm_coeff=2.0, label_timeout_s=0.0)  # fmt: skip
+    reward = ELLMIntrinsicReward(
+        suggester="llm",
+        labeler=LabelerSpec(),
+        family="crafter",
+        ellm_coeff=2.0,
+        label_timeout_s=0.0,
+    )
     reward.matcher = GoalMatcher(embedder=TableEmbedder(), threshold=0.9)
     q = AsyncLabelQueue(lambda: None, "goals", lambda k: k, start=False)
     q.add(
@@ -258,8 +272,9 @@ def test_ellm_pays_matches_with_the_previous_states_suggestions_once_per_episode
 
 
 def test_ellm_asks_the_labeler_only_about_states_a_step_achieved_something_from():
-    reward = ELLMIntrinsicReward(suggester="llm", labeler=LabelerSpec(), family="crafter",
-                                 label_timeout_s=0.0)  # fmt: skip
+    reward = ELLMIntrinsicReward(
+        suggester="llm", labeler=LabelerSpec(), family="crafter", label_timeout_s=0.0
+    )
     reward.matcher = GoalMatcher(embedder=TableEmbedder(), threshold=0.9)
     q = AsyncLabelQueue(lambda: None, "goals", lambda k: k, start=False)
     reward._queue = q
@@ -285,10 +300,14 @@ def test_ellm_novelty_pays_every_first_achievement_of_an_episode():
 
 # ---------------------------------------------------------------------------- connector
 def test_the_connector_adds_the_bonus_to_scaled_rewards_and_leaves_the_artificial_step():
-    ep = SingleAgentEpisode(observations=[np.float32(0)] * 4, actions=[0] * 3,
-                            rewards=[0.0, 1.0, 0.0], infos=[{"message": m} for m in
-                                                            ["", NEWT, WALL, NEWT]],
-                            terminated=True, len_lookback_buffer=0).to_numpy()  # fmt: skip
+    ep = SingleAgentEpisode(
+        observations=[np.float32(0)] * 4,
+        actions=[0] * 3,
+        rewards=[0.0, 1.0, 0.0],
+        infos=[{"message": m} for m in ["", NEWT, WALL, NEWT]],
+        terminated=True,
+        len_lookback_buffer=0,
+    ).to_numpy()
 
     class Fixed:
         def __call__(self, pieces, rl_module):
@@ -317,10 +336,13 @@ def test_the_online_model_scores_with_the_last_published_fit_and_holds_labels_ou
     from rl_bk.algorithms.oni_ppo.rl_module import OnlineRewardModel
 
     torch.manual_seed(0)
-    model = RLModuleSpec(module_class=OnlineRewardModel, learner_only=True,
-                         model_config={"kind": "classification"},
-                         observation_space=gym.spaces.Box(-1, 1, (2,)),
-                         action_space=gym.spaces.Discrete(2)).build()  # fmt: skip
+    model = RLModuleSpec(
+        module_class=OnlineRewardModel,
+        learner_only=True,
+        model_config={"kind": "classification"},
+        observation_space=gym.spaces.Box(-1, 1, (2,)),
+        action_space=gym.spaces.Discrete(2),
+    ).build()
     labels = {f"message {i}": float(i % 2) for i in range(40)}
     model.add_examples(labels)
     assert model.num_examples + len(model.held_out) == 40 and 0 < len(model.held_out) < 10

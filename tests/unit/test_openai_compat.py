@@ -44,10 +44,17 @@ class _Server:
                 if path.endswith("/v1/chat/completions"):
                     answer = _chat_answer()
                     if body.get("logprobs") and outer.top_logprobs is not None:
-                        answer["choices"][0]["logprobs"] = {"content": [
-                            {"token": "Yes", "logprob": -0.5,
-                             "top_logprobs": [{"token": t, "logprob": lp}
-                                              for t, lp in outer.top_logprobs]}]}  # fmt: skip
+                        answer["choices"][0]["logprobs"] = {
+                            "content": [
+                                {
+                                    "token": "Yes",
+                                    "logprob": -0.5,
+                                    "top_logprobs": [
+                                        {"token": t, "logprob": lp} for t, lp in outer.top_logprobs
+                                    ],
+                                }
+                            ]
+                        }
                     return self._send(200, answer)
                 if path.endswith("/v1/completions"):
                     if body.get("echo"):

@@ -97,8 +97,10 @@ def test_babyai_code_without_a_mission_is_the_task_agnostic_potential():
     from env_registry.babyai.oracle import task_agnostic_potential
     from rl_bk.algorithms.bk_ppo.code.descriptions import SIGNATURE, describe_env
 
-    code = one("reward_code", RewardCodeRequest(env_description=describe_env("babyai"),
-                                                 signature=SIGNATURE)).code  # fmt: skip
+    code = one(
+        "reward_code",
+        RewardCodeRequest(env_description=describe_env("babyai"), signature=SIGNATURE),
+    ).code
     assert "red" not in code and "task-agnostic" in code
     namespace: dict = {}
     exec(code, namespace)
@@ -148,8 +150,10 @@ def test_task_agnostic_wasted_actions_by_hand(caption, action, wasted):
     so its potential is 0, minus 0.5 when the previous action was wasted."""
     from env_registry.babyai.oracle import task_agnostic_potential
 
-    window = [{"caption": caption, "action": action},
-              {"caption": "You see a wall 2 steps forward.", "action": None}]  # fmt: skip
+    window = [
+        {"caption": caption, "action": action},
+        {"caption": "You see a wall 2 steps forward.", "action": None},
+    ]
     assert task_agnostic_potential(window) == (-0.5 if wasted else 0.0)
 
 
@@ -201,9 +205,7 @@ def test_crafter_follows_the_recipes():
 
 
 def test_crafter_urgent_needs_come_first():
-    thirsty = SP_WOOD.replace("drink 9/9", "drink 2/9").replace(
-        "grass 1 step", "water 1 step"
-    )  # fmt: skip
+    thirsty = SP_WOOD.replace("drink 9/9", "drink 2/9").replace("grass 1 step", "water 1 step")
     assert one("goals", GoalsRequest(caption=thirsty, env="crafter", max_goals=1)).goals == [
         "drink water"
     ]

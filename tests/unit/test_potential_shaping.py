@@ -25,12 +25,18 @@ from rl_bk.running_stats import RunningStd
 def steps(obs, rewards, terminated=False):
     """An episode (or chunk) that is still open: it can be cut before it is used."""
     ep = SingleAgentEpisode(
-        observations=[np.float32(o) for o in obs[:1]], infos=[{"caption": f"s{obs[0]}"}],
+        observations=[np.float32(o) for o in obs[:1]],
+        infos=[{"caption": f"s{obs[0]}"}],
         len_lookback_buffer=0,
-    )  # fmt: skip
+    )
     for i, (o, r) in enumerate(zip(obs[1:], rewards)):
-        ep.add_env_step(np.float32(o), 0, r, infos={"caption": f"s{o}"},
-                        terminated=terminated and i == len(rewards) - 1)  # fmt: skip
+        ep.add_env_step(
+            np.float32(o),
+            0,
+            r,
+            infos={"caption": f"s{o}"},
+            terminated=terminated and i == len(rewards) - 1,
+        )
     return ep
 
 
@@ -42,8 +48,13 @@ def continue_episode(chunk, obs, rewards, terminated=False):
     """The next chunk of ``chunk``'s episode (RLlib's cut: same id, starts at its last obs)."""
     nxt = chunk.cut()
     for i, (o, r) in enumerate(zip(obs, rewards)):
-        nxt.add_env_step(np.float32(o), 0, r, infos={"caption": f"s{o}"},
-                         terminated=terminated and i == len(rewards) - 1)  # fmt: skip
+        nxt.add_env_step(
+            np.float32(o),
+            0,
+            r,
+            infos={"caption": f"s{o}"},
+            terminated=terminated and i == len(rewards) - 1,
+        )
     return nxt
 
 
@@ -65,8 +76,7 @@ def shaping_piece(extrinsic_coeff=1.0, **kwargs):
 def run(episodes, piece=None, **kwargs):
     """PPO's own first piece, then ours, as in the learner pipeline."""
     shared, logger = {}, MetricsLogger()
-    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=episodes,
-                                    shared_data=shared)  # fmt: skip
+    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=episodes, shared_data=shared)
     kwargs = {"potential_fn": phi_is_the_observation, "normalization": "none", **kwargs}
     piece = piece or shaping_piece(**kwargs)
     piece(rl_module=None, batch={}, episodes=episodes, shared_data=shared, metrics=logger)
@@ -115,8 +125,14 @@ def test_bk_pays_each_difference_one_step_late_and_never_charges_the_last_step()
 
 
 def test_shaping_terms_bk_uses_the_previous_chunks_potential():
-    out = shaping_terms(np.array([4.0, 6.0, 8.0]), gamma=0.5, coeff=1.0, terminated=False,
-                        convention="bk", previous=2.0)  # fmt: skip
+    out = shaping_terms(
+        np.array([4.0, 6.0, 8.0]),
+        gamma=0.5,
+        coeff=1.0,
+        terminated=False,
+        convention="bk",
+        previous=2.0,
+    )
     np.testing.assert_allclose(out, [0.5 * 4 - 2, 0.5 * 6 - 4])
 
 
@@ -138,8 +154,9 @@ class WindowSum:
         out = []
         for c in chunks:
             obs = c.observations[:, 0].astype(np.float64)
-            out.append(np.array([obs[max(0, t - self.horizon + 1): t + 1].sum()
-                                 for t in range(len(obs))]))  # fmt: skip
+            out.append(
+                np.array([obs[max(0, t - self.horizon + 1) : t + 1].sum() for t in range(len(obs))])
+            )
         return out
 
 
@@ -152,8 +169,7 @@ def test_an_episode_cut_across_batches_is_shaped_as_in_one_piece(convention):
     second = continue_episode(first, [4, 5], [0.0, 1.0], terminated=True)
     first, second = first.to_numpy(), second.to_numpy()
     whole = episode([1, 2, 3, 4, 5], [0.0, 0.0, 0.0, 1.0], terminated=True)
-    kwargs = dict(gamma=0.9, normalization="none", convention=convention,
-                  episode_start="short")  # fmt: skip
+    kwargs = dict(gamma=0.9, normalization="none", convention=convention, episode_start="short")
     piece = shaping_piece(potential_fn=WindowSum(3), **kwargs)
     run([first], piece)
     run([second], piece)
@@ -173,16 +189,16 @@ def test_without_the_episode_id_the_next_chunk_would_lose_its_history():
     second = continue_episode(first, [4, 5], [0.0, 1.0], terminated=True).to_numpy()
     first = first.to_numpy()
     for chunk in (first, second):
-        run([chunk], potential_fn=WindowSum(3), gamma=1.0, convention="ng",
-            episode_start="short")  # fmt: skip
+        run([chunk], potential_fn=WindowSum(3), gamma=1.0, convention="ng", episode_start="short")
     # second alone: Phi 3, 7, 12 -> (7-3), 1 + (0-7)
     np.testing.assert_allclose(second.get_rewards()[:-1], [4.0, -6.0])
 
 
 def test_an_episode_starts_with_its_first_state_and_action_repeated_as_bk_fills_its_buffer():
     source = WindowSum(3)
-    ep = SingleAgentEpisode(observations=[np.float32(2)], infos=[{"caption": "s2"}],
-                            len_lookback_buffer=0)  # fmt: skip
+    ep = SingleAgentEpisode(
+        observations=[np.float32(2)], infos=[{"caption": "s2"}], len_lookback_buffer=0
+    )
     ep.add_env_step(np.float32(5), 1, 0.0, infos={"caption": "s5"})
     ep.add_env_step(np.float32(7), 2, 1.0, infos={"caption": "s7"}, terminated=True)
     ep = ep.to_numpy()
@@ -240,8 +256,7 @@ def bk_shaped_rewards(updates, gamma):
 
 def tagged(ep, runner, env_index):
     """What the env runner's ``on_episode_start`` callback writes into a new episode."""
-    tag_env_slot(episode=ep, env_runner=SimpleNamespace(worker_index=runner),
-                 env_index=env_index)  # fmt: skip
+    tag_env_slot(episode=ep, env_runner=SimpleNamespace(worker_index=runner), env_index=env_index)
     return ep
 
 
@@ -259,12 +274,21 @@ def test_bk_shaping_matches_bk_loop_over_two_slots_and_two_batches():
     # The batch order is the runners' (finished episodes first), not time order.
     batch1 = [c.to_numpy(), b.to_numpy(), a.to_numpy()]
     batch2 = [b2.to_numpy(), c2.to_numpy()]
-    piece = shaping_piece(potential_fn=phi_is_the_observation, gamma=gamma,
-                          normalization="discounted-sum-std", convention="bk")  # fmt: skip
+    piece = shaping_piece(
+        potential_fn=phi_is_the_observation,
+        gamma=gamma,
+        normalization="discounted-sum-std",
+        convention="bk",
+    )
     run(batch1, piece)
     run(batch2, piece)
-    bk = bk_shaped_rewards([np.array([[1, 2], [2, 4], [3, 6], [6, 8]], float),
-                            np.array([[5, 9], [7, 1], [3, 1], [2, 5]], float)], gamma)  # fmt: skip
+    bk = bk_shaped_rewards(
+        [
+            np.array([[1, 2], [2, 4], [3, 6], [6, 8]], float),
+            np.array([[5, 9], [7, 1], [3, 1], [2, 5]], float),
+        ],
+        gamma,
+    )
     slot0_batch1 = np.concatenate([batch1[2].get_rewards()[:-1], batch1[1].get_rewards()[:-1]])
     np.testing.assert_allclose(slot0_batch1, bk[0][:, 0], rtol=1e-4)
     np.testing.assert_allclose(batch1[0].get_rewards()[:-1], bk[0][:, 1], rtol=1e-4)
@@ -303,8 +327,9 @@ def test_the_running_sum_continues_across_chunks_of_one_episode():
 
 
 def test_std_normaliser_and_none():
-    assert PotentialScale("std", 0.9).update([("e", np.array([0.0, 2.0]))]) \
-        == pytest.approx(1.0, rel=1e-6)
+    assert PotentialScale("std", 0.9).update([("e", np.array([0.0, 2.0]))]) == pytest.approx(
+        1.0, rel=1e-6
+    )
     assert PotentialScale("none", 0.9).update([("e", np.array([5.0, 9.0]))]) == 1.0
     with pytest.raises(ValueError, match="valid: discounted-sum-std, std, none"):
         PotentialScale("max", 0.9)

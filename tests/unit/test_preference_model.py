@@ -58,8 +58,18 @@ def babyai_episodes(count, max_steps, seed):
             rewards.append(reward)
             if terminated or truncated:
                 break
-        episodes.append(Chunk(np.stack(observations), captions, actions, rewards, terminated,
-                              truncated, info["mission"], f"ep{seed + e}"))  # fmt: skip
+        episodes.append(
+            Chunk(
+                np.stack(observations),
+                captions,
+                actions,
+                rewards,
+                terminated,
+                truncated,
+                info["mission"],
+                f"ep{seed + e}",
+            )
+        )
     env.close()
     return episodes
 
@@ -95,7 +105,8 @@ def test_soft_targets_by_hand():
     # Hard targets give BK's loss whether or not the ties are passed.
     hard = torch.tensor([0.0, 0.5])
     assert preference_loss(logits_a, logits_b, hard, ties).item() == pytest.approx(
-        preference_loss(logits_a, logits_b, hard).item())
+        preference_loss(logits_a, logits_b, hard).item()
+    )
 
 
 # ------------------------------------------------------------------------------------ masks
@@ -139,7 +150,8 @@ def test_padding_changes_nothing():
         short = model.potential(obs[:, 1:], actions[:, 1:], valid[:, 1:])
         assert short.item() == pytest.approx(phi.item(), abs=1e-6)
         assert model(obs[:, 1:], actions[:, 1:], valid[:, 1:])[0].item() == pytest.approx(
-            logit.item(), abs=1e-6)  # fmt: skip
+            logit.item(), abs=1e-6
+        )
 
 
 def test_windows_are_right_aligned_with_no_action_on_the_current_state():
@@ -180,15 +192,25 @@ def oracle(tmp_path):
 def test_served_score_equals_the_local_potential(tmp_path, episodes):
     root = tmp_path / "reward_models"
     report = train_preference_potential(
-        oracle(tmp_path), episodes[:3], tmp_path / "pref", family="babyai", mission=MISSION,
-        pairs=40, epochs=1, register_as="bk-pref-test/v1", reward_models_root=root,
-    )  # fmt: skip
+        oracle(tmp_path),
+        episodes[:3],
+        tmp_path / "pref",
+        family="babyai",
+        mission=MISSION,
+        pairs=40,
+        epochs=1,
+        register_as="bk-pref-test/v1",
+        reward_models_root=root,
+    )
     assert report.registered == ["bk-pref-test", "v1"] and report.labels == "oracle/rules-v2"
-    chunks = [episodes[3], Chunk(episodes[4].observations[:3], episodes[4].captions[:3],
-                                 episodes[4].actions[:2])]  # fmt: skip
+    chunks = [
+        episodes[3],
+        Chunk(episodes[4].observations[:3], episodes[4].captions[:3], episodes[4].actions[:2]),
+    ]
     local = PreferencePotential.from_dir(tmp_path / "pref")
-    served = PreferencePotential(tmp_path / "pref", served=("bk-pref-test", "v1"),
-                                 reward_models_root=root)  # fmt: skip
+    served = PreferencePotential(
+        tmp_path / "pref", served=("bk-pref-test", "v1"), reward_models_root=root
+    )
     phi_local, phi_served = local(chunks), served(chunks)
     assert [len(p) for p in phi_local] == [len(c) + 1 for c in chunks]
     for a, b in zip(phi_local, phi_served):
@@ -214,14 +236,17 @@ def test_served_score_equals_the_local_potential(tmp_path, episodes):
 
 
 @pytest.mark.parametrize("soft", [False, True])
-def test_a_labels_probability_reaches_the_loss_only_when_soft(tmp_path, episodes, monkeypatch,
-                                                              soft):  # fmt: skip
+def test_a_labels_probability_reaches_the_loss_only_when_soft(
+    tmp_path, episodes, monkeypatch, soft
+):
     from rl_bk.algorithms.bk_ppo.preference import training
 
     def labeler(task, requests):  # A with p_a 0.7, B with p_a 0.1, a tie: in turn
-        out = [PreferenceLabel(choice="A", p_a=0.7, p_tie=0.1),
-               PreferenceLabel(choice="B", p_a=0.1, p_tie=0.2),
-               PreferenceLabel(choice="tie", p_a=0.5, p_tie=0.8)]  # fmt: skip
+        out = [
+            PreferenceLabel(choice="A", p_a=0.7, p_tie=0.1),
+            PreferenceLabel(choice="B", p_a=0.1, p_tie=0.2),
+            PreferenceLabel(choice="tie", p_a=0.5, p_tie=0.8),
+        ]
         return [out[i % 3] for i in range(len(requests))]
 
     seen = []
@@ -231,9 +256,15 @@ def test_a_labels_probability_reaches_the_loss_only_when_soft(tmp_path, episodes
         return preference_loss(la, lb, targets, ties)
 
     monkeypatch.setattr(training, "preference_loss", recording_loss)
-    report = train_preference_potential(labeler, episodes[:3], tmp_path / "pref",
-                                        family="babyai", pairs=30, epochs=1,
-                                        soft_labels=soft)  # fmt: skip
+    report = train_preference_potential(
+        labeler,
+        episodes[:3],
+        tmp_path / "pref",
+        family="babyai",
+        pairs=30,
+        epochs=1,
+        soft_labels=soft,
+    )
     targets = torch.cat([t for t, _ in seen])
     ties = torch.cat([t for _, t in seen])
     want = {0.3, 0.9} if soft else {0.0, 1.0}  # P(B better) = 1 - p_a
@@ -248,10 +279,15 @@ def phi_ranking_accuracy(folder, episodes, count, seed):
     """How often the last state's Phi orders fresh oracle-labelled pairs as the oracle does
     (the oracle prefers the segment that ends nearer the red ball), over the decided pairs."""
     segs = sample_segments(episodes, 4, 2 * count, np.random.default_rng(seed))
-    requests = [PreferenceRequest(segment_a=segment_steps(a, "babyai"),
-                                  segment_b=segment_steps(b, "babyai"),
-                                  criteria=criteria_text(MISSION), env="babyai")
-                for a, b in zip(segs[0::2], segs[1::2])]  # fmt: skip
+    requests = [
+        PreferenceRequest(
+            segment_a=segment_steps(a, "babyai"),
+            segment_b=segment_steps(b, "babyai"),
+            criteria=criteria_text(MISSION),
+            env="babyai",
+        )
+        for a, b in zip(segs[0::2], segs[1::2])
+    ]
     labels = [lab.choice for lab in OracleBackend().label("preference", requests)]
     phi = [p[-1] for p in PreferencePotential.from_dir(folder)(segs)]
     right = [
@@ -264,9 +300,18 @@ def test_training_on_oracle_labels_beats_chance(tmp_path, episodes):
     # The MLP encoder and lr 1e-3 (BK: 3e-4) keep this near 5 s; over seeds 0-2 it reached
     # 0.83-0.85 held-out and 0.82-0.86 on fresh pairs. The slow test covers the conv encoder.
     report = train_preference_potential(
-        oracle(tmp_path), episodes[:20], tmp_path / "pref", family="babyai", mission=MISSION,
-        pairs=800, epochs=10, lr=1e-3, eval_fraction=0.25, seed=0, state_encoder="mlp",
-    )  # fmt: skip
+        oracle(tmp_path),
+        episodes[:20],
+        tmp_path / "pref",
+        family="babyai",
+        mission=MISSION,
+        pairs=800,
+        epochs=10,
+        lr=1e-3,
+        eval_fraction=0.25,
+        seed=0,
+        state_encoder="mlp",
+    )
     assert report.pairs == 800 and report.dropped == 0 and 0 < report.ties < 800
     assert report.config["grid"] is None and report.heldout_decided > 20
     assert report.best_heldout_accuracy > 0.7
@@ -280,9 +325,15 @@ def test_training_on_oracle_labels_beats_chance(tmp_path, episodes):
 def test_the_conv_encoder_generalises_to_unseen_episodes(tmp_path):
     many = babyai_episodes(80, 100, seed=100)
     report = train_preference_potential(
-        oracle(tmp_path), many[:40], tmp_path / "pref", family="babyai", mission=MISSION,
-        pairs=3000, epochs=5, seed=0,
-    )  # fmt: skip
+        oracle(tmp_path),
+        many[:40],
+        tmp_path / "pref",
+        family="babyai",
+        mission=MISSION,
+        pairs=3000,
+        epochs=5,
+        seed=0,
+    )
     assert report.config["grid"] == [7, 7, 3]
     accuracy, decided = phi_ranking_accuracy(tmp_path / "pref", many[40:], 1000, seed=1)
     print(f"held-out {report.heldout_accuracy}; unseen episodes: {decided} decided, {accuracy:.3f}")
@@ -290,8 +341,15 @@ def test_the_conv_encoder_generalises_to_unseen_episodes(tmp_path):
 
 
 def test_windows_seen_before_are_looked_up_with_the_same_values(tmp_path, episodes):
-    train_preference_potential(oracle(tmp_path), episodes[:3], tmp_path / "pref", family="babyai",
-                               mission=MISSION, pairs=40, epochs=1)  # fmt: skip
+    train_preference_potential(
+        oracle(tmp_path),
+        episodes[:3],
+        tmp_path / "pref",
+        family="babyai",
+        mission=MISSION,
+        pairs=40,
+        epochs=1,
+    )
     model, config = load_model(tmp_path / "pref")
     pot = PreferencePotential.from_dir(tmp_path / "pref")
     first = pot(episodes[5:7])
@@ -302,19 +360,23 @@ def test_windows_seen_before_are_looked_up_with_the_same_values(tmp_path, episod
     assert pot._memo.hits >= len(episodes[6]) + 1
     np.testing.assert_allclose(later[0], first[1], rtol=0, atol=0)
     for chunk, phi in zip([episodes[6], episodes[7]], later):
-        obs, actions, valid = encode_windows(windows(chunk, config.horizon), config.horizon,
-                                             config.obs_dim, config.n_actions)  # fmt: skip
+        obs, actions, valid = encode_windows(
+            windows(chunk, config.horizon), config.horizon, config.obs_dim, config.n_actions
+        )
         with torch.no_grad():
-            direct = model.potential(torch.from_numpy(obs), torch.from_numpy(actions),
-                                     torch.from_numpy(valid)).numpy()  # fmt: skip
+            direct = model.potential(
+                torch.from_numpy(obs), torch.from_numpy(actions), torch.from_numpy(valid)
+            ).numpy()
         np.testing.assert_allclose(phi, direct, rtol=1e-5, atol=1e-5)
     # A shorter horizon than the trained one reads only the last states of each window.
     short = PreferencePotential.from_dir(tmp_path / "pref", horizon=2)(episodes[7:8])[0]
-    obs, actions, valid = encode_windows(windows(episodes[7], 2), config.horizon, config.obs_dim,
-                                         config.n_actions)  # fmt: skip
+    obs, actions, valid = encode_windows(
+        windows(episodes[7], 2), config.horizon, config.obs_dim, config.n_actions
+    )
     with torch.no_grad():
-        direct = model.potential(torch.from_numpy(obs), torch.from_numpy(actions),
-                                 torch.from_numpy(valid)).numpy()  # fmt: skip
+        direct = model.potential(
+            torch.from_numpy(obs), torch.from_numpy(actions), torch.from_numpy(valid)
+        ).numpy()
     assert valid.sum(axis=1).max() == 2
     np.testing.assert_allclose(short, direct, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="trained on windows of 5 states"):
@@ -324,19 +386,28 @@ def test_windows_seen_before_are_looked_up_with_the_same_values(tmp_path, episod
 @pytest.mark.parametrize("n_layers", [1, 2])
 def test_the_last_state_shortcut_equals_the_full_forward_pass(n_layers):
     torch.manual_seed(0)
-    model = PreferenceTransformer(ModelConfig(obs_dim=6, n_actions=4, horizon=4, n_embed=16,
-                                              n_layers=n_layers, ff_dim=32)).eval()  # fmt: skip
+    model = PreferenceTransformer(
+        ModelConfig(obs_dim=6, n_actions=4, horizon=4, n_embed=16, n_layers=n_layers, ff_dim=32)
+    ).eval()
     states = torch.randn(5, 4, 16)
     actions = torch.randint(0, 5, (5, 4))
-    valid = torch.tensor([[True] * 4, [False, True, True, True], [False, False, True, True],
-                          [False, False, False, True], [True] * 4])  # fmt: skip
+    valid = torch.tensor(
+        [
+            [True] * 4,
+            [False, True, True, True],
+            [False, False, True, True],
+            [False, False, False, True],
+            [True] * 4,
+        ]
+    )
     with torch.no_grad():
         full = model.forward_encoded(states, actions, valid)[1][:, -1]
         short = model.last_state_potential(states, actions, valid)
         torch.testing.assert_close(short, full, rtol=1e-5, atol=1e-6)
         # Fewer slots than the horizon (right-aligned) too.
-        torch.testing.assert_close(model.last_state_potential(states[:, 2:], actions[:, 2:],
-                                                              valid[:, 2:]),
-                                   model.forward_encoded(states[:, 2:], actions[:, 2:],
-                                                         valid[:, 2:])[1][:, -1],
-                                   rtol=1e-5, atol=1e-6)  # fmt: skip
+        torch.testing.assert_close(
+            model.last_state_potential(states[:, 2:], actions[:, 2:], valid[:, 2:]),
+            model.forward_encoded(states[:, 2:], actions[:, 2:], valid[:, 2:])[1][:, -1],
+            rtol=1e-5,
+            atol=1e-6,
+        )

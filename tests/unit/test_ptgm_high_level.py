@@ -46,11 +46,14 @@ def test_categorical_kl_by_hand():
 
 def _episode(obs, rewards, logits, terminated=True):
     return SingleAgentEpisode(
-        observations=[np.float32([o]) for o in obs], actions=[0] * len(rewards),
-        rewards=list(rewards), infos=[{} for _ in obs],
+        observations=[np.float32([o]) for o in obs],
+        actions=[0] * len(rewards),
+        rewards=list(rewards),
+        infos=[{} for _ in obs],
         extra_model_outputs={Columns.ACTION_DIST_INPUTS: [np.float32(x) for x in logits]},
-        terminated=terminated, len_lookback_buffer=0,
-    ).to_numpy()  # fmt: skip
+        terminated=terminated,
+        len_lookback_buffer=0,
+    ).to_numpy()
 
 
 def _prior_from_observation(obs: torch.Tensor) -> torch.Tensor:

@@ -57,8 +57,10 @@ class FakeEncoder:
 
 def test_caption_embeddings_encode_each_distinct_caption_once_and_normalise():
     enc = FakeEncoder({"a": [3.0, 4.0], "b": [0.0, 2.0], "c": [0.0, 0.0]})
-    eps = [episode(np.zeros((3, 1)), [0, 0], ["a", "b", "a"]),
-           episode(np.zeros((2, 1)), [0], ["b", "c"])]  # fmt: skip
+    eps = [
+        episode(np.zeros((3, 1)), [0, 0], ["a", "b", "a"]),
+        episode(np.zeros((2, 1)), [0], ["b", "c"]),
+    ]
     out = state_embeddings(eps, "caption-minilm", embedder=enc)
     assert enc.calls == [["a", "b", "c"]]
     assert [e.shape for e in out] == [(3, 2), (2, 2)] and out[0].dtype == np.float32
@@ -99,8 +101,12 @@ def test_codebook_codes_are_the_real_samples_nearest_the_centres():
 
 
 def test_assign_is_argmax_cosine_by_hand():
-    book = Codebook(vectors=[[1, 0], [0, 1], [-1, 0]], sample_index=[0, 1, 2],
-                    captions=["e", "n", "w"], counts=[0, 0, 0])  # fmt: skip
+    book = Codebook(
+        vectors=[[1, 0], [0, 1], [-1, 0]],
+        sample_index=[0, 1, 2],
+        captions=["e", "n", "w"],
+        counts=[0, 0, 0],
+    )
     q = np.asarray([[2, 1], [0.1, 0.5], [-3, -2.9], [1, 1], [0.01, -5]], np.float32)
     # (1, 1) ties east and north: the lower index wins; (0.01, -5): cosines .002, -1, -.002
     assert assign(book, q).tolist() == [0, 1, 2, 0, 0]
@@ -126,8 +132,7 @@ def test_codebook_subsample_indexes_the_full_array_and_counts_everything():
 
 
 def test_hindsight_goal_is_the_state_two_ahead_clipped_at_the_end():
-    eps = [episode(np.arange(6)[:, None] + 0.5, [0, 1, 2, 0, 1]),
-           episode([[10.0], [11.0]], [2])]  # fmt: skip
+    eps = [episode(np.arange(6)[:, None] + 0.5, [0, 1, 2, 0, 1]), episode([[10.0], [11.0]], [2])]
     emb = [np.eye(8, dtype=np.float32)[:6], np.eye(8, dtype=np.float32)[6:]]
     obs, goals, actions = hindsight_examples(eps, emb, 2, 2, np.random.default_rng(0))
     # 5 + 1 states with an action; the final states make no example
@@ -141,8 +146,9 @@ def test_hindsight_goal_is_the_state_two_ahead_clipped_at_the_end():
 def test_hindsight_random_gaps_stay_in_range():
     n = 30
     ep = episode(np.zeros((n + 1, 1)), np.zeros(n, int))
-    _, goals, _ = hindsight_examples([ep], [np.eye(n + 1, dtype=np.float32)], 1, 3,
-                                     np.random.default_rng(5))  # fmt: skip
+    _, goals, _ = hindsight_examples(
+        [ep], [np.eye(n + 1, dtype=np.float32)], 1, 3, np.random.default_rng(5)
+    )
     target = goals.argmax(1)
     t = np.arange(n)
     assert np.all(target >= np.minimum(t + 1, n)) and np.all(target <= np.minimum(t + 3, n))
@@ -152,8 +158,9 @@ def test_hindsight_random_gaps_stay_in_range():
 
 
 def test_prior_label_is_the_code_of_the_state_k_ahead():
-    book = Codebook(vectors=np.eye(3), sample_index=[0, 1, 2], captions=["a", "b", "c"],
-                    counts=[0, 0, 0])  # fmt: skip
+    book = Codebook(
+        vectors=np.eye(3), sample_index=[0, 1, 2], captions=["a", "b", "c"], counts=[0, 0, 0]
+    )
     e = np.eye(3, dtype=np.float32)
     emb = np.stack([e[0], e[1], e[2], 0.9 * e[0] + 0.1 * e[1], e[1]])  # codes 0 1 2 0 1
     ep = episode(np.arange(5)[:, None], [0, 0, 0, 0])
@@ -194,8 +201,18 @@ def test_behaviour_cloning_learns_an_action_named_by_the_goal():
     torch.manual_seed(0)
     eps = toy_episodes()
     emb = state_embeddings(eps, "observation")
-    model, report = train_low_level(eps, emb, min_gap=1, max_gap=1, epochs=15, batch_size=32,
-                                    lr=1e-2, hidden=(32,), holdout=0.2, seed=0)  # fmt: skip
+    model, report = train_low_level(
+        eps,
+        emb,
+        min_gap=1,
+        max_gap=1,
+        epochs=15,
+        batch_size=32,
+        lr=1e-2,
+        hidden=(32,),
+        holdout=0.2,
+        seed=0,
+    )
     assert report["held_out_episodes"] == 5 and report["train_episodes"] == 19
     assert report["held_out_accuracy"] >= 0.95 and report["train_accuracy"] >= 0.95
     assert report["held_out_majority_accuracy"] < 0.6
@@ -203,10 +220,20 @@ def test_behaviour_cloning_learns_an_action_named_by_the_goal():
 
 
 def build_toy(tmp_path, name="m", **kw):
-    args = {"n_goals": 4, "embedding": "caption-minilm", "low_level_gap": (1, 1),
-            "prior_gap": (1, 2), "epochs": 3, "batch_size": 64, "hidden": (16, 16),
-            "holdout": 0.2, "seed": 7, "prior_epochs": 2, "embedder": FakeEncoder(TOY_TEXT),
-            **kw}  # fmt: skip
+    args = {
+        "n_goals": 4,
+        "embedding": "caption-minilm",
+        "low_level_gap": (1, 1),
+        "prior_gap": (1, 2),
+        "epochs": 3,
+        "batch_size": 64,
+        "hidden": (16, 16),
+        "holdout": 0.2,
+        "seed": 7,
+        "prior_epochs": 2,
+        "embedder": FakeEncoder(TOY_TEXT),
+        **kw,
+    }
     return build_ptgm(toy_episodes(), tmp_path / name, **args)
 
 
@@ -261,8 +288,9 @@ def test_low_level_actions_sampled_and_greedy(tmp_path):
     # sampling follows the softmax: the empirical frequency matches its probabilities
     logits = models.low_level(torch.from_numpy(obs[:1]), models._goals[[0]])[0]
     probs = torch.softmax(logits.double(), -1).numpy()
-    many = models.low_level_actions(np.repeat(obs[:1], 4000, 0), np.zeros(4000, int),
-                                    greedy=False, rng=np.random.default_rng(2))  # fmt: skip
+    many = models.low_level_actions(
+        np.repeat(obs[:1], 4000, 0), np.zeros(4000, int), greedy=False, rng=np.random.default_rng(2)
+    )
     freq = np.bincount(many, minlength=models.n_actions) / 4000
     np.testing.assert_allclose(freq, probs, atol=0.04)
     with pytest.raises(ValueError, match="goal ids"):
@@ -278,8 +306,12 @@ def test_learned_encoder_embeds_alike_states_alike():
     a, b = np.zeros(20, np.float32), np.zeros(20, np.float32)
     a[:10], b[10:] = 1.0, 1.0
     obs = np.stack([(a if i % 2 else b) + 0.05 * rng.standard_normal(20) for i in range(41)])
-    ep = Chunk(observations=obs.astype(np.float32), captions=[""] * 41,
-               actions=np.zeros(40, np.int64), rewards=np.zeros(40, np.float32))  # fmt: skip
+    ep = Chunk(
+        observations=obs.astype(np.float32),
+        captions=[""] * 41,
+        actions=np.zeros(40, np.int64),
+        rewards=np.zeros(40, np.float32),
+    )
     (codes,) = learned_embeddings([ep], dim=4, epochs=20, seed=0)
     assert codes.shape == (41, 4)
     np.testing.assert_allclose(np.linalg.norm(codes, axis=1), 1.0, atol=1e-5)

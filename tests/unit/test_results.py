@@ -24,12 +24,14 @@ from rl_bk.experiments.results import (
 
 def progress(steps, success, ret=None, seconds=None):
     n = len(steps)
-    return pd.DataFrame({
-        M.ENV_STEPS: steps,
-        M.SUCCESS_RATE: success,
-        M.EPISODE_RETURN_MEAN: ret if ret is not None else success,
-        M.TIME_TOTAL_S: seconds if seconds is not None else np.arange(1, n + 1, dtype=float),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            M.ENV_STEPS: steps,
+            M.SUCCESS_RATE: success,
+            M.EPISODE_RETURN_MEAN: ret if ret is not None else success,
+            M.TIME_TOTAL_S: seconds if seconds is not None else np.arange(1, n + 1, dtype=float),
+        }
+    )
 
 
 def test_steps_to_reach_is_the_first_report_at_or_above_the_threshold():
@@ -52,10 +54,12 @@ def test_trial_row_takes_last_values_and_throughput():
 
 
 def test_summary_counts_seeds_that_reached_the_threshold():
-    trials = pd.DataFrame([
-        {"variant": "ppo", "seed": 0, "success_rate": 0.9, "steps_to_success_0.9": 100.0},
-        {"variant": "ppo", "seed": 1, "success_rate": 0.7, "steps_to_success_0.9": math.nan},
-    ])  # fmt: skip
+    trials = pd.DataFrame(
+        [
+            {"variant": "ppo", "seed": 0, "success_rate": 0.9, "steps_to_success_0.9": 100.0},
+            {"variant": "ppo", "seed": 1, "success_rate": 0.7, "steps_to_success_0.9": math.nan},
+        ]
+    )
     s = summarize(trials).iloc[0]
     assert s["seeds"] == 2 and s["success_rate_mean"] == pytest.approx(0.8)
     assert s["steps_to_success_0.9_reached"] == 1 and s["steps_to_success_0.9_mean"] == 100
@@ -84,8 +88,13 @@ def test_write_results_makes_tables_and_plot(tmp_path):
 
 def test_tasks_without_success_plot_their_main_metric_and_drop_success_columns(tmp_path):
     p = progress([100, 200], [0.0, 0.0]).assign(**{M.GAME_SCORE_MEAN: [10.0, 30.0]})
-    write_results([TrialRecord("ppo", 0, p)], tmp_path, title="t",
-                  main_metric=M.GAME_SCORE_MEAN, success_threshold=None)  # fmt: skip
+    write_results(
+        [TrialRecord("ppo", 0, p)],
+        tmp_path,
+        title="t",
+        main_metric=M.GAME_SCORE_MEAN,
+        success_threshold=None,
+    )
     assert set(pd.read_csv(tmp_path / "curves.csv").metric) == {"episode return", "game score"}
     trials = pd.read_csv(tmp_path / "trials.csv")
     assert "success_rate" not in trials and trials["game_score_mean"].iloc[0] == 30.0
@@ -123,7 +132,12 @@ def test_budget_labels_stay_distinct_below_a_thousand_steps():
     from rl_bk.experiments.results import budget_label
 
     assert [budget_label(b) for b in (64, 128, 256, 2000, 100_000)] == [
-        "64", "128", "256", "2k", "100k"]  # fmt: skip
+        "64",
+        "128",
+        "256",
+        "2k",
+        "100k",
+    ]
 
 
 def test_greedy_evaluation_gives_its_own_columns_and_steps_to_success():
@@ -157,10 +171,13 @@ def test_training_curves_start_once_they_average_a_full_window_and_eval_is_plott
 def test_oracle_knowledge_is_marked_in_the_tables(tmp_path):
     from rl_bk.experiments.results import display_label
 
-    assert display_label("bk-code backend=oracle include_mission=False") \
+    assert (
+        display_label("bk-code backend=oracle include_mission=False")
         == "bk-code backend=oracle include_mission=False (ORACLE)"
+    )
     assert display_label("bk-code backend=oracle include_mission=True").endswith(
-        "(GOAL-AWARE ORACLE)")
+        "(GOAL-AWARE ORACLE)"
+    )
     assert display_label("bk-code backend=llamacpp") == "bk-code backend=llamacpp"
     records = [TrialRecord("bk-pref backend=oracle", 0, progress([100, 200], [0.1, 0.5]))]
     write_results(records, tmp_path, title="t", success_threshold=0.5)
@@ -170,18 +187,28 @@ def test_oracle_knowledge_is_marked_in_the_tables(tmp_path):
 def test_the_summary_names_whose_knowledge_each_variant_used(tmp_path):
     import json
 
-    (tmp_path / "knowledge.json").write_text(json.dumps({
-        "bk-pref backend=llamacpp include_mission=False": {
-            "labels": "llamacpp/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@sha256:cc324af070c2",
-            "is_oracle": False},
-        "bk-goal backend=oracle include_mission=False": {"labels": "oracle/rules-v2",
-                                                         "is_oracle": True},
-    }))  # fmt: skip
+    (tmp_path / "knowledge.json").write_text(
+        json.dumps(
+            {
+                "bk-pref backend=llamacpp include_mission=False": {
+                    "labels": "llamacpp/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+                    "@sha256:cc324af070c2",
+                    "is_oracle": False,
+                },
+                "bk-goal backend=oracle include_mission=False": {
+                    "labels": "oracle/rules-v2",
+                    "is_oracle": True,
+                },
+            }
+        )
+    )
     records = [TrialRecord("bk-pref backend=llamacpp", 0, progress([100, 200], [0.1, 0.5]))]
     write_results(records, tmp_path, title="t", success_threshold=0.5)
     text = (tmp_path / "summary.md").read_text()
-    assert ("- `bk-pref backend=llamacpp include_mission=False`: LLM "
-            "`llamacpp/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@sha256:cc324af070c2`") in text
+    assert (
+        "- `bk-pref backend=llamacpp include_mission=False`: LLM "
+        "`llamacpp/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf@sha256:cc324af070c2`"
+    ) in text
     assert "- `bk-goal backend=oracle include_mission=False`: ORACLE (rules, not an LLM)" in text
 
 
@@ -214,11 +241,13 @@ def test_a_method_s_own_learner_metrics_get_columns_only_where_logged():
 
 
 def test_achievement_rates_are_the_last_report_per_achievement():
-    p = pd.DataFrame({
-        M.ENV_STEPS: [100, 200],
-        M.ACHIEVEMENT_PREFIX + "collect_wood": [0.5, 0.75],
-        M.ACHIEVEMENT_PREFIX + "place_table": [0.25, np.nan],  # not reported at the end
-    })
+    p = pd.DataFrame(
+        {
+            M.ENV_STEPS: [100, 200],
+            M.ACHIEVEMENT_PREFIX + "collect_wood": [0.5, 0.75],
+            M.ACHIEVEMENT_PREFIX + "place_table": [0.25, np.nan],  # not reported at the end
+        }
+    )
     assert achievement_rates(p) == {"collect_wood": 0.75, "place_table": 0.25}
     assert achievement_rates(progress([100], [0.5])) == {}
 
@@ -226,9 +255,11 @@ def test_achievement_rates_are_the_last_report_per_achievement():
 def test_a_trial_that_did_not_finish_is_marked_and_in_no_mean_nor_curve(tmp_path):
     from rl_bk.experiments.results import DONE, ERROR
 
-    records = [TrialRecord("ppo", 0, progress([100, 200], [0.2, 0.4])),
-               TrialRecord("ppo", 1, progress([100, 200], [0.6, 0.8])),
-               TrialRecord("ppo", 2, progress([100], [1.0]), status=ERROR)]  # fmt: skip
+    records = [
+        TrialRecord("ppo", 0, progress([100, 200], [0.2, 0.4])),
+        TrialRecord("ppo", 1, progress([100, 200], [0.6, 0.8])),
+        TrialRecord("ppo", 2, progress([100], [1.0]), status=ERROR),
+    ]
     summary = write_results(records, tmp_path, title="t")
     trials = pd.read_csv(tmp_path / "trials.csv")
     assert list(trials["status"]) == [DONE, DONE, ERROR]  # every trial has its row
@@ -243,17 +274,24 @@ def test_a_resumed_trial_keeps_the_reports_of_the_branch_its_weights_went_on_wit
     from rl_bk.experiments.results import without_superseded_reports
 
     # stopped after iteration 5, resumed from the checkpoint at iteration 2: 3-5 come twice
-    resumed = pd.DataFrame({"training_iteration": [1, 2, 3, 4, 5, 3, 4, 5, 6],
-                            M.ENV_STEPS: [10, 20, 30, 40, 50, 31, 41, 51, 61],
-                            M.SUCCESS_RATE: [0.0, 0.1, 0.9, 0.9, 0.9, 0.2, 0.3, 0.4, 0.5]})
+    resumed = pd.DataFrame(
+        {
+            "training_iteration": [1, 2, 3, 4, 5, 3, 4, 5, 6],
+            M.ENV_STEPS: [10, 20, 30, 40, 50, 31, 41, 51, 61],
+            M.SUCCESS_RATE: [0.0, 0.1, 0.9, 0.9, 0.9, 0.2, 0.3, 0.4, 0.5],
+        }
+    )
     kept = without_superseded_reports(resumed)
     assert kept["training_iteration"].tolist() == [1, 2, 3, 4, 5, 6]
     assert kept[M.SUCCESS_RATE].tolist() == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
     # a stored curve has env steps only: a row ahead of a later one goes, a NaN row stays
-    stored = pd.DataFrame({M.ENV_STEPS: [10, 20, np.nan, 40, 50, 35, 45],
-                           M.SUCCESS_RATE: [0.0, 0.1, 0.1, 0.9, 0.9, 0.2, 0.3]})
-    assert without_superseded_reports(stored)[M.SUCCESS_RATE].tolist() == [0.0, 0.1, 0.1, 0.2,
-                                                                              0.3]
+    stored = pd.DataFrame(
+        {
+            M.ENV_STEPS: [10, 20, np.nan, 40, 50, 35, 45],
+            M.SUCCESS_RATE: [0.0, 0.1, 0.1, 0.9, 0.9, 0.2, 0.3],
+        }
+    )
+    assert without_superseded_reports(stored)[M.SUCCESS_RATE].tolist() == [0.0, 0.1, 0.1, 0.2, 0.3]
     plain = progress([10, 20, 30], [0.1, 0.2, 0.3])
     assert without_superseded_reports(plain) is plain  # an unbroken run is left as it is
 
@@ -265,14 +303,22 @@ def test_tables_read_from_a_tune_folder_drop_a_resume_s_superseded_reports(tmp_p
 
     trial = tmp_path / "trial_0"
     trial.mkdir()
-    (trial / "params.json").write_text(json.dumps(
-        {"variant": {"method": "ppo", "params": {}}, "seed": 3}))
+    (trial / "params.json").write_text(
+        json.dumps({"variant": {"method": "ppo", "params": {}}, "seed": 3})
+    )
     # restored from the checkpoint at iteration 1 after iteration 3 (Tune counts
     # iterations_since_restore from 1 again)
-    rows = [{"training_iteration": i, "iterations_since_restore": n,
-             M.ENV_STEPS: 100 * i + 7 * (j > 2), "env_runners": {"success_rate": s}}
-            for j, (i, n, s) in enumerate([(1, 1, 0.1), (2, 2, 0.9), (3, 3, 0.9), (2, 1, 0.2),
-                                           (3, 2, 0.3)])]  # fmt: skip
+    rows = [
+        {
+            "training_iteration": i,
+            "iterations_since_restore": n,
+            M.ENV_STEPS: 100 * i + 7 * (j > 2),
+            "env_runners": {"success_rate": s},
+        }
+        for j, (i, n, s) in enumerate(
+            [(1, 1, 0.1), (2, 2, 0.9), (3, 3, 0.9), (2, 1, 0.2), (3, 2, 0.3)]
+        )
+    ]
     (trial / "result.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (record,) = records_from_tune_dir(tmp_path)
     assert record.seed == 3
@@ -285,9 +331,13 @@ def test_restore_points_are_the_checkpoints_a_trial_went_on_from():
     from rl_bk.experiments.results import restore_points
 
     # restored at iteration 3 (from 2) and at iteration 5 (from 4); kept reports only
-    kept = pd.DataFrame({"training_iteration": [1, 2, 3, 4, 5, 6],
-                         "iterations_since_restore": [1, 2, 1, 2, 1, 2],
-                         M.ENV_STEPS: [10, 20, 31, 41, 52, 62]})
+    kept = pd.DataFrame(
+        {
+            "training_iteration": [1, 2, 3, 4, 5, 6],
+            "iterations_since_restore": [1, 2, 1, 2, 1, 2],
+            M.ENV_STEPS: [10, 20, 31, 41, 52, 62],
+        }
+    )
     assert restore_points(kept) == [20.0, 41.0]
     kept["iterations_since_restore"] = [1, 2, 3, 4, 5, 6]  # ran in one go
     assert restore_points(kept) == []

@@ -20,13 +20,18 @@ class _Constant:
 
 
 def test_rewriting_rewards_warns_about_nothing():
-    ep = SingleAgentEpisode(observations=[np.float32(0)] * 4, actions=[0] * 3,
-                            rewards=[0.0, 1.0, 0.0], terminated=True,
-                            len_lookback_buffer=0).to_numpy()  # fmt: skip
+    ep = SingleAgentEpisode(
+        observations=[np.float32(0)] * 4,
+        actions=[0] * 3,
+        rewards=[0.0, 1.0, 0.0],
+        terminated=True,
+        len_lookback_buffer=0,
+    ).to_numpy()
     shared = {}
     AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=[ep], shared_data=shared)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         RewriteRewards(terms=[_Constant()], extrinsic_coeff=2.0)(
-            rl_module=None, batch={}, episodes=[ep], shared_data=shared)
+            rl_module=None, batch={}, episodes=[ep], shared_data=shared
+        )
     np.testing.assert_allclose(ep.get_rewards(), [0.5, 2.5, 0.5, 0.0])

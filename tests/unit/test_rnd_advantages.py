@@ -24,8 +24,16 @@ INT_VALUES = [1.0, 1.0, 1.0, 4.0]  # the last one: V_int of the chunk's final ob
 
 
 def heads(terminated: bool, lambda_: float = 1.0):
-    return two_headed_advantages(EXT_REWARDS, INT_REWARDS, EXT_VALUES, INT_VALUES, terminated,
-                                 gamma=0.9, int_gamma=0.5, lambda_=lambda_)  # fmt: skip
+    return two_headed_advantages(
+        EXT_REWARDS,
+        INT_REWARDS,
+        EXT_VALUES,
+        INT_VALUES,
+        terminated,
+        gamma=0.9,
+        int_gamma=0.5,
+        lambda_=lambda_,
+    )
 
 
 def test_extrinsic_return_stops_at_termination():
@@ -64,8 +72,7 @@ def test_gae_needs_one_value_more_than_rewards():
 
 def test_combined_advantage_weights_the_heads_then_standardizes():
     h = heads(terminated=True)
-    combined = combine_advantages(h.ext_advantages, h.int_advantages, ext_coeff=2.0,
-                                  int_coeff=1.0)  # fmt: skip
+    combined = combine_advantages(h.ext_advantages, h.int_advantages, ext_coeff=2.0, int_coeff=1.0)
     np.testing.assert_allclose(combined, [2 * 0.31 + 2.25, 2 * 0.4 + 3.5, 2 * 0.5 + 4.0])
     z = standardize(combined)
     assert abs(z.mean()) < 1e-12 and abs(z.std() - 1.0) < 1e-12
@@ -90,8 +97,7 @@ def test_forward_filter_keeps_only_the_streams_updated_last():
     f.MAX_STREAMS = 2
     f.update([("a", [1.0]), ("b", [1.0])])
     f.update([("a", [1.0]), ("c", [1.0])])  # "b" is now the least recently updated: dropped
-    np.testing.assert_allclose([v[0] for v in f.update([("a", [0.0]), ("b", [0.0])])],
-                               [2.0, 0.0])  # fmt: skip
+    np.testing.assert_allclose([v[0] for v in f.update([("a", [0.0]), ("b", [0.0])])], [2.0, 0.0])
 
 
 def test_merge_moments_equals_the_moments_of_everything_seen():
@@ -104,8 +110,9 @@ def test_merge_moments_equals_the_moments_of_everything_seen():
 
 
 def test_intrinsic_rewards_are_divided_by_the_return_std_without_centering():
-    np.testing.assert_allclose(scale_by_return_std(np.array([2.0, 4.0, 0.0]), 4.0),
-                               [1.0, 2.0, 0.0], rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        scale_by_return_std(np.array([2.0, 4.0, 0.0]), 4.0), [1.0, 2.0, 0.0], rtol=1e-6
+    )
 
 
 def test_both_heads_use_the_given_lambda():
@@ -124,10 +131,17 @@ def chunks_with_artificial_steps(*specs):
     from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-    episodes = [SingleAgentEpisode(id_=eid, observations=[np.zeros(1, np.float32)] * n,
-                                   actions=[0] * (n - 1), rewards=[0.0] * (n - 1),
-                                   terminated=ends, len_lookback_buffer=0)
-                for eid, n, ends in specs]  # fmt: skip
+    episodes = [
+        SingleAgentEpisode(
+            id_=eid,
+            observations=[np.zeros(1, np.float32)] * n,
+            actions=[0] * (n - 1),
+            rewards=[0.0] * (n - 1),
+            terminated=ends,
+            len_lookback_buffer=0,
+        )
+        for eid, n, ends in specs
+    ]
     AddOneTsToEpisodesAndTruncate()(rl_module=None, batch={}, episodes=episodes, shared_data={})
     return episodes
 
@@ -166,11 +180,13 @@ def test_rnd_reward_of_a_step_is_the_novelty_of_the_next_observation_scaled():
     real = torch.tensor([True, True, True, False, True, False])
     batch = {DEFAULT_MODULE_ID: {Columns.OBS: obs, Columns.LOSS_MASK: real}}
     rnd = StubRND()
-    ComputeIntrinsicRewards(int_gamma=0.5)(rl_module={RND_MODULE_ID: rnd}, batch=batch,
-                                           episodes=episodes)  # fmt: skip
+    ComputeIntrinsicRewards(int_gamma=0.5)(
+        rl_module={RND_MODULE_ID: rnd}, batch=batch, episodes=episodes
+    )
     # r_t = novelty(s_{t+1}) / 2; the artificial rows get 0.
-    np.testing.assert_allclose(batch[DEFAULT_MODULE_ID][Columns.INTRINSIC_REWARDS].numpy(),
-                               [1.0, 1.5, 2.0, 0.0, 10.0, 0.0])  # fmt: skip
+    np.testing.assert_allclose(
+        batch[DEFAULT_MODULE_ID][Columns.INTRINSIC_REWARDS].numpy(), [1.0, 1.5, 2.0, 0.0, 10.0, 0.0]
+    )
     assert rnd.obs_seen == [1.0, 2.0, 3.0, 10.0]  # real rows only
     # Discounted sums per chunk (gamma 0.5) of the raw rewards: 2, 1 + 3, 2 + 4; then 20.
     np.testing.assert_allclose(rnd.filtered, [2.0, 4.0, 6.0, 20.0])
@@ -206,21 +222,23 @@ def test_two_headed_gae_bootstraps_by_episode_end_and_standardizes_real_steps_on
     # Two one-step chunks (a real row, then the artificial one holding the bootstrap values):
     # "a" terminated, "b" cut by the sampler.
     episodes = chunks_with_artificial_steps(("a", 2, True), ("b", 2, False))
-    batch = {DEFAULT_MODULE_ID: {
-        Columns.REWARDS: torch.tensor([1.0, 0.0, 0.0, 0.0]),
-        Columns.INTRINSIC_REWARDS: torch.tensor([0.5, 0.0, 0.0, 0.0]),
-        Columns.LOSS_MASK: torch.tensor([True, False, True, False]),
-        "ext_v": torch.tensor([0.0, 10.0, 0.0, 2.0]),
-        "int_v": torch.tensor([0.0, 1.0, 0.0, 0.0]),
-    }}  # fmt: skip
-    TwoHeadedGeneralAdvantageEstimation(gamma=0.9, int_gamma=0.5, lambda_=1.0, ext_coeff=1.0,
-                                        int_coeff=0.5)(
-        rl_module={DEFAULT_MODULE_ID: StubTwoHeads()}, batch=batch, episodes=episodes
-    )  # fmt: skip
+    batch = {
+        DEFAULT_MODULE_ID: {
+            Columns.REWARDS: torch.tensor([1.0, 0.0, 0.0, 0.0]),
+            Columns.INTRINSIC_REWARDS: torch.tensor([0.5, 0.0, 0.0, 0.0]),
+            Columns.LOSS_MASK: torch.tensor([True, False, True, False]),
+            "ext_v": torch.tensor([0.0, 10.0, 0.0, 2.0]),
+            "int_v": torch.tensor([0.0, 1.0, 0.0, 0.0]),
+        }
+    }
+    TwoHeadedGeneralAdvantageEstimation(
+        gamma=0.9, int_gamma=0.5, lambda_=1.0, ext_coeff=1.0, int_coeff=0.5
+    )(rl_module={DEFAULT_MODULE_ID: StubTwoHeads()}, batch=batch, episodes=episodes)
     out = batch[DEFAULT_MODULE_ID]
     # "a": G_ext = 1 (terminated: V_ext = 10 unused), G_int = 0.5 + 0.5 * 1 (non-episodic).
     # "b": G_ext = 0.9 * 2. Combined: 1 + 0.5 * 1 = 1.5 and 1.8, standardized: -1 and 1.
-    np.testing.assert_allclose(out[Postprocessing.ADVANTAGES].numpy(), [-1.0, 0.0, 1.0, 0.0],
-                               atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        out[Postprocessing.ADVANTAGES].numpy(), [-1.0, 0.0, 1.0, 0.0], atol=1e-6
+    )
     np.testing.assert_allclose(out[Postprocessing.VALUE_TARGETS].numpy(), [1.0, 10.0, 1.8, 2.0])
     np.testing.assert_allclose(out[INT_VALUE_TARGETS].numpy(), [1.0, 1.0, 0.0, 0.0])

@@ -58,5 +58,7 @@ def test_knowledge_and_tune_results_go_under_the_task_storage(tmp_path):
     on_s3 = task.model_copy(update={"storage": "s3://lab/rl-bk"})
     where = pipeline.published_location(on_s3, "bk-pref", "oracle", tmp_path)
     assert where.startswith("s3://lab/rl-bk/knowledge/BabyAI-Text-GoToLocal-Pretraining-S20")
-    assert tune_location(on_s3, tmp_path / "20261124-000000") \
+    assert (
+        tune_location(on_s3, tmp_path / "20261124-000000")
         == "s3://lab/rl-bk/results/babyai-gotolocal-redball-s20/20261124-000000/tune"
+    )

@@ -38,8 +38,10 @@ def test_bk_variants_always_name_their_labeler():
         Variant("bk-code", (("backend", "oracle"), ("include_mission", aware)))
         for aware in (False, True)
     ]
-    assert expand_variants(task, ["bk-code"])[0].label \
+    assert (
+        expand_variants(task, ["bk-code"])[0].label
         == "bk-code backend=oracle include_mission=False"
+    )
 
 
 def test_precollect_reaches_rnd_trials_only_and_stays_out_of_the_label():

@@ -9,9 +9,14 @@ from rl_bk.knowledge.trajectory import Chunk, caption_history, windows
 
 
 def chunk(n, terminated=False, mission="go to the red ball"):
-    return Chunk(np.arange(n + 1, dtype=np.float32)[:, None] * [1, 10],
-                 [f"s{t}" for t in range(n + 1)], list(range(n)), [0.0] * (n - 1) + [1.0],
-                 terminated=terminated, mission=mission)  # fmt: skip
+    return Chunk(
+        np.arange(n + 1, dtype=np.float32)[:, None] * [1, 10],
+        [f"s{t}" for t in range(n + 1)],
+        list(range(n)),
+        [0.0] * (n - 1) + [1.0],
+        terminated=terminated,
+        mission=mission,
+    )
 
 
 def test_windows_hold_the_last_states_and_the_actions_between_them():
@@ -23,9 +28,11 @@ def test_windows_hold_the_last_states_and_the_actions_between_them():
 
 def test_caption_history_reads_as_bk_segments():
     text = caption_history(windows(chunk(2), horizon=3)[2], "babyai")
-    assert text == ("Step 1: s0 You choose the action: turn left.\n"
-                    "Step 2: s1 You choose the action: turn right.\n"
-                    "Current observation: s2")  # fmt: skip
+    assert text == (
+        "Step 1: s0 You choose the action: turn left.\n"
+        "Step 2: s1 You choose the action: turn right.\n"
+        "Current observation: s2"
+    )
 
 
 def test_a_chunk_refuses_mismatched_lengths():
@@ -47,8 +54,7 @@ def test_dataset_round_trip_keeps_episodes_whole(tmp_path):
 
 
 def test_segments_are_cut_from_long_enough_episodes(tmp_path):
-    segs = sample_segments([chunk(2), chunk(6, terminated=True)], 5, 20,
-                           np.random.default_rng(0))  # fmt: skip
+    segs = sample_segments([chunk(2), chunk(6, terminated=True)], 5, 20, np.random.default_rng(0))
     assert all(len(s) == 5 and len(s.captions) == 6 for s in segs)
     for s in segs:  # only the segment that ends the episode keeps its termination
         assert s.terminated == (s.captions[-1] == "s6")

@@ -16,13 +16,19 @@ CONFIG = {"variant": {"method": "bk-pref", "params": {"include_mission": False}}
 
 def _result(tmp_path, metrics, error=None) -> Result:
     (tmp_path / "params.json").write_text(json.dumps(CONFIG))
-    return Result(metrics=metrics, checkpoint=None, error=error, path=str(tmp_path),
-                  _storage_filesystem=LocalFileSystem())  # fmt: skip
+    return Result(
+        metrics=metrics,
+        checkpoint=None,
+        error=error,
+        path=str(tmp_path),
+        _storage_filesystem=LocalFileSystem(),
+    )
 
 
 def test_a_trial_that_failed_in_its_setup_is_named_and_its_error_given(tmp_path):
-    error = RuntimeError("Traceback ...\nAttributeError: 'LearnerParams' object has no "
-                         "attribute 'num_gpus'\n")  # fmt: skip
+    error = RuntimeError(
+        "Traceback ...\nAttributeError: 'LearnerParams' object has no attribute 'num_gpus'\n"
+    )
     result = _result(tmp_path, metrics={}, error=error)
     assert result.config is None  # Tune keeps the config with the reports: there are none
     assert _result_config(result) == CONFIG

@@ -88,8 +88,18 @@ def test_cluster_flags_set_the_tasks_storage_and_labeler_app():
     from rl_bk.experiments.task_config import load_task
 
     task = load_task("babyai-gotolocal-redball-s20")
-    args = tune_run.parse_args(["--task", "t", "--storage", "s3://lab/rl-bk",
-                                "--labeler-app", "shared", "--backend", "llamacpp"])  # fmt: skip
+    args = tune_run.parse_args(
+        [
+            "--task",
+            "t",
+            "--storage",
+            "s3://lab/rl-bk",
+            "--labeler-app",
+            "shared",
+            "--backend",
+            "llamacpp",
+        ]
+    )
     out = tune_run._with_flags(task, args)
     assert out.storage == "s3://lab/rl-bk" and out.knowledge.labeler.backend == "llamacpp"
     assert (out.labeler.mode, out.labeler.app_name, out.labeler.attach) == ("serve", "shared", True)
@@ -99,8 +109,9 @@ def test_cluster_flags_set_the_tasks_storage_and_labeler_app():
 
 
 def test_labeler_app_with_local_labels_is_refused(capsys):
-    code, err = run(capsys, "--task", "babyai-gotolocal-redball-s20", "--labeler", "local",
-                    "--labeler-app", "x")  # fmt: skip
+    code, err = run(
+        capsys, "--task", "babyai-gotolocal-redball-s20", "--labeler", "local", "--labeler-app", "x"
+    )
     assert code == 2 and "--labeler-app attaches to a Serve app: drop --labeler local" in err
 
 
@@ -114,14 +125,17 @@ def test_resume_builds_missing_knowledge_before_restoring(tmp_path, monkeypatch)
 
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
     (tmp_path / run_module.RESOLVED_TASK_FILE).write_text(
-        yaml.safe_dump(task.model_dump(mode="json"), sort_keys=False))
+        yaml.safe_dump(task.model_dump(mode="json"), sort_keys=False)
+    )
     order = []
     monkeypatch.setattr(run_module, "check_labelers", lambda *a: None)
     monkeypatch.setattr(run_module, "init_ray", lambda *a: None)
     monkeypatch.setattr(run_module, "_preflight", lambda *a: None)
-    monkeypatch.setattr(run_module, "_prepare_knowledge",
-                        lambda t, variants, d: order.append(("knowledge", sorted(
-                            {v.method for v in variants}))))  # fmt: skip
+    monkeypatch.setattr(
+        run_module,
+        "_prepare_knowledge",
+        lambda t, variants, d: order.append(("knowledge", sorted({v.method for v in variants}))),
+    )
 
     class Restored:
         def fit(self):

@@ -7,8 +7,9 @@ import pytest
 from rl_bk.algorithms.bk_ppo.window_memo import WindowMemo
 
 
-def keys_of(memo: WindowMemo, states: list[str], windows: list[list[int]],
-            actions: list[list[int]]):  # fmt: skip
+def keys_of(
+    memo: WindowMemo, states: list[str], windows: list[list[int]], actions: list[list[int]]
+):
     """Window keys for windows given as indices into ``states`` (-1: padding)."""
     ids = memo.state_ids(states)
     index = np.asarray(windows)
@@ -20,9 +21,12 @@ def test_a_window_is_known_by_its_states_and_actions():
     memo = WindowMemo()
     memo.start_batch()
     assert memo.state_ids(["a", "b", "a"]).tolist() == [0, 1, 0]
-    keys = keys_of(memo, ["a", "b", "a"],
-                   [[-1, 0], [0, 1], [1, 2], [-1, 2], [0, 1]],
-                   [[9, 9], [0, 9], [0, 9], [9, 9], [1, 9]])  # fmt: skip
+    keys = keys_of(
+        memo,
+        ["a", "b", "a"],
+        [[-1, 0], [0, 1], [1, 2], [-1, 2], [0, 1]],
+        [[9, 9], [0, 9], [0, 9], [9, 9], [1, 9]],
+    )
     # Rows 0 and 3: padding then "a". Row 4 differs from row 1 by its action only.
     values, missing = memo.lookup(keys)
     assert np.isnan(values).all()

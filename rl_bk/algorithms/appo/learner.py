@@ -77,12 +77,16 @@ class BaseAPPOTorchLearner(APPOTorchLearner, WaitingLearnerQueue):
 def _check_order() -> None:
     # The swap relies on this order; a future RLlib that changes it fails at import, loudly.
     names = [c.__name__ for c in BaseAPPOTorchLearner.__mro__]
-    if not names.index("APPOLearner") < names.index("WaitingLearnerQueue") < names.index(
-        "IMPALALearner"
+    if (
+        not names.index("APPOLearner")
+        < names.index("WaitingLearnerQueue")
+        < names.index("IMPALALearner")
     ):
-        raise ImportError(f"unexpected APPO learner class order {names}: rl-bk's "
-                          "WaitingLearnerQueue must build between APPOLearner and "
-                          "IMPALALearner")  # fmt: skip
+        raise ImportError(
+            f"unexpected APPO learner class order {names}: rl-bk's "
+            "WaitingLearnerQueue must build between APPOLearner and "
+            "IMPALALearner"
+        )
 
 
 _check_order()

@@ -46,8 +46,10 @@ def read_bc_data(folder: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
     """``(observations, actions, episode index)`` of a ``bc`` artifact."""
     path = Path(folder) / BC_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"no behaviour-cloning data at {path}: build it with "
-                                "`rl-bk knowledge build --task <task> --kinds bc`")  # fmt: skip
+        raise FileNotFoundError(
+            f"no behaviour-cloning data at {path}: build it with "
+            "`rl-bk knowledge build --task <task> --kinds bc`"
+        )
     with np.load(path) as data:
         return data["observations"], data["actions"], data["episode"]
 
@@ -55,8 +57,9 @@ def read_bc_data(folder: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
 class PolicyLogits(nn.Module):
     """An RLModule's action logits as a plain classifier: ``forward(obs) -> (B, n_actions)``."""
 
-    def __init__(self, module: nn.Module, obs_key: str = "obs",
-                 logits_key: str = "action_dist_inputs") -> None:  # fmt: skip
+    def __init__(
+        self, module: nn.Module, obs_key: str = "obs", logits_key: str = "action_dist_inputs"
+    ) -> None:
         super().__init__()
         self.module, self.obs_key, self.logits_key = module, obs_key, logits_key
 
@@ -64,16 +67,27 @@ class PolicyLogits(nn.Module):
         return self.module.forward_train({self.obs_key: obs})[self.logits_key]
 
 
-def clone_policy(module: nn.Module, observations: np.ndarray, actions: np.ndarray,
-                 episode: np.ndarray, *, epochs: int = 20, batch_size: int = 256,
-                 lr: float = 1e-3, holdout: float = 0.1, seed: int = 0) -> dict:  # fmt: skip
+def clone_policy(
+    module: nn.Module,
+    observations: np.ndarray,
+    actions: np.ndarray,
+    episode: np.ndarray,
+    *,
+    epochs: int = 20,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    holdout: float = 0.1,
+    seed: int = 0,
+) -> dict:
     """Fits ``module``'s policy to the dataset's actions, in place; returns the report
     (held-out accuracy and NLL beside the majority-action baseline)."""
     obs_dim = getattr(getattr(module, "observation_space", None), "shape", None)
     if obs_dim is not None and tuple(obs_dim) != tuple(observations.shape[1:]):
-        raise ValueError(f"the dataset's observations are {observations.shape[1:]}, the "
-                         f"policy reads {tuple(obs_dim)}: clone a dataset of the same env "
-                         "family and observation")  # fmt: skip
+        raise ValueError(
+            f"the dataset's observations are {observations.shape[1:]}, the "
+            f"policy reads {tuple(obs_dim)}: clone a dataset of the same env "
+            "family and observation"
+        )
     n_episodes = int(episode.max()) + 1 if len(episode) else 0
     train_eps, held_eps = split_by_episode(n_episodes, holdout, seed)
     train, held = np.isin(episode, train_eps), np.isin(episode, held_eps)
@@ -81,14 +95,25 @@ def clone_policy(module: nn.Module, observations: np.ndarray, actions: np.ndarra
     held_out = ((observations[held],), actions[held]) if held.any() else None
     torch.manual_seed(seed)
     classifier = PolicyLogits(module)
-    report = fit_classifier(classifier, lambda _epoch: train_examples, held_out, epochs=epochs,
-                            batch_size=batch_size, lr=lr, rng=np.random.default_rng(seed),
-                            name="bc")  # fmt: skip
+    report = fit_classifier(
+        classifier,
+        lambda _epoch: train_examples,
+        held_out,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        rng=np.random.default_rng(seed),
+        name="bc",
+    )
     module.train()
-    report.update({
-        "pairs": len(actions), "train_pairs": int(train.sum()),
-        "held_out_pairs": int(held.sum()),
-        "held_out_majority_accuracy": None if held_out is None
-        else majority_accuracy(actions[train], actions[held]),
-    })  # fmt: skip
+    report.update(
+        {
+            "pairs": len(actions),
+            "train_pairs": int(train.sum()),
+            "held_out_pairs": int(held.sum()),
+            "held_out_majority_accuracy": None
+            if held_out is None
+            else majority_accuracy(actions[train], actions[held]),
+        }
+    )
     return report

@@ -66,8 +66,10 @@ class BCPPOConfig(BasePPOConfig):
     def validate(self) -> None:
         super().validate()
         if self.bc_dir is None:
-            self._value_error("BCPPOConfig needs training(bc_dir=...): the behaviour-cloning "
-                              "data (rl-bk knowledge build --kinds bc)")  # fmt: skip
+            self._value_error(
+                "BCPPOConfig needs training(bc_dir=...): the behaviour-cloning "
+                "data (rl-bk knowledge build --kinds bc)"
+            )
         if self.bc_epochs < 1 or self.bc_batch_size < 1 or self.bc_lr <= 0:
             self._value_error("bc_epochs and bc_batch_size must be >= 1 and bc_lr > 0")
         if not 0.0 <= self.bc_holdout < 1.0:
@@ -88,8 +90,13 @@ class BCPPO(PPO):
 
         c = self.config
         data = read_bc_data(fetch(c.bc_dir))
-        settings = {"epochs": c.bc_epochs, "batch_size": c.bc_batch_size, "lr": c.bc_lr,
-                    "holdout": c.bc_holdout, "seed": c.seed or 0}  # fmt: skip
+        settings = {
+            "epochs": c.bc_epochs,
+            "batch_size": c.bc_batch_size,
+            "lr": c.bc_lr,
+            "holdout": c.bc_holdout,
+            "seed": c.seed or 0,
+        }
 
         def clone(learner, **_):
             return clone_policy(learner.module[DEFAULT_MODULE_ID], *data, **settings)
@@ -97,17 +104,24 @@ class BCPPO(PPO):
         # Each learner clones with the same data and seed (remote learners then start equal).
         self._bc_report = next(r.get() for r in self.learner_group.foreach_learner(clone))
         # Sample the first batch with the cloned policy, and evaluate it.
-        self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group,
-                                           inference_only=True)  # fmt: skip
+        self.env_runner_group.sync_weights(
+            from_worker_or_learner_group=self.learner_group, inference_only=True
+        )
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.sync_weights(
-                from_worker_or_learner_group=self.learner_group, inference_only=True)
+                from_worker_or_learner_group=self.learner_group, inference_only=True
+            )
 
     @override(PPO)
     def training_step(self) -> None:
         super().training_step()
-        for key in ("held_out_accuracy", "held_out_majority_accuracy", "held_out_nll",
-                    "train_accuracy", "pairs"):  # fmt: skip
+        for key in (
+            "held_out_accuracy",
+            "held_out_majority_accuracy",
+            "held_out_nll",
+            "train_accuracy",
+            "pairs",
+        ):
             value = self._bc_report.get(key)
             if value is not None:
                 self.metrics.log_value(("bc", key), float(value), window=1)

@@ -116,14 +116,20 @@ class PotentialShapingMixin:
         if self.extrinsic_coeff <= 0:
             self._value_error(f"extrinsic_coeff must be > 0, got {self.extrinsic_coeff}")
         if self.potential_normalization not in NORMALIZATIONS:
-            self._value_error(f"potential_normalization must be one of {', '.join(NORMALIZATIONS)}"
-                              f", got {self.potential_normalization!r}")  # fmt: skip
+            self._value_error(
+                f"potential_normalization must be one of {', '.join(NORMALIZATIONS)}"
+                f", got {self.potential_normalization!r}"
+            )
         if self.shaping_convention not in CONVENTIONS:
-            self._value_error(f"shaping_convention must be one of {', '.join(CONVENTIONS)}, "
-                              f"got {self.shaping_convention!r}")  # fmt: skip
+            self._value_error(
+                f"shaping_convention must be one of {', '.join(CONVENTIONS)}, "
+                f"got {self.shaping_convention!r}"
+            )
         if self.episode_start_window not in EPISODE_STARTS:
-            self._value_error(f"episode_start_window must be one of {', '.join(EPISODE_STARTS)}"
-                              f", got {self.episode_start_window!r}")  # fmt: skip
+            self._value_error(
+                f"episode_start_window must be one of {', '.join(EPISODE_STARTS)}"
+                f", got {self.episode_start_window!r}"
+            )
 
     @override(AlgorithmConfig)
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
@@ -134,13 +140,19 @@ class PotentialShapingMixin:
         # anything reads rewards (GAE, appended after everything; APPO's V-trace, in its loss).
         terms = []
         if self.potential is not None:
-            terms.append(PotentialShaping(
-                potential_fn=LazySource(self.potential), gamma=self.gamma,
-                coeff=self.shaping_coeff, normalization=self.potential_normalization,
-                convention=self.shaping_convention, episode_start=self.episode_start_window,
-            ))  # fmt: skip
-        add_reward_rewrite(pipeline, RewriteRewards(terms=terms,
-                                                    extrinsic_coeff=self.extrinsic_coeff))
+            terms.append(
+                PotentialShaping(
+                    potential_fn=LazySource(self.potential),
+                    gamma=self.gamma,
+                    coeff=self.shaping_coeff,
+                    normalization=self.potential_normalization,
+                    convention=self.shaping_convention,
+                    episode_start=self.episode_start_window,
+                )
+            )
+        add_reward_rewrite(
+            pipeline, RewriteRewards(terms=terms, extrinsic_coeff=self.extrinsic_coeff)
+        )
         return pipeline
 
 

@@ -140,8 +140,10 @@ class PotentialScale:
 
     def __init__(self, normalization: Normalization, gamma: float):
         if normalization not in NORMALIZATIONS:
-            raise ValueError(f"unknown potential normalization {normalization!r}; valid: "
-                             f"{', '.join(NORMALIZATIONS)}")  # fmt: skip
+            raise ValueError(
+                f"unknown potential normalization {normalization!r}; valid: "
+                f"{', '.join(NORMALIZATIONS)}"
+            )
         self.normalization = normalization
         self.stats = RunningStd()
         self.filter = RewardForwardFilter(gamma) if normalization == "discounted-sum-std" else None
@@ -181,8 +183,9 @@ class PotentialShaping:
         episode_start: EpisodeStart = "repeat-first",
     ):
         if convention not in CONVENTIONS:
-            raise ValueError(f"unknown shaping convention {convention!r}; valid: "
-                             f"{', '.join(CONVENTIONS)}")  # fmt: skip
+            raise ValueError(
+                f"unknown shaping convention {convention!r}; valid: {', '.join(CONVENTIONS)}"
+            )
         self.potential_fn, self.gamma, self.coeff = potential_fn, gamma, coeff
         self.convention = convention
         self.scale = PotentialScale(normalization, gamma)
@@ -210,25 +213,34 @@ class PotentialShaping:
         raw = self.potential_fn([extended_chunks[i][0] for i in live])
         out: list[np.ndarray | None] = [None] * len(found)
         for i, phi in zip(live, raw):
-            out[i] = np.array(phi, dtype=np.float64, copy=True)[extended_chunks[i][1]:]
+            out[i] = np.array(phi, dtype=np.float64, copy=True)[extended_chunks[i][1] :]
         return out
 
     def __call__(self, found: Sequence[EpisodeChunk], rl_module: Any = None) -> list[np.ndarray]:
         found = list(found)
         potentials = self.raw_potentials(found)
-        streams = {stream: [i for i in members if potentials[i] is not None]
-                   for stream, members in by_env_slot(found).items()}  # fmt: skip
+        streams = {
+            stream: [i for i in members if potentials[i] is not None]
+            for stream, members in by_env_slot(found).items()
+        }
         streams = {stream: members for stream, members in streams.items() if members}
         # BK's Phi of a state is the one of its window before the step: the n states before
         # the chunk's n steps are the ones each stream's running sum and shaping read.
-        rows = {stream: [potentials[i][: found[i].steps] for i in members]  # type: ignore[index]
-                for stream, members in streams.items()}  # fmt: skip
+        rows = {
+            stream: [potentials[i][: found[i].steps] for i in members]  # type: ignore[index]
+            for stream, members in streams.items()
+        }
         bk = self.convention == "bk"
         carried = {stream: self._carried.pop(stream, 0.0) for stream in streams} if bk else {}
-        divisor = self.scale.update([
-            (stream, np.concatenate(([np.array([carried[stream]])] if bk else []) + rows[stream]))
-            for stream in streams
-        ])  # fmt: skip
+        divisor = self.scale.update(
+            [
+                (
+                    stream,
+                    np.concatenate(([np.array([carried[stream]])] if bk else []) + rows[stream]),
+                )
+                for stream in streams
+            ]
+        )
 
         added: list[np.ndarray] = [np.zeros(0)] * len(found)
         for stream, members in streams.items():
@@ -238,9 +250,14 @@ class PotentialShaping:
                 # F along the slot's whole stream, the carried potential before its first
                 # state (shaping_terms wants one potential past the last: never read in "bk").
                 sequence = np.concatenate(rows[stream]) / divisor
-                bonus = shaping_terms(np.append(sequence, 0.0), gamma=self.gamma,
-                                      coeff=self.coeff, terminated=False, convention="bk",
-                                      previous=carried[stream] / divisor)  # fmt: skip
+                bonus = shaping_terms(
+                    np.append(sequence, 0.0),
+                    gamma=self.gamma,
+                    coeff=self.coeff,
+                    terminated=False,
+                    convention="bk",
+                    previous=carried[stream] / divisor,
+                )
                 sizes = np.cumsum([found[i].steps for i in members])[:-1]
                 for i, piece in zip(members, np.split(bonus, sizes)):
                     added[i] = piece
@@ -248,9 +265,13 @@ class PotentialShaping:
                     self._carried[stream] = float(sequence[-1])
             else:
                 for i in members:
-                    added[i] = shaping_terms(potentials[i] / divisor, gamma=self.gamma,  # type: ignore[operator]
-                                             coeff=self.coeff, terminated=found[i].terminated,
-                                             convention="ng")  # fmt: skip
+                    added[i] = shaping_terms(
+                        potentials[i] / divisor,
+                        gamma=self.gamma,  # type: ignore[operator]
+                        coeff=self.coeff,
+                        terminated=found[i].terminated,
+                        convention="ng",
+                    )
             if ended:
                 self.scale.forget(stream)
         while len(self._carried) > self.MAX_STREAMS:
@@ -260,11 +281,17 @@ class PotentialShaping:
         steps = sum(found[i].steps for i in live)
         bonus_total = float(sum(added[i].sum() for i in live))
         used = np.concatenate([potentials[i] for i in live]) if live else np.zeros(0)
-        self._metrics = {
-            SHAPING_REWARD_MEAN: bonus_total / steps, SHAPING_RETURN_MEAN: bonus_total / len(live),
-            POTENTIAL_MEAN: float(used.mean()) / divisor, POTENTIAL_DIVISOR: divisor,
-            ENV_SLOTS: float(sum(s.startswith(SLOT_STREAM) for s in streams)),
-        } if steps else {}  # fmt: skip
+        self._metrics = (
+            {
+                SHAPING_REWARD_MEAN: bonus_total / steps,
+                SHAPING_RETURN_MEAN: bonus_total / len(live),
+                POTENTIAL_MEAN: float(used.mean()) / divisor,
+                POTENTIAL_DIVISOR: divisor,
+                ENV_SLOTS: float(sum(s.startswith(SLOT_STREAM) for s in streams)),
+            }
+            if steps
+            else {}
+        )
         source_metrics = getattr(self.potential_fn, "metrics", None)
         if steps and callable(source_metrics):
             self._metrics.update({f"potential/{k}": v for k, v in source_metrics().items()})

@@ -38,8 +38,9 @@ class SourceSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in LOADERS:
-            raise UnknownSourceError(f"unknown potential source {self.kind!r}; "
-                                     f"valid: {', '.join(sorted(LOADERS))}")  # fmt: skip
+            raise UnknownSourceError(
+                f"unknown potential source {self.kind!r}; valid: {', '.join(sorted(LOADERS))}"
+            )
 
     def build(self) -> PotentialSource:
         """The source, loaded from the artifact (fetched to this node first if ``path`` is a

@@ -58,9 +58,11 @@ def extended(chunk: Chunk, history: History | None) -> Chunk:
         captions=list(history.captions) + list(chunk.captions),
         actions=np.concatenate([history.actions, chunk.actions]),
         rewards=np.concatenate([np.zeros(k, np.float32), chunk.rewards]),
-        terminated=chunk.terminated, truncated=chunk.truncated, mission=chunk.mission,
+        terminated=chunk.terminated,
+        truncated=chunk.truncated,
+        mission=chunk.mission,
         episode_id=chunk.episode_id,
-    )  # fmt: skip
+    )
 
 
 class WindowHistory:
@@ -68,8 +70,9 @@ class WindowHistory:
 
     def __init__(self, episode_start: EpisodeStart = "repeat-first"):
         if episode_start not in EPISODE_STARTS:
-            raise ValueError(f"unknown episode_start {episode_start!r}; "
-                             f"valid: {', '.join(EPISODE_STARTS)}")  # fmt: skip
+            raise ValueError(
+                f"unknown episode_start {episode_start!r}; valid: {', '.join(EPISODE_STARTS)}"
+            )
         self.episode_start = episode_start
         self._kept: OrderedDict[str, History] = OrderedDict()
 
@@ -81,8 +84,11 @@ class WindowHistory:
         if piece.starts_episode:
             if self.episode_start == "short":
                 return None
-            return History(np.repeat(chunk.observations[:1], k, axis=0),
-                           [chunk.captions[0]] * k, np.repeat(chunk.actions[:1], k))  # fmt: skip
+            return History(
+                np.repeat(chunk.observations[:1], k, axis=0),
+                [chunk.captions[0]] * k,
+                np.repeat(chunk.actions[:1], k),
+            )
         return self._kept.get(piece.episode_id)
 
     def remember(self, piece: EpisodeChunk, chunk: Chunk, horizon: int) -> None:
@@ -94,8 +100,9 @@ class WindowHistory:
             return
         k = min(k, len(chunk))
         self._kept[piece.episode_id] = History(
-            chunk.observations[-k - 1 : -1].copy(), list(chunk.captions[-k - 1 : -1]),
+            chunk.observations[-k - 1 : -1].copy(),
+            list(chunk.captions[-k - 1 : -1]),
             chunk.actions[-k:].copy(),
-        )  # fmt: skip
+        )
         while len(self._kept) > MAX_EPISODES:
             self._kept.popitem(last=False)

@@ -116,11 +116,14 @@ class ELLMRewardMixin:
     def validate(self) -> None:
         super().validate()
         if self.suggester not in SUGGESTERS:
-            self._value_error(f"unknown ELLM suggester {self.suggester!r}; valid: "
-                              f"{', '.join(SUGGESTERS)}")  # fmt: skip
+            self._value_error(
+                f"unknown ELLM suggester {self.suggester!r}; valid: {', '.join(SUGGESTERS)}"
+            )
         if self.family is None:
-            self._value_error("ELLMPPOConfig needs training(family=...): the env family whose "
-                              "goal vocabulary suggestions use (crafter or babyai)")  # fmt: skip
+            self._value_error(
+                "ELLMPPOConfig needs training(family=...): the env family whose "
+                "goal vocabulary suggestions use (crafter or babyai)"
+            )
         if self.suggester == "llm" and not isinstance(self.labeler, LabelerSpec):
             self._value_error("the 'llm' suggester needs training(labeler=LabelerSpec(...))")
 
@@ -130,13 +133,22 @@ class ELLMRewardMixin:
             input_observation_space, input_action_space, device
         )
         reward_fn = ELLMIntrinsicReward(
-            suggester=self.suggester, labeler=self.labeler, family=self.family,
-            ellm_coeff=self.ellm_coeff, threshold=self.threshold, max_goals=self.max_goals,
-            include_mission=self.include_mission, label_batch_size=self.label_batch_size,
+            suggester=self.suggester,
+            labeler=self.labeler,
+            family=self.family,
+            ellm_coeff=self.ellm_coeff,
+            threshold=self.threshold,
+            max_goals=self.max_goals,
+            include_mission=self.include_mission,
+            label_batch_size=self.label_batch_size,
             label_timeout_s=self.label_timeout_s,
-        )  # fmt: skip
-        add_reward_rewrite(pipeline, RewriteRewards(terms=[IntrinsicReward(reward_fn)],
-                                                    extrinsic_coeff=self.extrinsic_coeff))
+        )
+        add_reward_rewrite(
+            pipeline,
+            RewriteRewards(
+                terms=[IntrinsicReward(reward_fn)], extrinsic_coeff=self.extrinsic_coeff
+            ),
+        )
         return pipeline
 
 

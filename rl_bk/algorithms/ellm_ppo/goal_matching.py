@@ -80,8 +80,9 @@ def _similarities(embedder: Embedder, a: list[str], b: list[str]) -> np.ndarray:
     return (vectors[[row[t] for t in a]] @ vectors[[row[t] for t in b]].T).astype(np.float64)
 
 
-def _ids(texts: Sequence[str], table: dict[str, int],
-         synonyms: dict[str, str] | None = None) -> list[int]:  # fmt: skip
+def _ids(
+    texts: Sequence[str], table: dict[str, int], synonyms: dict[str, str] | None = None
+) -> list[int]:
     """The ids of ``texts`` (normalised, empty ones left out, each once) in ``table``, where
     new texts get the next id."""
     out: list[int] = []
@@ -97,9 +98,13 @@ def _ids(texts: Sequence[str], table: dict[str, int],
 class GoalMatcher:
     """ELLM's reward over batches of :class:`EpisodePiece` (see the module docstring)."""
 
-    def __init__(self, embedder: Embedder | None = None, threshold: float = DEFAULT_THRESHOLD,
-                 max_episodes: int = 10_000,
-                 synonyms: dict[str, str] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        threshold: float = DEFAULT_THRESHOLD,
+        max_episodes: int = 10_000,
+        synonyms: dict[str, str] | None = None,
+    ):
         """``embedder``: anything with ``encode(texts) -> unit vectors``; None loads the
         packaged MiniLM on first use. ``max_episodes``: how many unfinished episodes' paid
         goals are kept (the least recently seen go first). ``synonyms``: goal text -> the
@@ -112,10 +117,20 @@ class GoalMatcher:
         self._own_embedder = embedder is None
         self._episodes: OrderedDict[str, set[str]] = OrderedDict()  # normalised paid goals
         self._stats = dict.fromkeys(
-            ("calls", "steps", "rewarded_steps", "steps_without_suggestions",
-             "steps_with_achievements", "goals_matched", "suggestions_already_paid",
-             "reward_sum", "encoded", "seconds"), 0.0,
-        )  # fmt: skip
+            (
+                "calls",
+                "steps",
+                "rewarded_steps",
+                "steps_without_suggestions",
+                "steps_with_achievements",
+                "goals_matched",
+                "suggestions_already_paid",
+                "reward_sum",
+                "encoded",
+                "seconds",
+            ),
+            0.0,
+        )
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -168,9 +183,13 @@ class GoalMatcher:
         s["seconds"] += time.perf_counter() - started
         return out
 
-    def _piece_rewards(self, piece: EpisodePiece,
-                       steps: list[tuple[int, list[int] | None, list[int]]], sims: np.ndarray,
-                       goal_texts: list[str]) -> np.ndarray:  # fmt: skip
+    def _piece_rewards(
+        self,
+        piece: EpisodePiece,
+        steps: list[tuple[int, list[int] | None, list[int]]],
+        sims: np.ndarray,
+        goal_texts: list[str],
+    ) -> np.ndarray:
         """Rewards of one piece (its steps in order), then its episode's paid goals updated."""
         s, threshold = self._stats, self.threshold
         rewards = np.zeros(len(piece))
@@ -212,5 +231,7 @@ class GoalMatcher:
         return out
 
     def __repr__(self) -> str:
-        return (f"GoalMatcher(threshold={self.threshold}, max_episodes={self.max_episodes}, "
-                f"{len(self._episodes)} episodes tracked)")  # fmt: skip
+        return (
+            f"GoalMatcher(threshold={self.threshold}, max_episodes={self.max_episodes}, "
+            f"{len(self._episodes)} episodes tracked)"
+        )

@@ -47,18 +47,26 @@ def _queue(labeler: LabelerSpec, family: str, max_goals: int) -> AsyncLabelQueue
         from rl_bk.labeling.tasks import GoalsRequest
 
         _QUEUES[key] = AsyncLabelQueue(
-            labeler.build, "goals",
+            labeler.build,
+            "goals",
             lambda caption: GoalsRequest(caption=caption, env=family, max_goals=max_goals),
             lambda label: list(label.goals),
-        )  # fmt: skip
+        )
     return _QUEUES[key]
 
 
 class GoalObservation(gym.ObservationWrapper):
     """Appends the embedded goal text to the env's flat observation (see module)."""
 
-    def __init__(self, env: gym.Env, *, labeler: LabelerSpec, family: str, max_goals: int = 5,
-                 embedder: Any = None):  # fmt: skip
+    def __init__(
+        self,
+        env: gym.Env,
+        *,
+        labeler: LabelerSpec,
+        family: str,
+        max_goals: int = 5,
+        embedder: Any = None,
+    ):
         super().__init__(env)
         space = env.observation_space
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
@@ -114,8 +122,9 @@ class GoalObservation(gym.ObservationWrapper):
         return np.concatenate([np.asarray(observation, np.float32), self._goal])
 
 
-def register_goal_conditioned_env(env: str, labeler: LabelerSpec, family: str,
-                                  max_goals: int) -> str:  # fmt: skip
+def register_goal_conditioned_env(
+    env: str, labeler: LabelerSpec, family: str, max_goals: int
+) -> str:
     """Registers ``<env>+goal`` with RLlib (the task's env wrapped in :class:`GoalObservation`)
     and returns the name."""
     from ray.tune.registry import register_env
@@ -125,8 +134,12 @@ def register_goal_conditioned_env(env: str, labeler: LabelerSpec, family: str,
     name = f"{env}+goal"
 
     def make(env_config: Mapping[str, Any]) -> gym.Env:
-        return GoalObservation(env_registry.make_runner_env(env, env_config), labeler=labeler,
-                               family=family, max_goals=max_goals)  # fmt: skip
+        return GoalObservation(
+            env_registry.make_runner_env(env, env_config),
+            labeler=labeler,
+            family=family,
+            max_goals=max_goals,
+        )
 
     register_env(name, make)
     return name

@@ -52,21 +52,34 @@ def resolve_max_goals(max_goals: int | None, labeler: LabelerSpec | None) -> int
 class ELLMIntrinsicReward:
     """The :class:`~rl_bk.connectors.learner.intrinsic_rewards.IntrinsicRewardFn` of ELLM."""
 
-    def __init__(self, *, suggester: str = "llm", labeler: LabelerSpec | None = None,
-                 family: str, ellm_coeff: float = 1.0, threshold: float | None = None,
-                 max_goals: int | None = None, include_mission: bool = False,
-                 label_batch_size: int = 4, label_timeout_s: float = 120.0):  # fmt: skip
+    def __init__(
+        self,
+        *,
+        suggester: str = "llm",
+        labeler: LabelerSpec | None = None,
+        family: str,
+        ellm_coeff: float = 1.0,
+        threshold: float | None = None,
+        max_goals: int | None = None,
+        include_mission: bool = False,
+        label_batch_size: int = 4,
+        label_timeout_s: float = 120.0,
+    ):
         if suggester not in SUGGESTERS:
-            raise ValueError(f"unknown ELLM suggester {suggester!r}; valid: "
-                             f"{', '.join(SUGGESTERS)}")  # fmt: skip
+            raise ValueError(
+                f"unknown ELLM suggester {suggester!r}; valid: {', '.join(SUGGESTERS)}"
+            )
         if suggester == "llm" and labeler is None:
             raise ValueError("the 'llm' suggester needs a labeler (LabelerSpec)")
         self.suggester, self.labeler, self.family = suggester, labeler, family
         self.ellm_coeff, self.max_goals = ellm_coeff, resolve_max_goals(max_goals, labeler)
         self.include_mission, self.label_batch_size = include_mission, label_batch_size
         synonyms = goal_synonyms(family)
-        self.matcher = (GoalMatcher(synonyms=synonyms) if threshold is None
-                        else GoalMatcher(threshold=threshold, synonyms=synonyms))  # fmt: skip
+        self.matcher = (
+            GoalMatcher(synonyms=synonyms)
+            if threshold is None
+            else GoalMatcher(threshold=threshold, synonyms=synonyms)
+        )
         self._all_goals = list(novelty_goals(family)) if suggester == "novelty" else []
         self.label_timeout_s = label_timeout_s
         self._queue: AsyncLabelQueue | None = None
@@ -78,11 +91,14 @@ class ELLMIntrinsicReward:
             from rl_bk.labeling.tasks import GoalsRequest
 
             self._queue = AsyncLabelQueue(
-                self.labeler.build, "goals",  # type: ignore[union-attr]
-                lambda key: GoalsRequest(caption=key[0], mission=key[1], env=self.family,
-                                         max_goals=self.max_goals),
-                lambda label: list(label.goals), batch_size=self.label_batch_size,
-            )  # fmt: skip
+                self.labeler.build,
+                "goals",  # type: ignore[union-attr]
+                lambda key: GoalsRequest(
+                    caption=key[0], mission=key[1], env=self.family, max_goals=self.max_goals
+                ),
+                lambda label: list(label.goals),
+                batch_size=self.label_batch_size,
+            )
         return self._queue
 
     def __getstate__(self) -> dict:
@@ -101,28 +117,33 @@ class ELLMIntrinsicReward:
             suggestions = [[self._all_goals] * len(ks) for ks in keys]
         else:
             suggestions = self._suggestions(keys, achieved)
-        matched = self.matcher.rewards([
-            EpisodePiece(p.episode_id, s, a, p.ends_episode)
-            for p, s, a in zip(pieces, suggestions, achieved)
-        ])  # fmt: skip
+        matched = self.matcher.rewards(
+            [
+                EpisodePiece(p.episode_id, s, a, p.ends_episode)
+                for p, s, a in zip(pieces, suggestions, achieved)
+            ]
+        )
         return [self.ellm_coeff * np.asarray(r, np.float64) for r in matched]
 
-    def _suggestions(self, keys: list[list[tuple]], achieved: list[list[list[str]]]
-                     ) -> list[list[list[str] | None]]:  # fmt: skip
+    def _suggestions(
+        self, keys: list[list[tuple]], achieved: list[list[list[str]]]
+    ) -> list[list[list[str] | None]]:
         """The labeler's goals for the states a step achieved something from (no other step
         can pay, and achievements are a few per hundred steps), asked in one batch and waited
         for up to ``label_timeout_s``; [] for the other states, None where no label came."""
         q = self.queue
-        needed = list(dict.fromkeys(k for ks, acs in zip(keys, achieved)
-                                    for k, a in zip(ks, acs) if a and k[0]))  # fmt: skip
+        needed = list(
+            dict.fromkeys(
+                k for ks, acs in zip(keys, achieved) for k, a in zip(ks, acs) if a and k[0]
+            )
+        )
         if needed:
             q.ask(needed)
             if self.label_timeout_s > 0:
                 started = time.perf_counter()
                 q.wait_for(needed, self.label_timeout_s)
                 self._waited += time.perf_counter() - started
-        return [[q.get(k) if a else [] for k, a in zip(ks, acs)]
-                for ks, acs in zip(keys, achieved)]  # fmt: skip
+        return [[q.get(k) if a else [] for k, a in zip(ks, acs)] for ks, acs in zip(keys, achieved)]
 
     def metrics(self) -> dict[str, float]:
         out = dict(self.matcher.metrics())

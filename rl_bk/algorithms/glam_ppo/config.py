@@ -111,8 +111,10 @@ class GLAMPPOConfig(BasePPOConfig):
         if not (self.enable_rl_module_and_learner and self.enable_env_runner_and_connector_v2):
             self._value_error("GLAM-PPO runs on RLlib's new API stack only")
         if not isinstance(self.glam_model, str) or not self.glam_model:
-            self._value_error('glam_model must be "tiny", "smollm2" or the path of a Hugging '
-                              f"Face causal-LM folder, got {self.glam_model!r}")  # fmt: skip
+            self._value_error(
+                'glam_model must be "tiny", "smollm2" or the path of a Hugging '
+                f"Face causal-LM folder, got {self.glam_model!r}"
+            )
         if self.glam_model not in ("tiny", "smollm2"):
             folder = Path(self.glam_model).expanduser()
             if not (folder / "config.json").is_file():
@@ -130,20 +132,26 @@ class GLAMPPOConfig(BasePPOConfig):
                 "task's env_runners section)"
             )
         if self.lora_r is not None and (not isinstance(self.lora_r, int) or self.lora_r < 1):
-            self._value_error(f"lora_r must be a positive int (or None: full fine-tuning), "
-                              f"got {self.lora_r!r}")  # fmt: skip
+            self._value_error(
+                f"lora_r must be a positive int (or None: full fine-tuning), got {self.lora_r!r}"
+            )
         if not self.lora_alpha or self.lora_alpha <= 0:
             self._value_error(f"lora_alpha must be > 0, got {self.lora_alpha!r}")
         if not isinstance(self.max_prompt_tokens, int) or self.max_prompt_tokens < 1:
-            self._value_error(f"max_prompt_tokens must be a positive int, got "
-                              f"{self.max_prompt_tokens!r}")  # fmt: skip
+            self._value_error(
+                f"max_prompt_tokens must be a positive int, got {self.max_prompt_tokens!r}"
+            )
         if self.float32_matmul_precision not in MATMUL_PRECISIONS:
-            self._value_error(f"float32_matmul_precision must be one of {MATMUL_PRECISIONS}, "
-                              f"got {self.float32_matmul_precision!r}")  # fmt: skip
+            self._value_error(
+                f"float32_matmul_precision must be one of {MATMUL_PRECISIONS}, "
+                f"got {self.float32_matmul_precision!r}"
+            )
         model = self.model_config
         if model.get("use_lstm") or model.get("use_attention"):
-            self._value_error("GLAM's policy is the LLM on the prompt's history: use_lstm / "
-                              "use_attention do not apply")  # fmt: skip
+            self._value_error(
+                "GLAM's policy is the LLM on the prompt's history: use_lstm / "
+                "use_attention do not apply"
+            )
 
     def glam_model_config(self) -> dict[str, Any]:
         """The GLAM keys of the RLModule's model_config, from the training settings (the seed,
@@ -152,9 +160,13 @@ class GLAMPPOConfig(BasePPOConfig):
         if self.lora_r is not None:
             user = dict(self.model_config.get("lora") or {})
             lora = {**user, "r": int(self.lora_r), "alpha": self.lora_alpha}
-        return {"model": self.glam_model, "lora": lora, "seed": int(self.seed or 0),
-                "max_prompt_tokens": int(self.max_prompt_tokens),
-                "float32_matmul_precision": self.float32_matmul_precision}  # fmt: skip
+        return {
+            "model": self.glam_model,
+            "lora": lora,
+            "seed": int(self.seed or 0),
+            "max_prompt_tokens": int(self.max_prompt_tokens),
+            "float32_matmul_precision": self.float32_matmul_precision,
+        }
 
     @override(PPOConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:

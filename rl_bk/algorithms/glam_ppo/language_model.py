@@ -37,8 +37,9 @@ def model_cache_dir() -> Path:
     return Path(os.environ.get("RLBK_MODEL_CACHE") or "~/.cache/rl-bk/models").expanduser()
 
 
-def load_causal_lm(model: str, *, dtype: torch.dtype = torch.float32,
-                   seed: int = 0) -> tuple[Any, Any]:  # fmt: skip
+def load_causal_lm(
+    model: str, *, dtype: torch.dtype = torch.float32, seed: int = 0
+) -> tuple[Any, Any]:
     """A causal LM and its tokenizer (see the module docstring for the accepted names).
 
     Args:
@@ -69,8 +70,11 @@ def load_causal_lm(model: str, *, dtype: torch.dtype = torch.float32,
 def _byte_to_char() -> dict[int, str]:
     """GPT-2's byte -> printable character table (what the ByteLevel pre-tokenizer emits), so
     that token id ``b`` is byte ``b``."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]  # fmt: skip
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     table, extra = {b: chr(b) for b in printable}, 0
     for b in range(256):
         if b not in table:
@@ -90,8 +94,9 @@ def _byte_tokenizer() -> Any:
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     core.decoder = decoders.ByteLevel()
     core.add_special_tokens(["<pad>", "<bos>", "<eos>"])
-    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", bos_token="<bos>",
-                                   eos_token="<eos>")  # fmt: skip
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>"
+    )
 
 
 def _tiny_llama(seed: int) -> Any:
@@ -100,10 +105,18 @@ def _tiny_llama(seed: int) -> Any:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
-        vocab_size=259, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-        pad_token_id=256, bos_token_id=257, eos_token_id=258, tie_word_embeddings=False,
-    )  # fmt: skip
+        vocab_size=259,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        pad_token_id=256,
+        bos_token_id=257,
+        eos_token_id=258,
+        tie_word_embeddings=False,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
@@ -122,14 +135,17 @@ def _load_folder(folder: Path, dtype: torch.dtype) -> tuple[Any, Any]:
         raise ValueError(f"GLAM model {name!r} {what}: give {VALID_MODELS}")
     if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
         # transformers would quietly build an empty tokenizer from the model type.
-        raise ValueError(f"GLAM model {name!r} has no tokenizer (tokenizer.json or "
-                         "tokenizer_config.json): save one with save_pretrained")  # fmt: skip
+        raise ValueError(
+            f"GLAM model {name!r} has no tokenizer (tokenizer.json or "
+            "tokenizer_config.json): save one with save_pretrained"
+        )
     config = AutoConfig.from_pretrained(name, local_files_only=True)
     try:
         model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype, local_files_only=True)
     except ValueError as err:  # "Unrecognized configuration class ... for AutoModelForCausalLM"
-        raise ValueError(f"GLAM model {name!r} is not a causal LM ({config.model_type}): "
-                         f"give {VALID_MODELS}") from err  # fmt: skip
+        raise ValueError(
+            f"GLAM model {name!r} is not a causal LM ({config.model_type}): give {VALID_MODELS}"
+        ) from err
     except OSError as err:  # no weights file
         raise ValueError(f"GLAM model {name!r} could not be loaded ({err})") from err
     tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
@@ -174,8 +190,9 @@ def gguf_chat_template(path: Path) -> str | None:
     return bytes(field.parts[field.data[0]]).decode("utf-8")
 
 
-def convert_gguf_to_hf(gguf: Path, out: Path,
-                       dtype: torch.dtype = torch.bfloat16) -> dict[str, Any]:  # fmt: skip
+def convert_gguf_to_hf(
+    gguf: Path, out: Path, dtype: torch.dtype = torch.bfloat16
+) -> dict[str, Any]:
     """Writes a GGUF model as a Hugging Face folder (weights, config, tokenizer); returns facts.
 
     transformers reads GGUF (with the ``gguf`` package), dequantising the weights, but refuses
@@ -191,8 +208,7 @@ def convert_gguf_to_hf(gguf: Path, out: Path,
     template = gguf_chat_template(gguf)
     if template and not getattr(tok, "chat_template", None):
         tok.chat_template = template
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                                 dtype=dtype)  # fmt: skip
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=dtype)
     model.hf_quantizer = None
     model.is_quantized = False
     if hasattr(model.config, "quantization_config"):

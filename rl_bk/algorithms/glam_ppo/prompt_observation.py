@@ -48,15 +48,23 @@ def caption_to_observation(caption: str) -> str:
     return ", ".join(s for s in sentences if s)
 
 
-def build_prompt(mission: str, observations: list[str], actions: list[str],
-                 action_texts: tuple[str, ...] = ACTION_TEXTS) -> str:  # fmt: skip
+def build_prompt(
+    mission: str,
+    observations: list[str],
+    actions: list[str],
+    action_texts: tuple[str, ...] = ACTION_TEXTS,
+) -> str:
     """The prompt for ``len(observations)`` observations and the ``len - 1`` actions between
     them; it ends on the open ``"Action k:"`` line."""
     if len(actions) != len(observations) - 1:
-        raise ValueError(f"need one action fewer than observations, got {len(actions)} "
-                         f"actions for {len(observations)} observations")  # fmt: skip
-    lines = [f"Possible actions of the agent: {', '.join(action_texts)}",
-             f"Goal of the agent: {mission}"]  # fmt: skip
+        raise ValueError(
+            f"need one action fewer than observations, got {len(actions)} "
+            f"actions for {len(observations)} observations"
+        )
+    lines = [
+        f"Possible actions of the agent: {', '.join(action_texts)}",
+        f"Goal of the agent: {mission}",
+    ]
     for k, observation in enumerate(observations):
         lines.append(f"Observation {k}: {observation}")
         lines.append(f"Action {k}: {actions[k]}" if k < len(actions) else f"Action {k}:")
@@ -97,15 +105,23 @@ class GLAMPromptObservation(gym.Wrapper):
 
     ACTION_TEXTS = ACTION_TEXTS
 
-    def __init__(self, env: gym.Env, *, n_obs: int = 3, max_prompt_bytes: int = 1024,
-                 reward_scale: float = 20.0):  # fmt: skip
+    def __init__(
+        self,
+        env: gym.Env,
+        *,
+        n_obs: int = 3,
+        max_prompt_bytes: int = 1024,
+        reward_scale: float = 20.0,
+    ):
         super().__init__(env)
         if n_obs < 1:
             raise ValueError(f"n_obs must be >= 1, got {n_obs}")
         inner = env.action_space
         if not isinstance(inner, gym.spaces.Discrete) or inner.n < len(ACTION_TEXTS):
-            raise ValueError(f"GLAM needs a Discrete action space with BabyAI's first "
-                             f"{len(ACTION_TEXTS)} actions, got {inner}")  # fmt: skip
+            raise ValueError(
+                f"GLAM needs a Discrete action space with BabyAI's first "
+                f"{len(ACTION_TEXTS)} actions, got {inner}"
+            )
         self.n_obs = n_obs
         self.max_prompt_bytes = max_prompt_bytes
         self.reward_scale = float(reward_scale)
@@ -150,14 +166,17 @@ class GLAMPromptObservation(gym.Wrapper):
         over = len(prompt.encode("utf-8")) - self.max_prompt_bytes
         text = observations[0].encode("utf-8")
         if over > len(text):
-            raise ValueError(f"max_prompt_bytes ({self.max_prompt_bytes}) cannot hold even the "
-                             "goal and action lines of the prompt")  # fmt: skip
+            raise ValueError(
+                f"max_prompt_bytes ({self.max_prompt_bytes}) cannot hold even the "
+                "goal and action lines of the prompt"
+            )
         cut = text[over:].decode("utf-8", errors="ignore")
         return build_prompt(self._mission, [cut], [])
 
 
-def register_glam_env(env: str, n_obs: int = 3, max_prompt_bytes: int = 1024,
-                      reward_scale: float = 20.0) -> str:  # fmt: skip
+def register_glam_env(
+    env: str, n_obs: int = 3, max_prompt_bytes: int = 1024, reward_scale: float = 20.0
+) -> str:
     """Registers ``<env>+glam`` with RLlib (the registry's env in :class:`GLAMPromptObservation`)
     and returns the name."""
     from ray.tune.registry import register_env
@@ -167,9 +186,12 @@ def register_glam_env(env: str, n_obs: int = 3, max_prompt_bytes: int = 1024,
     name = f"{env}+glam"
 
     def make(env_config: Mapping[str, Any]) -> gym.Env:
-        return GLAMPromptObservation(env_registry.make_runner_env(env, env_config), n_obs=n_obs,
-                                     max_prompt_bytes=max_prompt_bytes,
-                                     reward_scale=reward_scale)  # fmt: skip
+        return GLAMPromptObservation(
+            env_registry.make_runner_env(env, env_config),
+            n_obs=n_obs,
+            max_prompt_bytes=max_prompt_bytes,
+            reward_scale=reward_scale,
+        )
 
     register_env(name, make)
     return name

@@ -101,20 +101,25 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
         texts = [str(t) for t in cfg["action_texts"]]
         n = getattr(self.action_space, "n", None)
         if n is not None and n != len(texts):
-            raise ValueError(f"GLAM has {len(texts)} action texts for an action space of "
-                             f"{n} actions: give model_config['action_texts'], one per "
-                             "action")  # fmt: skip
+            raise ValueError(
+                f"GLAM has {len(texts)} action texts for an action space of "
+                f"{n} actions: give model_config['action_texts'], one per "
+                "action"
+            )
         self.action_texts = texts
         self.max_prompt_tokens = int(cfg["max_prompt_tokens"])
         self.value_chunk = max(1, int(cfg["value_chunk"]))
         if cfg["float32_matmul_precision"] not in MATMUL_PRECISIONS:
-            raise ValueError(f"float32_matmul_precision must be one of {MATMUL_PRECISIONS}, "
-                             f"got {cfg['float32_matmul_precision']!r}")  # fmt: skip
+            raise ValueError(
+                f"float32_matmul_precision must be one of {MATMUL_PRECISIONS}, "
+                f"got {cfg['float32_matmul_precision']!r}"
+            )
         # Process-wide, and set here because the learner and each env runner build the
         # module in a process of their own: nothing else in them multiplies float32 matrices.
         torch.set_float32_matmul_precision(cfg["float32_matmul_precision"])
-        self.lm, self.tokenizer = load_causal_lm(str(cfg["model"]), seed=int(cfg["seed"]),
-                                                 dtype=getattr(torch, cfg["dtype"]))  # fmt: skip
+        self.lm, self.tokenizer = load_causal_lm(
+            str(cfg["model"]), seed=int(cfg["seed"]), dtype=getattr(torch, cfg["dtype"])
+        )
         self.tokenizer.padding_side = "left"
         self.tokenizer.truncation_side = "left"
         if cfg["lora"] is not None:
@@ -122,8 +127,10 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
         # Taken here, on the CPU, before RLlib moves the module to its device.
         self.frozen_fingerprint = self._fingerprint(self.frozen_state_keys())
 
-        ids = [self.tokenizer(cfg["action_prefix"] + t, add_special_tokens=False)["input_ids"]
-               for t in texts]  # fmt: skip
+        ids = [
+            self.tokenizer(cfg["action_prefix"] + t, add_special_tokens=False)["input_ids"]
+            for t in texts
+        ]
         if any(len(i) == 0 for i in ids):
             raise ValueError(f"an action text tokenises to nothing: {texts}")
         width = max(len(i) for i in ids)
@@ -138,10 +145,12 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(cfg["seed"]))
             self.value_head = nn.Sequential(
-                nn.Linear(hidden, width), nn.Sigmoid(),
-                nn.Linear(width, width), nn.Sigmoid(),
+                nn.Linear(hidden, width),
+                nn.Sigmoid(),
+                nn.Linear(width, width),
+                nn.Sigmoid(),
                 nn.Linear(width, 1),
-            )  # fmt: skip
+            )
 
     # ----------------------------------------------------------------------------------------
     def tokenize(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -149,19 +158,29 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
         self.tokenizer.padding_side = "left"
         self.tokenizer.truncation_side = "left"
         encoded = self.tokenizer(
-            decode_prompts(obs), padding=True, truncation=True,
-            max_length=self.max_prompt_tokens, return_tensors="pt",
-        )  # fmt: skip
+            decode_prompts(obs),
+            padding=True,
+            truncation=True,
+            max_length=self.max_prompt_tokens,
+            return_tensors="pt",
+        )
         device = self.action_ids.device
         return encoded["input_ids"].to(device), encoded["attention_mask"].to(device)
 
-    def prompt_pass(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
-                    use_cache: bool) -> tuple[torch.Tensor, torch.Tensor, Any]:  # fmt: skip
+    def prompt_pass(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, use_cache: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """One LM pass over the prompts: (last-position logits (B, V), last hidden state (B, h),
         the key/value cache or None)."""
         positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-        out = self.lm(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
-                      use_cache=use_cache, output_hidden_states=True, logits_to_keep=1)  # fmt: skip
+        out = self.lm(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=positions,
+            use_cache=use_cache,
+            output_hidden_states=True,
+            logits_to_keep=1,
+        )
         return out.logits[:, -1], out.hidden_states[-1][:, -1], out.past_key_values
 
     def score_actions(
@@ -179,13 +198,22 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
             inputs = actions[:, :-1].repeat(batch, 1)
             targets = actions[:, 1:].repeat(batch, 1)
             target_mask = mask[:, 1:].repeat(batch, 1)
-            full_mask = torch.cat([attention_mask.repeat_interleave(n_actions, dim=0),
-                                   mask[:, :-1].repeat(batch, 1).to(attention_mask.dtype)],
-                                  dim=1)  # fmt: skip
+            full_mask = torch.cat(
+                [
+                    attention_mask.repeat_interleave(n_actions, dim=0),
+                    mask[:, :-1].repeat(batch, 1).to(attention_mask.dtype),
+                ],
+                dim=1,
+            )
             lengths = attention_mask.long().sum(-1).repeat_interleave(n_actions)
             positions = lengths[:, None] + torch.arange(width - 1, device=lengths.device)
-            out = self.lm(input_ids=inputs, attention_mask=full_mask, position_ids=positions,
-                          past_key_values=cache, use_cache=True)  # fmt: skip
+            out = self.lm(
+                input_ids=inputs,
+                attention_mask=full_mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+            )
             rest = _token_log_probs(out.logits, targets[..., None]).squeeze(-1) * target_mask
             scores = scores + rest.sum(-1).view(batch, n_actions)
         return scores, hidden
@@ -195,12 +223,19 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
         """State-dict keys of the parameters nothing trains: under LoRA, the pretrained LM's
         own weights (every name a tied weight goes by: SmolLM2 ties its embeddings to its
         output layer). Empty when the whole LM is fine-tuned."""
-        return {name for name, p in self.named_parameters(remove_duplicate=False)
-                if not p.requires_grad}  # fmt: skip
+        return {
+            name for name, p in self.named_parameters(remove_duplicate=False) if not p.requires_grad
+        }
 
     @override(TorchRLModule)
-    def get_state(self, components: Any = None, *, not_components: Any = None,
-                  inference_only: bool = False, **kwargs: Any) -> StateDict:  # fmt: skip
+    def get_state(
+        self,
+        components: Any = None,
+        *,
+        not_components: Any = None,
+        inference_only: bool = False,
+        **kwargs: Any,
+    ) -> StateDict:
         """The module's state; with ``inference_only`` (what RLlib syncs to env runners after
         each update), without the frozen weights every module loads for itself."""
         if not inference_only:
@@ -228,9 +263,10 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
                 f"GLAM module state does not fit this module (model {self.glam_config['model']!r}"
                 f", lora {self.glam_config['lora']!r}): missing {_some(missing)}, unexpected "
                 f"{_some(unexpected)}; learner and env runners must build the same model"
-            )  # fmt: skip
-        if fingerprint is not None and not math.isclose(fingerprint, self.frozen_fingerprint,
-                                                        rel_tol=1e-6):  # fmt: skip
+            )
+        if fingerprint is not None and not math.isclose(
+            fingerprint, self.frozen_fingerprint, rel_tol=1e-6
+        ):
             raise ValueError(
                 f"the frozen weights of this module's LLM ({self.glam_config['model']!r}) are "
                 f"not the sender's (fingerprints {fingerprint!r} and "
@@ -247,8 +283,12 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
         sum, weighted by its place in name order); 0.0 for none."""
         params = dict(self.named_parameters(remove_duplicate=False))
         with torch.no_grad():
-            return float(sum((i + 1) * params[k].detach().sum(dtype=torch.float64).item()
-                             for i, k in enumerate(sorted(keys))))  # fmt: skip
+            return float(
+                sum(
+                    (i + 1) * params[k].detach().sum(dtype=torch.float64).item()
+                    for i, k in enumerate(sorted(keys))
+                )
+            )
 
     # ----------------------------------------------------------------------------------------
     @override(TorchRLModule)
@@ -281,9 +321,14 @@ class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
             return self._value(embeddings)
         obs = batch[Columns.OBS]
         with torch.no_grad():
-            parts = [self._value(self.prompt_pass(*self.tokenize(obs[i : i + self.value_chunk]),
-                                                  use_cache=False)[1])
-                     for i in range(0, len(obs), self.value_chunk)]  # fmt: skip
+            parts = [
+                self._value(
+                    self.prompt_pass(
+                        *self.tokenize(obs[i : i + self.value_chunk]), use_cache=False
+                    )[1]
+                )
+                for i in range(0, len(obs), self.value_chunk)
+            ]
         return torch.cat(parts) if parts else self.value_head[0].weight.new_zeros(0)
 
     def _value(self, embeddings: torch.Tensor) -> torch.Tensor:
@@ -317,11 +362,14 @@ def _with_lora(model: Any, lora: dict[str, Any]) -> Any:
 
     unknown = set(lora) - set(LORA_DEFAULTS)
     if unknown:
-        raise ValueError(f"unknown LoRA settings {sorted(unknown)}; valid: "
-                         f"{sorted(LORA_DEFAULTS)}")  # fmt: skip
+        raise ValueError(f"unknown LoRA settings {sorted(unknown)}; valid: {sorted(LORA_DEFAULTS)}")
     settings = {**LORA_DEFAULTS, **lora}
-    config = LoraConfig(r=int(settings["r"]), lora_alpha=settings["alpha"],
-                        lora_dropout=float(settings["dropout"]),
-                        target_modules=settings["target_modules"], bias="none",
-                        task_type="CAUSAL_LM")  # fmt: skip
+    config = LoraConfig(
+        r=int(settings["r"]),
+        lora_alpha=settings["alpha"],
+        lora_dropout=float(settings["dropout"]),
+        target_modules=settings["target_modules"],
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, config)

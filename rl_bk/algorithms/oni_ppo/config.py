@@ -194,41 +194,57 @@ class ONIRewardMixin:
     def validate(self) -> None:
         super().validate()
         if self.reward_type not in REWARD_TYPES:
-            self._value_error(f"unknown ONI reward_type {self.reward_type!r}; valid: "
-                              f"{', '.join(REWARD_TYPES)}")  # fmt: skip
+            self._value_error(
+                f"unknown ONI reward_type {self.reward_type!r}; valid: {', '.join(REWARD_TYPES)}"
+            )
         if self.reward_type in LABELLED_TYPES and not isinstance(self.labeler, LabelerSpec):
-            self._value_error(f"reward_type {self.reward_type!r} needs training(labeler="
-                              "LabelerSpec(...)): the LLM that labels captions")  # fmt: skip
+            self._value_error(
+                f"reward_type {self.reward_type!r} needs training(labeler="
+                "LabelerSpec(...)): the LLM that labels captions"
+            )
         if self.reward_type == "motif" and not self.motif_dir:
-            self._value_error("reward_type 'motif' needs training(motif_dir=...): a reward "
-                              "model built by `rl-bk knowledge build --kinds motif`")  # fmt: skip
+            self._value_error(
+                "reward_type 'motif' needs training(motif_dir=...): a reward "
+                "model built by `rl-bk knowledge build --kinds motif`"
+            )
         if self.reward_type in MODEL_TYPES and self.num_learners > 1:
-            self._value_error("ONI's online reward model lives on one learner; use "
-                              "num_learners <= 1")  # fmt: skip
+            self._value_error(
+                "ONI's online reward model lives on one learner; use num_learners <= 1"
+            )
         if not 0.0 < self.label_busy_fraction <= 1.0:
-            self._value_error(f"label_busy_fraction is a share of wall time in (0, 1], got "
-                              f"{self.label_busy_fraction}")  # fmt: skip
+            self._value_error(
+                f"label_busy_fraction is a share of wall time in (0, 1], got "
+                f"{self.label_busy_fraction}"
+            )
         for name in ("llm_coeff", "beta", "extrinsic_coeff"):
             if getattr(self, name) < 0:
                 self._value_error(f"{name} must be >= 0, got {getattr(self, name)}")
 
     @override(AlgorithmConfig)
-    def get_multi_rl_module_spec(self, *, inference_only: bool = False,
-                                 **kwargs: Any) -> MultiRLModuleSpec:  # fmt: skip
+    def get_multi_rl_module_spec(
+        self, *, inference_only: bool = False, **kwargs: Any
+    ) -> MultiRLModuleSpec:
         """PPO's spec, plus the learner-only reward model for classification and ranking
         (added at call time, so a reward_type set by Tune applies)."""
         spec = super().get_multi_rl_module_spec(inference_only=inference_only, **kwargs)
-        if (inference_only or self.reward_type not in MODEL_TYPES
-                or ONI_MODULE_ID in spec.rl_module_specs):  # fmt: skip
+        if (
+            inference_only
+            or self.reward_type not in MODEL_TYPES
+            or ONI_MODULE_ID in spec.rl_module_specs
+        ):
             return spec
         policy = spec.rl_module_specs[DEFAULT_MODULE_ID]
-        spec.add_modules({ONI_MODULE_ID: RLModuleSpec(
-            module_class=OnlineRewardModel,
-            observation_space=policy.observation_space,
-            action_space=policy.action_space,
-            learner_only=True,
-            model_config={"kind": self.reward_type},
-        )})  # fmt: skip
+        spec.add_modules(
+            {
+                ONI_MODULE_ID: RLModuleSpec(
+                    module_class=OnlineRewardModel,
+                    observation_space=policy.observation_space,
+                    action_space=policy.action_space,
+                    learner_only=True,
+                    model_config={"kind": self.reward_type},
+                )
+            }
+        )
         return spec
 
     @override(AlgorithmConfig)
@@ -237,18 +253,32 @@ class ONIRewardMixin:
             input_observation_space, input_action_space, device
         )
         reward_fn = OnlineIntrinsicReward(
-            reward_type=self.reward_type, labeler=self.labeler, caption_key=self.caption_key,
-            family=self.family, goal=self.goal, llm_coeff=self.llm_coeff, beta=self.beta,
+            reward_type=self.reward_type,
+            labeler=self.labeler,
+            caption_key=self.caption_key,
+            family=self.family,
+            goal=self.goal,
+            llm_coeff=self.llm_coeff,
+            beta=self.beta,
             label_batch_size=self.label_batch_size,
-            label_busy_fraction=self.label_busy_fraction, min_examples=self.min_examples,
+            label_busy_fraction=self.label_busy_fraction,
+            min_examples=self.min_examples,
             classification_threshold=self.classification_threshold,
-            ranking_threshold=self.ranking_threshold, ranking_quantile=self.ranking_quantile,
-            cosine_threshold=self.cosine_threshold, pairs_per_batch=self.pairs_per_batch,
-            motif_dir=self.motif_dir, motif_quantile=self.motif_quantile, seed=self.seed or 0,
-        )  # fmt: skip
+            ranking_threshold=self.ranking_threshold,
+            ranking_quantile=self.ranking_quantile,
+            cosine_threshold=self.cosine_threshold,
+            pairs_per_batch=self.pairs_per_batch,
+            motif_dir=self.motif_dir,
+            motif_quantile=self.motif_quantile,
+            seed=self.seed or 0,
+        )
         # Right after the artificial-step piece: rewritten before GAE or V-trace reads them.
-        add_reward_rewrite(pipeline, RewriteRewards(terms=[IntrinsicReward(reward_fn)],
-                                                    extrinsic_coeff=self.extrinsic_coeff))
+        add_reward_rewrite(
+            pipeline,
+            RewriteRewards(
+                terms=[IntrinsicReward(reward_fn)], extrinsic_coeff=self.extrinsic_coeff
+            ),
+        )
         return pipeline
 
 

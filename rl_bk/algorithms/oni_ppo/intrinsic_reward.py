@@ -86,20 +86,24 @@ class OnlineIntrinsicReward:
         seed: int = 0,
     ):
         if reward_type not in REWARD_TYPES:
-            raise ValueError(f"unknown ONI reward type {reward_type!r}; valid: "
-                             f"{', '.join(REWARD_TYPES)}")  # fmt: skip
+            raise ValueError(
+                f"unknown ONI reward type {reward_type!r}; valid: {', '.join(REWARD_TYPES)}"
+            )
         if reward_type in LABELLED_TYPES and labeler is None:
             raise ValueError(f"reward type {reward_type!r} needs a labeler (LabelerSpec)")
         if reward_type == "motif" and not motif_dir:
-            raise ValueError("reward type 'motif' needs motif_dir: a reward model trained "
-                             "offline (rl-bk knowledge build --kinds motif)")  # fmt: skip
+            raise ValueError(
+                "reward type 'motif' needs motif_dir: a reward model trained "
+                "offline (rl-bk knowledge build --kinds motif)"
+            )
         self.reward_type, self.labeler, self.caption_key = reward_type, labeler, caption_key
         self.family, self.goal = family, goal
         self.llm_coeff, self.beta = llm_coeff, beta
         self.label_batch_size, self.min_examples = label_batch_size, min_examples
         # Only a labeler computing on training's CPUs is held back; a server's time is free.
-        self.label_busy_fraction = (label_busy_fraction
-                                    if labeler is not None and labeler.computes_here else 1.0)
+        self.label_busy_fraction = (
+            label_busy_fraction if labeler is not None and labeler.computes_here else 1.0
+        )
         self.classification_threshold = classification_threshold
         self.ranking_threshold, self.ranking_quantile = ranking_threshold, ranking_quantile
         self.cosine_threshold, self.pairs_per_batch = cosine_threshold, pairs_per_batch
@@ -124,22 +128,29 @@ class OnlineIntrinsicReward:
 
             if self.reward_type == "ranking":
                 self._queue = AsyncLabelQueue(
-                    self.labeler.build, "preference",  # type: ignore[union-attr]
-                    lambda pair: PreferenceRequest(segment_a=[pair[0]], segment_b=[pair[1]],
-                                                   criteria=self.goal, env=self.family),
+                    self.labeler.build,
+                    "preference",  # type: ignore[union-attr]
+                    lambda pair: PreferenceRequest(
+                        segment_a=[pair[0]],
+                        segment_b=[pair[1]],
+                        criteria=self.goal,
+                        env=self.family,
+                    ),
                     lambda label: preference_target(label.choice),
                     batch_size=self.label_batch_size,
                     max_busy_fraction=self.label_busy_fraction,
-                )  # fmt: skip
+                )
             else:
                 self._queue = AsyncLabelQueue(
-                    self.labeler.build, "helpful",  # type: ignore[union-attr]
-                    lambda caption: HelpfulRequest(caption=caption, task=self.goal,
-                                                   env=self.family),
+                    self.labeler.build,
+                    "helpful",  # type: ignore[union-attr]
+                    lambda caption: HelpfulRequest(
+                        caption=caption, task=self.goal, env=self.family
+                    ),
                     lambda label: 1.0 if label.helpful else 0.0,
                     batch_size=self.label_batch_size,
                     max_busy_fraction=self.label_busy_fraction,
-                )  # fmt: skip
+                )
         return self._queue
 
     def __getstate__(self) -> dict:
@@ -149,8 +160,9 @@ class OnlineIntrinsicReward:
 
     # --------------------------------------------------------------------------- rewards
     def __call__(self, pieces: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
-        captions = [[str(i.get(self.caption_key) or "").strip() for i in p.infos[1:]]
-                    for p in pieces]  # fmt: skip
+        captions = [
+            [str(i.get(self.caption_key) or "").strip() for i in p.infos[1:]] for p in pieces
+        ]
         distinct = list(dict.fromkeys(c for cs in captions for c in cs if c))
         model = None
         if self.reward_type in MODEL_TYPES:

@@ -62,8 +62,9 @@ class OnlineRewardModelFitting:
         self._fit_metrics: dict[str, float] = {}
         if ONI_MODULE_ID in self.module.keys():
             net = self.module[ONI_MODULE_ID].unwrapped().net
-            self._reward_optimizer = torch.optim.Adam(net.parameters(),
-                                                      lr=self.config.reward_model_lr)  # fmt: skip
+            self._reward_optimizer = torch.optim.Adam(
+                net.parameters(), lr=self.config.reward_model_lr
+            )
 
     @override(Learner)
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
@@ -87,9 +88,12 @@ class OnlineRewardModelFitting:
         # A snapshot: the connector appends examples while a background fit runs.
         keys, values = list(model.train_keys[:n]), list(model.train_values[:n])
         if c.reward_model_in_background:
-            self._fit = threading.Thread(target=self._fit_reward_model,
-                                         args=(model, keys, values, steps), daemon=True,
-                                         name="oni-reward-model-fit")  # fmt: skip
+            self._fit = threading.Thread(
+                target=self._fit_reward_model,
+                args=(model, keys, values, steps),
+                daemon=True,
+                name="oni-reward-model-fit",
+            )
             self._fit.start()
         else:
             self._fit_reward_model(model, keys, values, steps)
@@ -116,9 +120,10 @@ class OnlineRewardModelFitting:
             "loss": float(np.mean(losses)),
             "train_accuracy": _mean_of_numbers(accuracies),
             "held_out_accuracy": model.held_out_accuracy(),
-            "examples": float(len(keys)), "held_out_examples": float(len(model.held_out)),
+            "examples": float(len(keys)),
+            "held_out_examples": float(len(model.held_out)),
             "gradient_steps": float(self._reward_steps),
-        }  # fmt: skip
+        }
 
 
 class ONIPPOTorchLearner(OnlineRewardModelFitting, BasePPOTorchLearner):

@@ -80,8 +80,9 @@ class MotifReport:
 QUANTILES = tuple(round(0.05 * i, 2) for i in range(1, 20))  # Motif's table: 0.05 ... 0.95
 
 
-def weighted_quantiles(values: np.ndarray, weights: np.ndarray,
-                       qs: Sequence[float] = QUANTILES) -> dict[str, float]:  # fmt: skip
+def weighted_quantiles(
+    values: np.ndarray, weights: np.ndarray, qs: Sequence[float] = QUANTILES
+) -> dict[str, float]:
     """Quantiles of ``values`` repeated ``weights`` times (the dataset's steps), by key."""
     order = np.argsort(values)
     v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
@@ -92,8 +93,9 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray,
 class MotifModel:
     """The trained ranker, its dataset normalisation and its quantile table."""
 
-    def __init__(self, net: MessageRanker, mean: float, std: float,
-                 quantiles: dict[str, float] | None = None):  # fmt: skip
+    def __init__(
+        self, net: MessageRanker, mean: float, std: float, quantiles: dict[str, float] | None = None
+    ):
         self.net, self.mean, self.std = net.eval(), mean, std
         self.quantiles = dict(quantiles or {})
 
@@ -101,9 +103,11 @@ class MotifModel:
         """The normalised dataset reward at quantile ``q`` (one of :data:`QUANTILES`)."""
         key = f"{q:.2f}"
         if key not in self.quantiles:
-            raise ValueError(f"the Motif model has no {key} quantile (it has "
-                             f"{', '.join(self.quantiles) or 'none: rebuild it'}); use one of "
-                             f"0.05, 0.10, ..., 0.95")  # fmt: skip
+            raise ValueError(
+                f"the Motif model has no {key} quantile (it has "
+                f"{', '.join(self.quantiles) or 'none: rebuild it'}); use one of "
+                f"0.05, 0.10, ..., 0.95"
+            )
         return self.quantiles[key]
 
     @torch.no_grad()
@@ -113,27 +117,42 @@ class MotifModel:
         return self.net(torch.from_numpy(encode_messages(captions))).double().numpy()
 
 
-def train_motif(labeler: Labeler, episodes: Sequence[Chunk], out_dir: str | Path, *,
-                family: str | None, goal: str, labels: str = "unknown",
-                is_oracle: bool | None = None, pairs: int = 2000, epochs: int = 30,
-                batch_size: int = 256, lr: float = 3e-4, seed: int = 0) -> MotifReport:  # fmt: skip
+def train_motif(
+    labeler: Labeler,
+    episodes: Sequence[Chunk],
+    out_dir: str | Path,
+    *,
+    family: str | None,
+    goal: str,
+    labels: str = "unknown",
+    is_oracle: bool | None = None,
+    pairs: int = 2000,
+    epochs: int = 30,
+    batch_size: int = 256,
+    lr: float = 3e-4,
+    seed: int = 0,
+) -> MotifReport:
     from rl_bk.knowledge.dataset import DatasetError
     from rl_bk.labeling.tasks import PreferenceRequest
 
     captions = dataset_captions(episodes, family)
     if len(set(captions)) < 2:
-        raise DatasetError("Motif needs at least two different non-empty captions in the "
-                           "dataset; collect more episodes")  # fmt: skip
+        raise DatasetError(
+            "Motif needs at least two different non-empty captions in the "
+            "dataset; collect more episodes"
+        )
     rng = np.random.default_rng(seed)
     drawn: list[tuple[str, str]] = []
     while len(drawn) < pairs:
         a, b = (captions[i] for i in rng.integers(len(captions), size=2))
         if a != b:
             drawn.append((a, b))
-    requests = [PreferenceRequest(segment_a=[a], segment_b=[b], criteria=goal, env=family)
-                for a, b in drawn]  # fmt: skip
-    answers = label_in_batches(labeler, "preference", requests, batch_size=LABEL_BATCH,
-                               desc="motif labels", unit="pair")  # fmt: skip
+    requests = [
+        PreferenceRequest(segment_a=[a], segment_b=[b], criteria=goal, env=family) for a, b in drawn
+    ]
+    answers = label_in_batches(
+        labeler, "preference", requests, batch_size=LABEL_BATCH, desc="motif labels", unit="pair"
+    )
     kept = [(p, preference_target(a.choice)) for p, a in zip(drawn, answers) if a is not None]
     held = rng.random(len(kept)) < 0.1
     train = [k for k, h in zip(kept, held) if not h]
@@ -169,11 +188,17 @@ def train_motif(labeler: Labeler, episodes: Sequence[Chunk], out_dir: str | Path
     std = float(np.sqrt(np.average((raw - mean) ** 2, weights=counts)))
     std = max(std, 1e-8)
     report = MotifReport(
-        pairs=len(kept), decided=sum(t != 0.5 for _, t in kept), labels=labels,
-        is_oracle=is_oracle, train_accuracy=train_acc, held_out_accuracy=test_acc,
-        mean=mean, std=std, distinct_captions=len(distinct),
+        pairs=len(kept),
+        decided=sum(t != 0.5 for _, t in kept),
+        labels=labels,
+        is_oracle=is_oracle,
+        train_accuracy=train_acc,
+        held_out_accuracy=test_acc,
+        mean=mean,
+        std=std,
+        distinct_captions=len(distinct),
         normalised_quantiles=weighted_quantiles((raw - mean) / std, counts),
-    )  # fmt: skip
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     torch.save(net.state_dict(), out / MODEL_FILE)
@@ -187,10 +212,13 @@ def load_motif_model(folder: str | Path) -> MotifModel:
 
     folder = fetch(folder)
     if not (folder / MODEL_FILE).is_file():
-        raise FileNotFoundError(f"no Motif reward model in {folder}; build one with "
-                                "`rl-bk knowledge build --task <task> --kinds motif`")  # fmt: skip
+        raise FileNotFoundError(
+            f"no Motif reward model in {folder}; build one with "
+            "`rl-bk knowledge build --task <task> --kinds motif`"
+        )
     report = json.loads((folder / REPORT_FILE).read_text())
     net = MessageRanker()
     net.load_state_dict(torch.load(folder / MODEL_FILE, weights_only=True))
-    return MotifModel(net, float(report["mean"]), float(report["std"]),
-                      report.get("normalised_quantiles"))  # fmt: skip
+    return MotifModel(
+        net, float(report["mean"]), float(report["std"]), report.get("normalised_quantiles")
+    )

@@ -93,12 +93,15 @@ class BasePPOConfig(PPOConfig):
     def validate(self) -> None:
         super().validate()
         if self.value_loss not in VALUE_LOSSES:
-            self._value_error(f"value_loss must be one of {', '.join(VALUE_LOSSES)}, got "
-                              f"{self.value_loss!r}")  # fmt: skip
+            self._value_error(
+                f"value_loss must be one of {', '.join(VALUE_LOSSES)}, got {self.value_loss!r}"
+            )
         if self.advantage_normalization not in ADVANTAGE_NORMALIZATIONS:
-            self._value_error("advantage_normalization must be one of "
-                              f"{', '.join(ADVANTAGE_NORMALIZATIONS)}, got "
-                              f"{self.advantage_normalization!r}")  # fmt: skip
+            self._value_error(
+                "advantage_normalization must be one of "
+                f"{', '.join(ADVANTAGE_NORMALIZATIONS)}, got "
+                f"{self.advantage_normalization!r}"
+            )
         if not self.adam_epsilon > 0:
             self._value_error(f"adam_epsilon must be > 0, got {self.adam_epsilon}")
 

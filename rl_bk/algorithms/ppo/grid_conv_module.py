@@ -73,16 +73,20 @@ class GridConvPPOModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
             )
         hidden = int(self.model_config.get("hidden", HIDDEN))
         self.torso = nn.Sequential(
-            nn.Conv2d(CHANNELS, 32, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(CHANNELS, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, padding=1),
+            nn.ReLU(),
             nn.Flatten(),
             nn.Linear(64 * VIEW * VIEW, hidden),
-        )  # fmt: skip
+        )
         self.pi = nn.Sequential(
-            _orthogonal(nn.Linear(hidden, hidden), 0.01), nn.ReLU(),
+            _orthogonal(nn.Linear(hidden, hidden), 0.01),
+            nn.ReLU(),
             _orthogonal(nn.Linear(hidden, int(self.action_space.n)), 0.01),
-        )  # fmt: skip
+        )
         self.value_features = nn.Sequential(_orthogonal(nn.Linear(hidden, hidden), 0.1), nn.ReLU())
         self.vf = _orthogonal(nn.Linear(hidden, 1), 0.01)
         self.int_vf = _orthogonal(nn.Linear(hidden, 1), 0.01)
@@ -104,8 +108,10 @@ class GridConvPPOModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
     @override(TorchRLModule)
     def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         hidden = self._torso(batch)
-        return {Columns.ACTION_DIST_INPUTS: self.pi(hidden),
-                Columns.EMBEDDINGS: self._critic_embeddings(hidden)}  # fmt: skip
+        return {
+            Columns.ACTION_DIST_INPUTS: self.pi(hidden),
+            Columns.EMBEDDINGS: self._critic_embeddings(hidden),
+        }
 
     def compute_critic_embeddings(self, batch: dict[str, Any]):
         """What both value heads read: ``h + ReLU(W h)`` of the shared torso's output."""

@@ -53,8 +53,9 @@ class KeepValuePredictions(ConnectorV2):
     A module whose batch already has them (RND's two-headed GAE writes them) is skipped."""
 
     @override(ConnectorV2)
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, **kwargs):  # fmt: skip
+    def __call__(
+        self, *, rl_module, batch, episodes, explore=None, shared_data=None, metrics=None, **kwargs
+    ):
         for module_id, module_batch in batch.items():
             if Columns.VF_PREDS in module_batch or module_id not in rl_module.keys():
                 continue
@@ -95,15 +96,26 @@ class BasePPOTorchLearner(PPOTorchLearner):
             pipeline.append(ShuffleTrainBatch(seed=self.config.seed))
 
     @override(PPOTorchLearner)
-    def update(self, *args: Any, num_total_minibatches: int = 0, num_epochs: int = 1,
-               minibatch_size: int | None = None, **kwargs: Any):  # fmt: skip
+    def update(
+        self,
+        *args: Any,
+        num_total_minibatches: int = 0,
+        num_epochs: int = 1,
+        minibatch_size: int | None = None,
+        **kwargs: Any,
+    ):
         # RLlib counts epochs over the batch's rows, its artificial steps included: one more
         # minibatch than CleanRL's loop over the env steps on BK's batch (17, not 16).
         if self.config.minibatches_from_env_steps and minibatch_size and not num_total_minibatches:
             per_epoch = max(1, self.config.train_batch_size_per_learner // minibatch_size)
             num_total_minibatches = num_epochs * per_epoch
-        return super().update(*args, num_total_minibatches=num_total_minibatches,
-                              num_epochs=num_epochs, minibatch_size=minibatch_size, **kwargs)
+        return super().update(
+            *args,
+            num_total_minibatches=num_total_minibatches,
+            num_epochs=num_epochs,
+            minibatch_size=minibatch_size,
+            **kwargs,
+        )
 
     @override(PPOTorchLearner)
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
@@ -116,16 +128,18 @@ class BasePPOTorchLearner(PPOTorchLearner):
         )
 
     @override(PPOTorchLearner)
-    def compute_loss_for_module(self, *, module_id: str, config: Any, batch: dict[str, Any],
-                                fwd_out: dict[str, Any]):  # fmt: skip
+    def compute_loss_for_module(
+        self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ):
         if config.value_loss == "rllib" and config.advantage_normalization == "batch":
             return super().compute_loss_for_module(
                 module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
             )
         return self._cleanrl_loss(module_id, config, batch, fwd_out)
 
-    def _cleanrl_loss(self, module_id: str, config: Any, batch: dict[str, Any],
-                      fwd_out: dict[str, Any]):  # fmt: skip
+    def _cleanrl_loss(
+        self, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ):
         module = self.module[module_id].unwrapped()
         mask = batch[Columns.LOSS_MASK].bool() if Columns.LOSS_MASK in batch else None
 
@@ -153,8 +167,9 @@ class BasePPOTorchLearner(PPOTorchLearner):
                     "train batch; BasePPOTorchLearner.build adds KeepValuePredictions before "
                     "GAE: a learner that replaces GAE must write them itself"
                 )
-            vf_loss = cleanrl_value_loss(values, batch[Columns.VF_PREDS], targets,
-                                         config.clip_param)  # fmt: skip
+            vf_loss = cleanrl_value_loss(
+                values, batch[Columns.VF_PREDS], targets, config.clip_param
+            )
         else:
             vf_loss = torch.clamp(squared_error, 0, config.vf_clip_param)
 
@@ -169,12 +184,16 @@ class BasePPOTorchLearner(PPOTorchLearner):
         else:
             mean_kl = torch.tensor(0.0, device=total_loss.device)
 
-        self.metrics.log_dict({
-            POLICY_LOSS_KEY: -mean(surrogate),
-            VF_LOSS_KEY: mean(vf_loss),
-            LEARNER_RESULTS_VF_LOSS_UNCLIPPED_KEY: mean(squared_error),
-            LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY: explained_variance(targets, values),
-            ENTROPY_KEY: mean(entropy),
-            LEARNER_RESULTS_KL_KEY: mean_kl,
-        }, key=module_id, window=1)  # fmt: skip
+        self.metrics.log_dict(
+            {
+                POLICY_LOSS_KEY: -mean(surrogate),
+                VF_LOSS_KEY: mean(vf_loss),
+                LEARNER_RESULTS_VF_LOSS_UNCLIPPED_KEY: mean(squared_error),
+                LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY: explained_variance(targets, values),
+                ENTROPY_KEY: mean(entropy),
+                LEARNER_RESULTS_KL_KEY: mean_kl,
+            },
+            key=module_id,
+            window=1,
+        )
         return total_loss

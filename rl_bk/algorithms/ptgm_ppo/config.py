@@ -87,17 +87,24 @@ class PriorKLMixin:
             self.greedy_low_level = greedy_low_level
         return self
 
-    def goal_environment(self, env: str, env_config: Mapping[str, Any] | None = None
-                         ) -> PTGMPPOConfig:  # fmt: skip
+    def goal_environment(
+        self, env: str, env_config: Mapping[str, Any] | None = None
+    ) -> PTGMPPOConfig:
         """Runs on ``env`` through goals: registers ``<env>+ptgm`` and points the config at
         it, with the callback that counts env steps (call after ``training(ptgm_dir=...,
         low_level_steps=...)``, and after any ``callbacks(...)``)."""
         if self.ptgm_dir is None:
-            raise ValueError("call training(ptgm_dir=...) before goal_environment(): the "
-                             "high-level env needs the pre-trained models")  # fmt: skip
-        config = {**dict(env_config or {}), "ptgm_env": env, "ptgm_dir": str(self.ptgm_dir),
-                  "low_level_steps": int(self.low_level_steps),
-                  "greedy_low_level": bool(self.greedy_low_level)}  # fmt: skip
+            raise ValueError(
+                "call training(ptgm_dir=...) before goal_environment(): the "
+                "high-level env needs the pre-trained models"
+            )
+        config = {
+            **dict(env_config or {}),
+            "ptgm_env": env,
+            "ptgm_dir": str(self.ptgm_dir),
+            "low_level_steps": int(self.low_level_steps),
+            "greedy_low_level": bool(self.greedy_low_level),
+        }
         # The env counts its env steps in info; this callback makes them the results' count.
         self.callbacks(PTGMMetricsCallback)
         return self.environment(register_high_level_env(env), env_config=config)
@@ -123,8 +130,9 @@ class PriorKLMixin:
         pipeline = super().build_learner_connector(
             input_observation_space, input_action_space, device
         )
-        penalty = PriorKLPenalty(prior_logits=PriorLogits(str(self.ptgm_dir)),
-                                 kl_coeff=self.prior_kl_coeff)  # fmt: skip
+        penalty = PriorKLPenalty(
+            prior_logits=PriorLogits(str(self.ptgm_dir)), kl_coeff=self.prior_kl_coeff
+        )
         add_reward_rewrite(pipeline, RewriteRewards(terms=[penalty]))
         return pipeline
 

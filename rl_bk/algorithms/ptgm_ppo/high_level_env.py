@@ -47,14 +47,23 @@ class HighLevelGoalEnv(gym.Env):
             behaviour-cloned policy is meant to be run).
     """
 
-    def __init__(self, env: gym.Env, models: Any, low_level_steps: int, *,
-                 greedy: bool = False, seed: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        env: gym.Env,
+        models: Any,
+        low_level_steps: int,
+        *,
+        greedy: bool = False,
+        seed: int | None = None,
+    ):
         if low_level_steps < 1:
             raise ValueError(f"low_level_steps must be >= 1, got {low_level_steps}")
         if env.observation_space.shape != (models.obs_dim,):
-            raise ValueError(f"the PTGM models were trained on observations of size "
-                             f"{models.obs_dim}, the env gives {env.observation_space.shape}: "
-                             "rebuild them on this env's dataset")  # fmt: skip
+            raise ValueError(
+                f"the PTGM models were trained on observations of size "
+                f"{models.obs_dim}, the env gives {env.observation_space.shape}: "
+                "rebuild them on this env's dataset"
+            )
         self.env, self.models, self.k, self.greedy = env, models, low_level_steps, greedy
         self.observation_space = env.observation_space
         self.action_space = gym.spaces.Discrete(models.n_goals)
@@ -77,8 +86,9 @@ class HighLevelGoalEnv(gym.Env):
         terminated = truncated = False
         info: dict = {}
         while steps < self.k and not (terminated or truncated):
-            low = self.models.low_level_actions(self._obs[None], goal, greedy=self.greedy,
-                                                rng=self._rng)  # fmt: skip
+            low = self.models.low_level_actions(
+                self._obs[None], goal, greedy=self.greedy, rng=self._rng
+            )
             obs, reward, terminated, truncated, info = self.env.step(int(low[0]))
             self._obs = np.asarray(obs, np.float32)
             total += float(reward)

@@ -64,12 +64,14 @@ class PriorKLPenalty:
             prior = self.prior_logits(torch.as_tensor(obs))
             kl = categorical_kl(policy, prior).numpy().astype(np.float64)
             agree = (policy.argmax(-1) == prior.argmax(-1)).float().mean().item()
-        self._metrics = {PRIOR_KL_MEAN: float(kl.mean()),
-                         KL_REWARD_MEAN: -self.kl_coeff * float(kl.mean()),
-                         AGREEMENT: agree}  # fmt: skip
+        self._metrics = {
+            PRIOR_KL_MEAN: float(kl.mean()),
+            KL_REWARD_MEAN: -self.kl_coeff * float(kl.mean()),
+            AGREEMENT: agree,
+        }
         added, start = [], 0
         for c in found:
-            added.append(-self.kl_coeff * kl[start:start + c.steps])
+            added.append(-self.kl_coeff * kl[start : start + c.steps])
             start += c.steps
         return added
 

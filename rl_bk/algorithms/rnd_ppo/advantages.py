@@ -70,8 +70,9 @@ def gae(
     terminateds[n - 1] = 0.0 if bootstrap else 1.0
     truncateds = np.zeros(n + 1)
     truncateds[n - 1] = 1.0
-    targets = compute_value_targets(values, np.append(rewards, 0.0), terminateds, truncateds,
-                                    gamma=gamma, lambda_=lambda_)  # fmt: skip
+    targets = compute_value_targets(
+        values, np.append(rewards, 0.0), terminateds, truncateds, gamma=gamma, lambda_=lambda_
+    )
     returns = targets[:n].astype(np.float64)
     return returns - values[:n], returns
 
@@ -92,10 +93,12 @@ def two_headed_advantages(
     The extrinsic head is episodic (no bootstrap when ``terminated``); the intrinsic head
     always bootstraps, with ``int_gamma``.
     """
-    ext_adv, ext_ret = gae(ext_rewards, ext_values, gamma=gamma, lambda_=lambda_,
-                           bootstrap=not terminated)  # fmt: skip
-    int_adv, int_ret = gae(int_rewards, int_values, gamma=int_gamma, lambda_=lambda_,
-                           bootstrap=True)  # fmt: skip
+    ext_adv, ext_ret = gae(
+        ext_rewards, ext_values, gamma=gamma, lambda_=lambda_, bootstrap=not terminated
+    )
+    int_adv, int_ret = gae(
+        int_rewards, int_values, gamma=int_gamma, lambda_=lambda_, bootstrap=True
+    )
     return TwoHeadedAdvantages(ext_adv, int_adv, ext_ret, int_ret)
 
 

@@ -127,11 +127,15 @@ class RNDPPOConfig(BasePPOConfig):
         if not (self.enable_rl_module_and_learner and self.enable_env_runner_and_connector_v2):
             self._value_error("RND-PPO runs on RLlib's new API stack only")
         if self.is_multi_agent:
-            self._value_error("RND-PPO is single-agent: its RND module sits beside the one "
-                              f"policy {DEFAULT_MODULE_ID!r}")  # fmt: skip
+            self._value_error(
+                "RND-PPO is single-agent: its RND module sits beside the one "
+                f"policy {DEFAULT_MODULE_ID!r}"
+            )
         if not (self.use_critic and self.use_gae):
-            self._value_error("RND-PPO needs use_critic=True and use_gae=True: both value "
-                              "heads are trained on GAE targets")  # fmt: skip
+            self._value_error(
+                "RND-PPO needs use_critic=True and use_gae=True: both value "
+                "heads are trained on GAE targets"
+            )
         if not self.add_default_connectors_to_learner_pipeline:
             self._value_error(
                 "RND-PPO's learner pieces need RLlib's default learner connectors "
@@ -144,33 +148,42 @@ class RNDPPOConfig(BasePPOConfig):
             )
         if self.num_learners > 1:
             # Each learner would keep its own obs and intrinsic-return statistics.
-            self._value_error("RND-PPO supports one learner (num_learners 0 or 1): its running "
-                              "statistics are not synchronised across learners")  # fmt: skip
+            self._value_error(
+                "RND-PPO supports one learner (num_learners 0 or 1): its running "
+                "statistics are not synchronised across learners"
+            )
         model = self.model_config
         if model.get("use_lstm") or model.get("use_attention"):
-            self._value_error("RND-PPO does not support recurrent policies (use_lstm / "
-                              "use_attention): its GAE reads unpadded episode chunks")  # fmt: skip
+            self._value_error(
+                "RND-PPO does not support recurrent policies (use_lstm / "
+                "use_attention): its GAE reads unpadded episode chunks"
+            )
         self._validate_rnd_settings()
 
     def _validate_rnd_settings(self) -> None:
         if self.int_coeff < 0 or self.ext_coeff < 0 or self.int_coeff + self.ext_coeff == 0:
-            self._value_error(f"int_coeff ({self.int_coeff}) and ext_coeff ({self.ext_coeff}) "
-                              "must be >= 0, and not both 0")  # fmt: skip
+            self._value_error(
+                f"int_coeff ({self.int_coeff}) and ext_coeff ({self.ext_coeff}) "
+                "must be >= 0, and not both 0"
+            )
         if not 0.0 <= self.int_gamma <= 1.0:
             self._value_error(f"int_gamma must be in [0, 1], got {self.int_gamma}")
         if not isinstance(self.rnd_output_dim, int) or self.rnd_output_dim < 1:
             self._value_error(f"rnd_output_dim must be a positive int, got {self.rnd_output_dim}")
         if not self.rnd_hiddens or any(not isinstance(h, int) or h < 1 for h in self.rnd_hiddens):
-            self._value_error("rnd_hiddens must be a non-empty list of positive ints, got "
-                              f"{self.rnd_hiddens}")  # fmt: skip
+            self._value_error(
+                f"rnd_hiddens must be a non-empty list of positive ints, got {self.rnd_hiddens}"
+            )
         if not 0.0 < self.update_proportion <= 1.0:
             self._value_error(f"update_proportion must be in (0, 1], got {self.update_proportion}")
         if self.rnd_lr is not None and self.rnd_lr <= 0:
             self._value_error(f"rnd_lr must be > 0 (or None: the policy's lr), got {self.rnd_lr}")
         if self.precollect_every_timesteps < 1 or self.precollect_episodes < 1:
-            self._value_error("precollect_every_timesteps and precollect_episodes must be >= 1,"
-                              f" got {self.precollect_every_timesteps} and "
-                              f"{self.precollect_episodes}")  # fmt: skip
+            self._value_error(
+                "precollect_every_timesteps and precollect_episodes must be >= 1,"
+                f" got {self.precollect_every_timesteps} and "
+                f"{self.precollect_episodes}"
+            )
 
     @override(PPOConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
@@ -181,8 +194,9 @@ class RNDPPOConfig(BasePPOConfig):
         return RNDPPOTorchLearner
 
     @override(PPOConfig)
-    def get_multi_rl_module_spec(self, *, inference_only: bool = False,
-                                 **kwargs: Any) -> MultiRLModuleSpec:  # fmt: skip
+    def get_multi_rl_module_spec(
+        self, *, inference_only: bool = False, **kwargs: Any
+    ) -> MultiRLModuleSpec:
         """PPO's spec, plus the learner-only RND module (unless building for inference).
 
         Added here rather than as a default MultiRLModuleSpec, because RLlib builds the
@@ -193,13 +207,20 @@ class RNDPPOConfig(BasePPOConfig):
         if inference_only or RND_MODULE_ID in spec.rl_module_specs:
             return spec
         policy = spec.rl_module_specs[DEFAULT_MODULE_ID]
-        spec.add_modules({RND_MODULE_ID: RLModuleSpec(
-            module_class=RandomNetworkDistillation,
-            observation_space=policy.observation_space,
-            action_space=policy.action_space,
-            learner_only=True,
-            model_config={"hiddens": list(self.rnd_hiddens), "output_dim": self.rnd_output_dim},
-        )})  # fmt: skip
+        spec.add_modules(
+            {
+                RND_MODULE_ID: RLModuleSpec(
+                    module_class=RandomNetworkDistillation,
+                    observation_space=policy.observation_space,
+                    action_space=policy.action_space,
+                    learner_only=True,
+                    model_config={
+                        "hiddens": list(self.rnd_hiddens),
+                        "output_dim": self.rnd_output_dim,
+                    },
+                )
+            }
+        )
         return spec
 
     @override(PPOConfig)
@@ -210,10 +231,15 @@ class RNDPPOConfig(BasePPOConfig):
         # After NumpyToTensor (the last default piece): both read the finished tensor batch.
         # PPOLearner.build then appends its one-headed GAE, which RNDPPOTorchLearner removes.
         pipeline.append(ComputeIntrinsicRewards(int_gamma=self.int_gamma))
-        pipeline.append(TwoHeadedGeneralAdvantageEstimation(
-            gamma=self.gamma, int_gamma=self.int_gamma, lambda_=self.lambda_,
-            ext_coeff=self.ext_coeff, int_coeff=self.int_coeff,
-        ))  # fmt: skip
+        pipeline.append(
+            TwoHeadedGeneralAdvantageEstimation(
+                gamma=self.gamma,
+                int_gamma=self.int_gamma,
+                lambda_=self.lambda_,
+                ext_coeff=self.ext_coeff,
+                int_coeff=self.int_coeff,
+            )
+        )
         return pipeline
 
 

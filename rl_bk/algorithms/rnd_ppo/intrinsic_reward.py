@@ -49,15 +49,20 @@ class ComputeIntrinsicRewards(ConnectorV2):
     """Adds ``Columns.INTRINSIC_REWARDS`` (scaled RND novelty) to the policy's train batch."""
 
     def __init__(
-        self, input_observation_space=None, input_action_space=None, *, int_gamma: float,
+        self,
+        input_observation_space=None,
+        input_action_space=None,
+        *,
+        int_gamma: float,
         **kwargs: Any,
-    ):  # fmt: skip
+    ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.forward_filter = RewardForwardFilter(int_gamma)
 
     @override(ConnectorV2)
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, **kwargs):  # fmt: skip
+    def __call__(
+        self, *, rl_module, batch, episodes, explore=None, shared_data=None, metrics=None, **kwargs
+    ):
         if DEFAULT_MODULE_ID not in batch:
             return batch
         policy_batch = batch[DEFAULT_MODULE_ID]
@@ -95,9 +100,13 @@ class ComputeIntrinsicRewards(ConnectorV2):
         batch[RND_MODULE_ID] = {Columns.OBS: obs, Columns.LOSS_MASK: real}
         if metrics is not None:
             mask = real.cpu().numpy()
-            metrics.log_dict({
-                INTRINSIC_REWARD_RAW_MEAN_KEY: float(raw[mask].mean()),
-                INTRINSIC_REWARD_MEAN_KEY: float(scaled[mask].mean()),
-                INTRINSIC_RETURN_STD_KEY: float(np.sqrt(rnd.intrinsic_return_var)),
-            }, key=DEFAULT_MODULE_ID, window=1)  # fmt: skip
+            metrics.log_dict(
+                {
+                    INTRINSIC_REWARD_RAW_MEAN_KEY: float(raw[mask].mean()),
+                    INTRINSIC_REWARD_MEAN_KEY: float(scaled[mask].mean()),
+                    INTRINSIC_RETURN_STD_KEY: float(np.sqrt(rnd.intrinsic_return_var)),
+                },
+                key=DEFAULT_MODULE_ID,
+                window=1,
+            )
         return batch

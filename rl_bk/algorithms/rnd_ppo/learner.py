@@ -41,9 +41,11 @@ class RNDPPOTorchLearner(BasePPOTorchLearner):
         super().build()
         missing = {DEFAULT_MODULE_ID, RND_MODULE_ID} - set(self.module.keys())
         if missing:
-            raise ValueError(f"RND-PPO's learner needs the modules {DEFAULT_MODULE_ID!r} and "
-                             f"{RND_MODULE_ID!r}; missing {sorted(missing)}. Use "
-                             "RNDPPOConfig, which adds the RND module to the spec.")  # fmt: skip
+            raise ValueError(
+                f"RND-PPO's learner needs the modules {DEFAULT_MODULE_ID!r} and "
+                f"{RND_MODULE_ID!r}; missing {sorted(missing)}. Use "
+                "RNDPPOConfig, which adds the RND module to the spec."
+            )
         if not hasattr(self.module[DEFAULT_MODULE_ID].unwrapped(), "compute_intrinsic_values"):
             raise ValueError(
                 "RND-PPO's policy module needs an intrinsic value head "
@@ -65,8 +67,9 @@ class RNDPPOTorchLearner(BasePPOTorchLearner):
         )
 
     @override(BasePPOTorchLearner)
-    def compute_loss_for_module(self, *, module_id: str, config: Any, batch: dict[str, Any],
-                                fwd_out: dict[str, Any]):  # fmt: skip
+    def compute_loss_for_module(
+        self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ):
         total_loss = super().compute_loss_for_module(
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
         )
@@ -83,8 +86,12 @@ class RNDPPOTorchLearner(BasePPOTorchLearner):
             mean_int_vf_loss = int_vf_loss[mask].sum() / mask.sum().clamp(min=1)
         else:
             mean_int_vf_loss = int_vf_loss.mean()
-        self.metrics.log_dict({
-            INT_VF_LOSS_KEY: mean_int_vf_loss,
-            INT_VF_EXPLAINED_VAR_KEY: explained_variance(int_targets, int_values),
-        }, key=module_id, window=1)  # fmt: skip
+        self.metrics.log_dict(
+            {
+                INT_VF_LOSS_KEY: mean_int_vf_loss,
+                INT_VF_EXPLAINED_VAR_KEY: explained_variance(int_targets, int_values),
+            },
+            key=module_id,
+            window=1,
+        )
         return total_loss + config.vf_loss_coeff * mean_int_vf_loss

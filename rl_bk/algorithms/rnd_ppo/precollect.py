@@ -45,10 +45,20 @@ def precollect_now(algorithm: Any, env_steps: int | None = None) -> int:
     steps = int(env_steps or 0)
     # Distinct per run seed and per collection point, so collections do not repeat episodes.
     seed = (config.seed or 0) * 10**9 + steps
-    episodes = collect_episodes(algorithm, config.env, dict(config.env_config or {}),
-                                config.precollect_episodes, seed=seed, explore=True)  # fmt: skip
-    metadata = {"env": config.env, "collector": "rnd_ppo", "policy": "stochastic",
-                "env_steps_sampled": steps}  # fmt: skip
+    episodes = collect_episodes(
+        algorithm,
+        config.env,
+        dict(config.env_config or {}),
+        config.precollect_episodes,
+        seed=seed,
+        explore=True,
+    )
+    metadata = {
+        "env": config.env,
+        "collector": "rnd_ppo",
+        "policy": "stochastic",
+        "env_steps_sampled": steps,
+    }
     # Part names sort by collection time (read_episodes reads parts in name order).
     part = f"steps{steps:012d}-{uuid.uuid4().hex[:8]}"
     write_episodes(Path(config.precollect_dir), episodes, metadata, part=part)

@@ -93,8 +93,9 @@ class RunningMeanStd(nn.Module):
         x = x.to(device=self.mean.device, dtype=torch.float64).reshape(-1, *self.mean.shape)
         if x.shape[0] == 0:
             return
-        mean, var, count = merge_moments(self.mean, self.var, self.count, x.mean(0),
-                                         x.var(0, unbiased=False), x.shape[0])  # fmt: skip
+        mean, var, count = merge_moments(
+            self.mean, self.var, self.count, x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        )
         self.mean.copy_(mean)
         self.var.copy_(var)
         self.count.copy_(count)
@@ -186,9 +187,15 @@ class RandomNetworkDistillation(TorchRLModule, SelfSupervisedLossAPI):
 
     @override(SelfSupervisedLossAPI)
     def compute_self_supervised_loss(
-        self, *, learner: Learner, module_id: str, config: Any, batch: dict[str, Any],
-        fwd_out: dict[str, Any], **kwargs: Any,
-    ):  # fmt: skip
+        self,
+        *,
+        learner: Learner,
+        module_id: str,
+        config: Any,
+        batch: dict[str, Any],
+        fwd_out: dict[str, Any],
+        **kwargs: Any,
+    ):
         """Predictor MSE on a random ``update_proportion`` of the minibatch's real steps."""
         per_row = (fwd_out[RND_PREDICTION] - fwd_out[RND_TARGET]).pow(2).mean(-1)
         keep = torch.rand(per_row.shape, device=per_row.device) < config.update_proportion

@@ -43,16 +43,25 @@ class TwoHeadedGeneralAdvantageEstimation(ConnectorV2):
     """Advantages and value targets for a policy with extrinsic and intrinsic value heads."""
 
     def __init__(
-        self, input_observation_space=None, input_action_space=None, *, gamma: float,
-        int_gamma: float, lambda_: float, ext_coeff: float, int_coeff: float, **kwargs: Any,
-    ):  # fmt: skip
+        self,
+        input_observation_space=None,
+        input_action_space=None,
+        *,
+        gamma: float,
+        int_gamma: float,
+        lambda_: float,
+        ext_coeff: float,
+        int_coeff: float,
+        **kwargs: Any,
+    ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.gamma, self.int_gamma, self.lambda_ = gamma, int_gamma, lambda_
         self.ext_coeff, self.int_coeff = ext_coeff, int_coeff
 
     @override(ConnectorV2)
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, **kwargs):  # fmt: skip
+    def __call__(
+        self, *, rl_module, batch, episodes, explore=None, shared_data=None, metrics=None, **kwargs
+    ):
         if DEFAULT_MODULE_ID not in batch:
             return batch
         policy_batch = batch[DEFAULT_MODULE_ID]
@@ -75,13 +84,21 @@ class TwoHeadedGeneralAdvantageEstimation(ConnectorV2):
             n = len(ep) - 1  # real steps; the last row is the artificial bootstrap step
             steps, rows = slice(start, start + n), slice(start, start + n + 1)
             heads = two_headed_advantages(
-                ext_rewards[steps], int_rewards[steps], ext_values[rows], int_values[rows],
-                bool(ep.is_terminated), gamma=self.gamma, int_gamma=self.int_gamma,
+                ext_rewards[steps],
+                int_rewards[steps],
+                ext_values[rows],
+                int_values[rows],
+                bool(ep.is_terminated),
+                gamma=self.gamma,
+                int_gamma=self.int_gamma,
                 lambda_=self.lambda_,
-            )  # fmt: skip
-            advantages[steps] = combine_advantages(heads.ext_advantages, heads.int_advantages,
-                                                   ext_coeff=self.ext_coeff,
-                                                   int_coeff=self.int_coeff)  # fmt: skip
+            )
+            advantages[steps] = combine_advantages(
+                heads.ext_advantages,
+                heads.int_advantages,
+                ext_coeff=self.ext_coeff,
+                int_coeff=self.int_coeff,
+            )
             ext_targets[steps], int_targets[steps] = heads.ext_returns, heads.int_returns
             start += n + 1
         advantages[real] = standardize(advantages[real])

@@ -110,14 +110,17 @@ class EpisodeChunk:
         """The environment's rewards of the real steps (float64, a copy: rewriting the
         episode's rewards leaves them as they were)."""
         n = self.steps
-        return np.array(self.episode.get_rewards(slice(0, n)), dtype=np.float64,
-                        copy=True).reshape(n)  # fmt: skip
+        return np.array(self.episode.get_rewards(slice(0, n)), dtype=np.float64, copy=True).reshape(
+            n
+        )
 
     @cached_property
     def action_dist_inputs(self) -> np.ndarray:
         """(steps, n_actions) float32: the sampling policy's action-distribution inputs."""
-        return np.asarray(self.episode.get_extra_model_outputs(
-            Columns.ACTION_DIST_INPUTS, slice(0, self.steps)), np.float32)  # fmt: skip
+        return np.asarray(
+            self.episode.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS, slice(0, self.steps)),
+            np.float32,
+        )
 
     def set_rewards(self, rewards: np.ndarray) -> None:
         """Writes the real steps' rewards back into the episode (the artificial step's stays)."""
@@ -143,8 +146,9 @@ class EpisodeChunk:
         )
 
 
-def chunks_with_real_steps(piece: ConnectorV2, episodes: Any,
-                           shared_data: dict | None) -> list[EpisodeChunk]:  # fmt: skip
+def chunks_with_real_steps(
+    piece: ConnectorV2, episodes: Any, shared_data: dict | None
+) -> list[EpisodeChunk]:
     """Every single-agent chunk of the batch with its real steps and its episode's own id.
 
     The order is the batch's (the order rewards must be written back in). PPO's

@@ -52,24 +52,30 @@ class IntrinsicReward:
 
     def __call__(self, found: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
         pieces = list(found)
-        bonuses = [np.asarray(b, dtype=np.float64).reshape(-1)
-                   for b in self.reward_fn(pieces, rl_module)]  # fmt: skip
+        bonuses = [
+            np.asarray(b, dtype=np.float64).reshape(-1) for b in self.reward_fn(pieces, rl_module)
+        ]
         if len(bonuses) != len(pieces):
-            raise ValueError(f"the intrinsic reward function gave {len(bonuses)} arrays for "
-                             f"{len(pieces)} chunks")  # fmt: skip
+            raise ValueError(
+                f"the intrinsic reward function gave {len(bonuses)} arrays for {len(pieces)} chunks"
+            )
         total, steps = 0.0, 0
         for piece, bonus in zip(pieces, bonuses):
             if len(piece) == 0:
                 continue
             if bonus.shape != (len(piece),):
-                raise ValueError(f"the intrinsic reward function gave {bonus.shape[0]} values "
-                                 f"for a chunk of {len(piece)} steps")  # fmt: skip
+                raise ValueError(
+                    f"the intrinsic reward function gave {bonus.shape[0]} values "
+                    f"for a chunk of {len(piece)} steps"
+                )
             total += float(bonus.sum())
             steps += len(piece)
         self._metrics = {}
         if steps:
-            self._metrics = {INTRINSIC_REWARD_MEAN: total / steps,
-                             INTRINSIC_RETURN_MEAN: total / len(pieces)}  # fmt: skip
+            self._metrics = {
+                INTRINSIC_REWARD_MEAN: total / steps,
+                INTRINSIC_RETURN_MEAN: total / len(pieces),
+            }
             self._metrics.update({f"intrinsic/{k}": v for k, v in self.reward_fn.metrics().items()})
         return [b if len(p) else np.zeros(0) for p, b in zip(pieces, bonuses)]
 

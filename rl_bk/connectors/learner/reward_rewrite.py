@@ -45,17 +45,26 @@ class RewardTerm(Protocol):
 class RewriteRewards(ConnectorV2):
     """``r' = extrinsic_coeff * r + sum(terms)`` on every real step (see the module)."""
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *,
-                 terms: Sequence[RewardTerm], extrinsic_coeff: float = 1.0,
-                 **kwargs: Any):  # fmt: skip
+    def __init__(
+        self,
+        input_observation_space=None,
+        input_action_space=None,
+        *,
+        terms: Sequence[RewardTerm],
+        extrinsic_coeff: float = 1.0,
+        **kwargs: Any,
+    ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         if not terms and extrinsic_coeff == 1.0:
-            raise ValueError("RewriteRewards with no reward term and extrinsic_coeff 1 changes "
-                             "nothing: give a term or another coefficient")  # fmt: skip
+            raise ValueError(
+                "RewriteRewards with no reward term and extrinsic_coeff 1 changes "
+                "nothing: give a term or another coefficient"
+            )
         self.terms, self.extrinsic_coeff = list(terms), float(extrinsic_coeff)
 
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, **kwargs):  # fmt: skip
+    def __call__(
+        self, *, rl_module, batch, episodes, explore=None, shared_data=None, metrics=None, **kwargs
+    ):
         found = chunks_with_real_steps(self, episodes, shared_data)
         if not any(c.steps for c in found):
             return batch
@@ -64,13 +73,16 @@ class RewriteRewards(ConnectorV2):
         for term in self.terms:
             added = term(found, rl_module)
             if len(added) != len(found):
-                raise ValueError(f"{type(term).__name__} gave {len(added)} arrays for "
-                                 f"{len(found)} chunks")  # fmt: skip
+                raise ValueError(
+                    f"{type(term).__name__} gave {len(added)} arrays for {len(found)} chunks"
+                )
             for i, (chunk, values) in enumerate(zip(found, added)):
                 values = np.asarray(values, dtype=np.float64).reshape(-1)
                 if values.shape != (chunk.steps,):
-                    raise ValueError(f"{type(term).__name__} gave {values.shape[0]} values "
-                                     f"for a chunk of {chunk.steps} steps")  # fmt: skip
+                    raise ValueError(
+                        f"{type(term).__name__} gave {values.shape[0]} values "
+                        f"for a chunk of {chunk.steps} steps"
+                    )
                 new[i] = new[i] + values
         for chunk, rewards in zip(found, new):
             if chunk.steps:

@@ -37,14 +37,21 @@ def _take(column: Any, order: np.ndarray) -> Any:
 class ShuffleTrainBatch(ConnectorV2):
     """Permutes every column of each stateless module's batch by one random order."""
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *,
-                 seed: int | None = None, **kwargs):  # fmt: skip
+    def __init__(
+        self,
+        input_observation_space=None,
+        input_action_space=None,
+        *,
+        seed: int | None = None,
+        **kwargs,
+    ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self._rng = np.random.default_rng(seed)
 
     @override(ConnectorV2)
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, **kwargs):  # fmt: skip
+    def __call__(
+        self, *, rl_module, batch, episodes, explore=None, shared_data=None, metrics=None, **kwargs
+    ):
         for module_id, module_batch in batch.items():
             if module_id in rl_module.keys() and rl_module[module_id].is_stateful():
                 continue

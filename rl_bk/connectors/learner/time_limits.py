@@ -22,8 +22,17 @@ from ray.rllib.utils.annotations import override
 
 class TimeLimitAsTermination(ConnectorV2):
     @override(ConnectorV2)
-    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None,
-                 metrics=None, **kwargs: Any):  # fmt: skip
+    def __call__(
+        self,
+        *,
+        rl_module,
+        batch,
+        episodes,
+        explore=None,
+        shared_data=None,
+        metrics=None,
+        **kwargs: Any,
+    ):
         for episode in self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False):
             if episode.is_truncated and not episode.is_terminated:
                 episode.is_truncated = False

@@ -26,9 +26,18 @@ from rl_bk.experiments.methods.base import (
 from rl_bk.experiments.methods.bk import REWARD_MODEL_APP
 
 __all__ = [
-    "FAMILIES", "KNOWLEDGE_KINDS", "KNOWLEDGE_METHODS", "KNOWLEDGE_PARAMS", "LABELLING_METHODS",
-    "METHODS", "REWARD_MODEL_APP", "Method", "UnknownMethodError", "get_method", "knowledge_task",
-]  # fmt: skip
+    "FAMILIES",
+    "KNOWLEDGE_KINDS",
+    "KNOWLEDGE_METHODS",
+    "KNOWLEDGE_PARAMS",
+    "LABELLING_METHODS",
+    "METHODS",
+    "REWARD_MODEL_APP",
+    "Method",
+    "UnknownMethodError",
+    "get_method",
+    "knowledge_task",
+]
 
 #: The method families, in the order ``tune_run.py --list`` shows their methods.
 FAMILIES = (baselines, bk, ellm, oni, ptgm, bc, glam)

@@ -55,8 +55,7 @@ ALGORITHM_PARAM = "algorithm"
 
 def training_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """A trial's parameters that go to ``training(...)``."""
-    return {k: v for k, v in params.items()
-            if k not in KNOWLEDGE_PARAMS and k != ALGORITHM_PARAM}  # fmt: skip
+    return {k: v for k, v in params.items() if k not in KNOWLEDGE_PARAMS and k != ALGORITHM_PARAM}
 
 
 def algorithm_of(task: TaskConfig, params: Mapping[str, Any]) -> str:

@@ -22,12 +22,20 @@ def build_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algorit
 
     algorithm, training = algorithm_of(task, params), training_params(params)
     if float(training.get("extrinsic_coeff", 1.0)) == 1.0 and algorithm == "ppo":
-        return base_ppo_config(task, seed, {k: v for k, v in training.items()
-                                            if k != "extrinsic_coeff"})  # fmt: skip
+        return base_ppo_config(
+            task, seed, {k: v for k, v in training.items() if k != "extrinsic_coeff"}
+        )
     from rl_bk.algorithms.bk_ppo import ShapedAPPOConfig, ShapedPPOConfig
 
-    return base_config(task, seed, training, algorithm=algorithm, ppo=ShapedPPOConfig,
-                       appo=ShapedAPPOConfig, method="ppo")  # fmt: skip
+    return base_config(
+        task,
+        seed,
+        training,
+        algorithm=algorithm,
+        ppo=ShapedPPOConfig,
+        appo=ShapedAPPOConfig,
+        method="ppo",
+    )
 
 
 def build_rnd(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
@@ -36,13 +44,23 @@ def build_rnd(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algorit
 
     # No APPO form: its two-headed GAE (extrinsic and intrinsic advantages) has no V-trace
     # counterpart in RLlib's APPO learner.
-    return base_config(task, seed, training_params(params), algorithm=algorithm_of(task, params),
-                       ppo=RNDPPOConfig, appo=None, method="rnd")  # fmt: skip
+    return base_config(
+        task,
+        seed,
+        training_params(params),
+        algorithm=algorithm_of(task, params),
+        ppo=RNDPPOConfig,
+        appo=None,
+        method="rnd",
+    )
 
 
 METHODS = [
-    Method("ppo", "plain PPO on the symbolic observation: the baseline", build_ppo,
-           appo=True),
-    Method("rnd", "PPO with random network distillation (two value heads): the exploration "
-           "baseline", build_rnd, columns=("intrinsic_reward_mean",)),  # scaled, as GAE sees it
-]  # fmt: skip
+    Method("ppo", "plain PPO on the symbolic observation: the baseline", build_ppo, appo=True),
+    Method(
+        "rnd",
+        "PPO with random network distillation (two value heads): the exploration baseline",
+        build_rnd,
+        columns=("intrinsic_reward_mean",),
+    ),  # scaled, as GAE sees it
+]

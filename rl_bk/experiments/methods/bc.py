@@ -33,12 +33,24 @@ def build_bc_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algo
     bc = {"bc_dir": str(BC.built(task)), **training_params(params)}
     # No APPO form: the cloned policy starts PPO's learner (BCPPO's algorithm, before the
     # first sample), which APPO's has no hook for here.
-    return base_config(task, seed, bc, algorithm=algorithm_of(task, params), ppo=BCPPOConfig,
-                       appo=None, method="bc-ppo")  # fmt: skip
+    return base_config(
+        task,
+        seed,
+        bc,
+        algorithm=algorithm_of(task, params),
+        ppo=BCPPOConfig,
+        appo=None,
+        method="bc-ppo",
+    )
 
 
 METHODS = [
-    Method("bc-ppo", "flat PPO whose policy starts from behaviour cloning on PTGM's dataset "
-           "(PTGM's data without its hierarchy)", build_bc_ppo, knowledge=BC,
-           columns=("bc/held_out_accuracy", "bc/held_out_majority_accuracy")),
-]  # fmt: skip
+    Method(
+        "bc-ppo",
+        "flat PPO whose policy starts from behaviour cloning on PTGM's dataset "
+        "(PTGM's data without its hierarchy)",
+        build_bc_ppo,
+        knowledge=BC,
+        columns=("bc/held_out_accuracy", "bc/held_out_majority_accuracy"),
+    ),
+]

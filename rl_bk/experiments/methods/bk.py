@@ -52,10 +52,17 @@ def _build_code(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
     if c.path:
         return _copy_hand_written_code(task, folder, family)
     result = write_potential_code(
-        labeler, episodes, folder, family=family, mission=mission, rounds=c.rounds,
-        segments_per_round=c.segments_per_round, horizon=c.horizon, candidates=c.candidates,
+        labeler,
+        episodes,
+        folder,
+        family=family,
+        mission=mission,
+        rounds=c.rounds,
+        segments_per_round=c.segments_per_round,
+        horizon=c.horizon,
+        candidates=c.candidates,
         seed=task.knowledge.dataset.seed,
-    )  # fmt: skip
+    )
     return {"result": repr(result)}
 
 
@@ -65,11 +72,16 @@ def _copy_hand_written_code(task: TaskConfig, folder: Path, family: str) -> dict
 
     code = hand_written_code(task)
     if f"def {FUNCTION_NAME}(" not in code:
-        raise ValueError(f"knowledge.code.path {task.knowledge.code.path}: the file must define "
-                         f"{FUNCTION_NAME}(window)")  # fmt: skip
+        raise ValueError(
+            f"knowledge.code.path {task.knowledge.code.path}: the file must define "
+            f"{FUNCTION_NAME}(window)"
+        )
     (folder / "code-final.py").write_text(code)
-    meta = {"family": family, "horizon": task.knowledge.code.horizon,
-            "hand_written": task.knowledge.code.path}  # fmt: skip
+    meta = {
+        "family": family,
+        "horizon": task.knowledge.code.horizon,
+        "hand_written": task.knowledge.code.path,
+    }
     (folder / "meta.json").write_text(json.dumps(meta, indent=2))
     return {"labels": f"hand-written:{task.knowledge.code.path}", "is_oracle": False}
 
@@ -79,10 +91,17 @@ def _build_pref(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
 
     p = task.knowledge.preference
     report = train_preference_potential(
-        labeler, episodes, folder, family=family_of(task.env), mission=task_mission(task),
-        pairs=p.pairs, horizon=p.horizon, epochs=p.epochs, seed=task.knowledge.dataset.seed,
+        labeler,
+        episodes,
+        folder,
+        family=family_of(task.env),
+        mission=task_mission(task),
+        pairs=p.pairs,
+        horizon=p.horizon,
+        epochs=p.epochs,
+        seed=task.knowledge.dataset.seed,
         soft_labels=p.soft_labels,
-    )  # fmt: skip
+    )
     return {"report": repr(report)}
 
 
@@ -92,12 +111,16 @@ def _build_goals(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
 
     g = task.knowledge.goals
     goals = build_goal_list(
-        labeler, episodes, folder, family=family_of(task.env), mission=task_mission(task),
-        iterations=g.iterations, seed=task.knowledge.dataset.seed,
-    )  # fmt: skip
+        labeler,
+        episodes,
+        folder,
+        family=family_of(task.env),
+        mission=task_mission(task),
+        iterations=g.iterations,
+        seed=task.knowledge.dataset.seed,
+    )
     # The dataset's caption sentences, embedded once here rather than in every trial.
-    save_sentence_vectors(folder, [c for ep in episodes for c in ep.captions],
-                          family_of(task.env))  # fmt: skip
+    save_sentence_vectors(folder, [c for ep in episodes for c in ep.captions], family_of(task.env))
     return {"goals": repr(goals)[:2000]}
 
 
@@ -122,17 +145,25 @@ _KINDS = {k.kind: k for k in (CODE, PREF, GOAL)}
 
 
 # ------------------------------------------------------------------- the potential at RL time
-def source_spec(task: TaskConfig, kind: str, backend: str | None = None,
-                options: dict[str, Any] | None = None, root: Path | None = None):  # fmt: skip
+def source_spec(
+    task: TaskConfig,
+    kind: str,
+    backend: str | None = None,
+    options: dict[str, Any] | None = None,
+    root: Path | None = None,
+):
     """The built artifact of ``kind`` as a potential source spec, or a clear error."""
     from rl_bk.algorithms.bk_ppo.sources import SourceSpec
 
     location = _KINDS[kind].built(task, backend, root)
     if kind == "bk-goal":
         g = task.knowledge.goals
-        options = {"top_k": g.top_k, "horizon": g.horizon,
-                   **({"threshold": g.threshold} if g.threshold is not None else {}),
-                   **(options or {})}  # fmt: skip
+        options = {
+            "top_k": g.top_k,
+            "horizon": g.horizon,
+            **({"threshold": g.threshold} if g.threshold is not None else {}),
+            **(options or {}),
+        }
     return SourceSpec(kind, location, dict(options or {}))
 
 
@@ -152,9 +183,16 @@ def register_served_potential(task: TaskConfig, backend: str | None, root: Path)
     name = served_potential_name(str(folder))
     if not (root / name / SERVED_POTENTIAL_VERSION / "meta.json").is_file():
         model, config = load_model(folder)
-        save_reward_model(script(model, config.obs_dim), name, SERVED_POTENTIAL_VERSION,
-                          kind="potential", input="vector", input_dim=config.input_dim,
-                          notes=f"bk-pref from {folder}", root=root)  # fmt: skip
+        save_reward_model(
+            script(model, config.obs_dim),
+            name,
+            SERVED_POTENTIAL_VERSION,
+            kind="potential",
+            input="vector",
+            input_dim=config.input_dim,
+            notes=f"bk-pref from {folder}",
+            root=root,
+        )
     return name
 
 
@@ -195,13 +233,22 @@ def _shaped(knowledge: Knowledge) -> BuildFn:
             # Phi from the reward-model app, one call per train batch (serve_potential
             # registers the model and starts the app before the sweep).
             where = PREF.published(knowledge_task(task, chosen), chosen.get("backend"))
-            options.update(served=(served_potential_name(where), SERVED_POTENTIAL_VERSION),
-                           endpoint=f"handle:{REWARD_MODEL_APP}")  # fmt: skip
+            options.update(
+                served=(served_potential_name(where), SERVED_POTENTIAL_VERSION),
+                endpoint=f"handle:{REWARD_MODEL_APP}",
+            )
         spec = source_spec(knowledge_task(task, chosen), kind, chosen.get("backend"), options)
         shaping = {name: getattr(task.knowledge, name) for name in ShapingSettings.model_fields}
         training = {**shaping, **training}
-        config = base_config(task, seed, training, algorithm=algorithm_of(task, params),
-                             ppo=ShapedPPOConfig, appo=ShapedAPPOConfig, method=kind)
+        config = base_config(
+            task,
+            seed,
+            training,
+            algorithm=algorithm_of(task, params),
+            ppo=ShapedPPOConfig,
+            appo=ShapedAPPOConfig,
+            method=kind,
+        )
         return config.training(potential=spec)
 
     return build
@@ -213,13 +260,35 @@ def _shaped(knowledge: Knowledge) -> BuildFn:
 COLUMNS = ("shaping_return_mean",)
 
 METHODS = [
-    Method("bk-code", "PPO shaped by a potential the LLM wrote as code (BK-Code)",
-           _shaped(CODE), knowledge=CODE, labels="offline", settings="knowledge",
-           columns=COLUMNS, appo=True),
-    Method("bk-pref", "PPO shaped by a preference-transformer potential trained on LLM "
-           "preference labels (BK-Pref)", _shaped(PREF), knowledge=PREF, labels="offline",
-           settings="knowledge", columns=COLUMNS, appo=True),
-    Method("bk-goal", "PPO shaped by similarity to LLM-suggested goals (BK-Goal)",
-           _shaped(GOAL), knowledge=GOAL, labels="offline", settings="knowledge",
-           columns=COLUMNS, appo=True),
-]  # fmt: skip
+    Method(
+        "bk-code",
+        "PPO shaped by a potential the LLM wrote as code (BK-Code)",
+        _shaped(CODE),
+        knowledge=CODE,
+        labels="offline",
+        settings="knowledge",
+        columns=COLUMNS,
+        appo=True,
+    ),
+    Method(
+        "bk-pref",
+        "PPO shaped by a preference-transformer potential trained on LLM "
+        "preference labels (BK-Pref)",
+        _shaped(PREF),
+        knowledge=PREF,
+        labels="offline",
+        settings="knowledge",
+        columns=COLUMNS,
+        appo=True,
+    ),
+    Method(
+        "bk-goal",
+        "PPO shaped by similarity to LLM-suggested goals (BK-Goal)",
+        _shaped(GOAL),
+        knowledge=GOAL,
+        labels="offline",
+        settings="knowledge",
+        columns=COLUMNS,
+        appo=True,
+    ),
+]

@@ -29,9 +29,15 @@ def _ellm(suggester: str) -> BuildFn:
         family = family_of(task.env)
         labeler = labeler_for(task, params.get("backend"), online=True)
         online = {"suggester": suggester, "family": family, "labeler": labeler}
-        config = base_config(task, seed, {**online, **settings},
-                             algorithm=algorithm_of(task, params), ppo=ELLMPPOConfig,
-                             appo=ELLMAPPOConfig, method=f"ellm ({suggester})")
+        config = base_config(
+            task,
+            seed,
+            {**online, **settings},
+            algorithm=algorithm_of(task, params),
+            ppo=ELLMPPOConfig,
+            appo=ELLMAPPOConfig,
+            method=f"ellm ({suggester})",
+        )
         # The policy sees the embedded suggestions (ELLM's goal-conditioning); the novelty
         # baseline suggests everything, so its policy stays unconditioned.
         if conditioned and suggester == "llm":
@@ -47,8 +53,19 @@ def _ellm(suggester: str) -> BuildFn:
 
 
 METHODS = [
-    Method("ellm", "PPO on ELLM's reward for achieving goals the LLM suggested for the caption",
-           _ellm("llm"), labels="online", settings="ellm", appo=True),
-    Method("ellm-novelty", "ELLM's novelty baseline: every goal of the vocabulary, once per "
-           "episode", _ellm("novelty"), settings="ellm", appo=True),
-]  # fmt: skip
+    Method(
+        "ellm",
+        "PPO on ELLM's reward for achieving goals the LLM suggested for the caption",
+        _ellm("llm"),
+        labels="online",
+        settings="ellm",
+        appo=True,
+    ),
+    Method(
+        "ellm-novelty",
+        "ELLM's novelty baseline: every goal of the vocabulary, once per episode",
+        _ellm("novelty"),
+        settings="ellm",
+        appo=True,
+    ),
+]

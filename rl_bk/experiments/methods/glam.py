@@ -19,13 +19,23 @@ def build_glam(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algori
     from rl_bk.experiments.ppo_config import base_config
 
     g = task.glam
-    glam = {"glam_model": g.model, "lora_r": g.lora_r, "lora_alpha": g.lora_alpha,
-            "max_prompt_tokens": g.max_prompt_tokens,
-            "float32_matmul_precision": g.float32_matmul_precision}  # fmt: skip
+    glam = {
+        "glam_model": g.model,
+        "lora_r": g.lora_r,
+        "lora_alpha": g.lora_alpha,
+        "max_prompt_tokens": g.max_prompt_tokens,
+        "float32_matmul_precision": g.float32_matmul_precision,
+    }
     # No APPO form: its learner fine-tunes the LLM policy with PPO's own loss and schedule.
-    config = base_config(task, seed, {**g.ppo, **glam, **training_params(params)},
-                         algorithm=algorithm_of(task, params), ppo=GLAMPPOConfig, appo=None,
-                         method="glam")  # fmt: skip
+    config = base_config(
+        task,
+        seed,
+        {**g.ppo, **glam, **training_params(params)},
+        algorithm=algorithm_of(task, params),
+        ppo=GLAMPPOConfig,
+        appo=None,
+        method="glam",
+    )
     config.learners(num_gpus_per_learner=g.num_gpus_per_learner)
     config.env_runners(num_gpus_per_env_runner=g.num_gpus_per_env_runner)
     env = register_glam_env(task.env, n_obs=g.n_obs, reward_scale=g.reward_scale)
@@ -33,6 +43,11 @@ def build_glam(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algori
 
 
 METHODS = [
-    Method("glam", "GLAM: a causal language model is the policy (action texts scored by "
-           "likelihood), fine-tuned by PPO", build_glam, settings="glam"),
-]  # fmt: skip
+    Method(
+        "glam",
+        "GLAM: a causal language model is the policy (action texts scored by "
+        "likelihood), fine-tuned by PPO",
+        build_glam,
+        settings="glam",
+    ),
+]

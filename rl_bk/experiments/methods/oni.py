@@ -25,10 +25,17 @@ def _build_motif(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
 
     m = task.knowledge.motif
     report = train_motif(
-        labeler, episodes, folder, family=family_of(task.env), goal=task.oni.goal,
-        labels=labeler.identity, is_oracle=labeler.is_oracle, pairs=m.pairs, epochs=m.epochs,
+        labeler,
+        episodes,
+        folder,
+        family=family_of(task.env),
+        goal=task.oni.goal,
+        labels=labeler.identity,
+        is_oracle=labeler.is_oracle,
+        pairs=m.pairs,
+        epochs=m.epochs,
         seed=task.knowledge.dataset.seed,
-    )  # fmt: skip
+    )
     return {"report": repr(report)}
 
 
@@ -51,29 +58,73 @@ def _oni(reward_type: str) -> BuildFn:
         training = training_params(params)
         backend = params.get("backend")
         labeler = labeler_for(task, backend, online=True)
-        online = {"reward_type": reward_type, "family": family_of(task.env),
-                  "labeler": labeler, **task.oni.model_dump()}  # fmt: skip
+        online = {
+            "reward_type": reward_type,
+            "family": family_of(task.env),
+            "labeler": labeler,
+            **task.oni.model_dump(),
+        }
         if reward_type == "motif":
             online["motif_dir"] = str(MOTIF.built(task, backend))
-        return base_config(task, seed, {**online, **training},
-                           algorithm=algorithm_of(task, params), ppo=ONIPPOConfig,
-                           appo=ONIAPPOConfig, method=f"oni ({reward_type})")
+        return base_config(
+            task,
+            seed,
+            {**online, **training},
+            algorithm=algorithm_of(task, params),
+            ppo=ONIPPOConfig,
+            appo=ONIAPPOConfig,
+            method=f"oni ({reward_type})",
+        )
 
     return build
 
 
 METHODS = [
-    Method("oni-none", "ONI's extrinsic-only baseline (the env reward scaled as ONI's)",
-           _oni("none"), settings="oni", appo=True),
-    Method("oni-retrieval", "PPO on ONI-Retrieval: captions labelled online, a label table",
-           _oni("retrieval"), labels="online", settings="oni", appo=True),
-    Method("oni-classification", "PPO on ONI-Classification: a classifier fitted online on "
-           "LLM helpfulness labels", _oni("classification"), labels="online", settings="oni",
-           appo=True),
-    Method("oni-ranking", "PPO on ONI-Ranking: a Bradley-Terry model fitted online on LLM "
-           "caption preferences", _oni("ranking"), labels="online", settings="oni", appo=True),
-    Method("oni-cosine-bow", "PPO on ONI's cosine-BoW baseline: similarity to the goal text",
-           _oni("cosine-bow"), settings="oni", appo=True),
-    Method("motif", "PPO on Motif: a reward model trained offline on LLM caption preferences",
-           _oni("motif"), knowledge=MOTIF, labels="offline", settings="oni", appo=True),
-]  # fmt: skip
+    Method(
+        "oni-none",
+        "ONI's extrinsic-only baseline (the env reward scaled as ONI's)",
+        _oni("none"),
+        settings="oni",
+        appo=True,
+    ),
+    Method(
+        "oni-retrieval",
+        "PPO on ONI-Retrieval: captions labelled online, a label table",
+        _oni("retrieval"),
+        labels="online",
+        settings="oni",
+        appo=True,
+    ),
+    Method(
+        "oni-classification",
+        "PPO on ONI-Classification: a classifier fitted online on LLM helpfulness labels",
+        _oni("classification"),
+        labels="online",
+        settings="oni",
+        appo=True,
+    ),
+    Method(
+        "oni-ranking",
+        "PPO on ONI-Ranking: a Bradley-Terry model fitted online on LLM caption preferences",
+        _oni("ranking"),
+        labels="online",
+        settings="oni",
+        appo=True,
+    ),
+    Method(
+        "oni-cosine-bow",
+        "PPO on ONI's cosine-BoW baseline: similarity to the goal text",
+        _oni("cosine-bow"),
+        settings="oni",
+        appo=True,
+    ),
+    Method(
+        "motif",
+        "PPO on Motif: a reward model trained offline on LLM caption preferences",
+        _oni("motif"),
+        knowledge=MOTIF,
+        labels="offline",
+        settings="oni",
+        appo=True,
+    ),
+]

@@ -22,10 +22,16 @@ def _build_ptgm(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
 
     p = task.ptgm
     report = build_ptgm(
-        episodes, folder, n_goals=p.n_goals, embedding=p.embedding,
-        low_level_gap=tuple(p.low_level_gap), prior_gap=tuple(p.prior_gap), epochs=p.epochs,
-        prior_sees_code=p.prior_sees_code, seed=task.knowledge.dataset.seed,
-    )  # fmt: skip
+        episodes,
+        folder,
+        n_goals=p.n_goals,
+        embedding=p.embedding,
+        low_level_gap=tuple(p.low_level_gap),
+        prior_gap=tuple(p.prior_gap),
+        epochs=p.epochs,
+        prior_sees_code=p.prior_sees_code,
+        seed=task.knowledge.dataset.seed,
+    )
     return {"report": repr(report)[:4000]}
 
 
@@ -54,8 +60,15 @@ def _ptgm(prior_kl: bool) -> BuildFn:
         training = {**p.high_level_ppo, **rl, **training_params(params)}
         if not prior_kl:
             training["prior_kl_coeff"] = 0.0
-        config = base_config(task, seed, training, algorithm=algorithm_of(task, params),
-                             ppo=PTGMPPOConfig, appo=PTGMAPPOConfig, method="ptgm")
+        config = base_config(
+            task,
+            seed,
+            training,
+            algorithm=algorithm_of(task, params),
+            ppo=PTGMPPOConfig,
+            appo=PTGMAPPOConfig,
+            method="ptgm",
+        )
         return config.goal_environment(task.env, dict(task.env_config))
 
     return build
@@ -65,9 +78,23 @@ def _ptgm(prior_kl: bool) -> BuildFn:
 COLUMNS = ("ptgm/prior_kl_mean", "ptgm/kl_reward_mean")
 
 METHODS = [
-    Method("ptgm", "PTGM: a high-level PPO picks pre-trained goals, a frozen goal-conditioned "
-           "policy pursues each; KL to the goal prior", _ptgm(prior_kl=True), knowledge=PTGM,
-           settings="ptgm", columns=COLUMNS, appo=True),
-    Method("ptgm-no-kl", "PTGM without the goal prior's KL term (its ablation)", _ptgm(False),
-           knowledge=PTGM, settings="ptgm", columns=COLUMNS, appo=True),
-]  # fmt: skip
+    Method(
+        "ptgm",
+        "PTGM: a high-level PPO picks pre-trained goals, a frozen goal-conditioned "
+        "policy pursues each; KL to the goal prior",
+        _ptgm(prior_kl=True),
+        knowledge=PTGM,
+        settings="ptgm",
+        columns=COLUMNS,
+        appo=True,
+    ),
+    Method(
+        "ptgm-no-kl",
+        "PTGM without the goal prior's KL term (its ablation)",
+        _ptgm(False),
+        knowledge=PTGM,
+        settings="ptgm",
+        columns=COLUMNS,
+        appo=True,
+    ),
+]

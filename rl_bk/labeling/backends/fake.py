@@ -178,9 +178,15 @@ class FakeGenerator(TextGenerator):
         grammar: str | None = None,
     ) -> Completion:
         self.calls.append(
-            {"method": "complete", "prompt": prompt, "max_tokens": max_tokens,
-             "temperature": temperature, "stop": tuple(stop), "grammar": grammar}
-        )  # fmt: skip
+            {
+                "method": "complete",
+                "prompt": prompt,
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "stop": tuple(stop),
+                "grammar": grammar,
+            }
+        )
         return self._answer(prompt, max_tokens, grammar)
 
     def chat(
@@ -193,9 +199,15 @@ class FakeGenerator(TextGenerator):
         grammar: str | None = None,
     ) -> Completion:
         self.calls.append(
-            {"method": "chat", "messages": [dict(m) for m in messages], "max_tokens": max_tokens,
-             "temperature": temperature, "stop": tuple(stop), "grammar": grammar}
-        )  # fmt: skip
+            {
+                "method": "chat",
+                "messages": [dict(m) for m in messages],
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "stop": tuple(stop),
+                "grammar": grammar,
+            }
+        )
         key = "\n".join(m.get("content", "") for m in messages)
         return self._answer(key, max_tokens, grammar)
 
@@ -209,9 +221,12 @@ class FakeGenerator(TextGenerator):
         self, messages: Sequence[dict[str, str]], answers: Sequence[str]
     ) -> dict[str, float]:
         self.calls.append(
-            {"method": "answer_logprobs", "messages": [dict(m) for m in messages],
-             "answers": list(answers)}
-        )  # fmt: skip
+            {
+                "method": "answer_logprobs",
+                "messages": [dict(m) for m in messages],
+                "answers": list(answers),
+            }
+        )
         if self.answer_scores is not None:
             return dict(self.answer_scores(messages, answers))
         key = "\n".join(m.get("content", "") for m in messages)

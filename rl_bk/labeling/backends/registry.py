@@ -45,42 +45,55 @@ def make_backend(config: LabelerConfig) -> Backend:
         from rl_bk.labeling.backends.llm import LLMBackend
 
         generator = LlamaCppGenerator(
-            model_path=config.model_path, packaged=config.packaged,
-            n_ctx=config.n_ctx, n_threads=config.n_threads,
-        )  # fmt: skip
+            model_path=config.model_path,
+            packaged=config.packaged,
+            n_ctx=config.n_ctx,
+            n_threads=config.n_threads,
+        )
         return LLMBackend(generator, name="llamacpp", **_answering(config))
     if name == "openai":
         from rl_bk.labeling.backends.llm import LLMBackend
         from rl_bk.labeling.backends.openai_compat import OpenAICompatGenerator
 
         if not config.base_url or not config.model:
-            raise ValueError("the openai backend needs base_url and model (e.g. --base-url "
-                             "http://host:8000/v1 --model my-model)")  # fmt: skip
+            raise ValueError(
+                "the openai backend needs base_url and model (e.g. --base-url "
+                "http://host:8000/v1 --model my-model)"
+            )
         generator = OpenAICompatGenerator(
-            base_url=config.base_url, model=config.model, api_key_env=config.api_key_env,
+            base_url=config.base_url,
+            model=config.model,
+            api_key_env=config.api_key_env,
             timeout_s=config.request_timeout_s,
-        )  # fmt: skip
+        )
         return LLMBackend(generator, name="openai", **_answering(config))
     if name == "vllm":
         from rl_bk.labeling.backends.llm import LLMBackend
         from rl_bk.labeling.backends.vllm import VLLMGenerator
 
         if not config.base_url or not config.model:
-            raise ValueError("the vllm backend needs base_url and model: the vLLM app's URL "
-                             "(e.g. http://127.0.0.1:8000/vllm/v1) and its model_id "
-                             "(docs/vllm.md)")  # fmt: skip
+            raise ValueError(
+                "the vllm backend needs base_url and model: the vLLM app's URL "
+                "(e.g. http://127.0.0.1:8000/vllm/v1) and its model_id "
+                "(docs/vllm.md)"
+            )
         generator = VLLMGenerator(
-            config.base_url, config.model, api_key_env=config.api_key_env,
+            config.base_url,
+            config.model,
+            api_key_env=config.api_key_env,
             timeout_s=config.request_timeout_s,
-        )  # fmt: skip
+        )
         return LLMBackend(generator, name="vllm", **_answering(config))
     raise ValueError(f"unknown backend {name!r}: use llamacpp, vllm, openai, oracle or fake")
 
 
 def _answering(config: LabelerConfig) -> dict:
     """How an LLM backend answers closed questions (``closed_answers.py``)."""
-    return {"answer_mode": config.answer_mode, "preference_orders": config.preference_orders,
-            "helpful_threshold": config.helpful_threshold}  # fmt: skip
+    return {
+        "answer_mode": config.answer_mode,
+        "preference_orders": config.preference_orders,
+        "helpful_threshold": config.helpful_threshold,
+    }
 
 
 def build_label_service(config: LabelerConfig) -> LabelService:

@@ -24,8 +24,10 @@ SIGNATURE = f"def {FUNCTION_NAME}(window: list[dict]) -> float"
 def window_records(window: Window, family: str | None) -> list[dict]:
     """A window as the function's argument, exactly as the description promises: oldest
     first, ``{"caption", "action"}`` per state, the current state's action None."""
-    records = [{"caption": c, "action": action_name(family, a)}
-               for c, a in zip(window.captions[:-1], window.actions)]  # fmt: skip
+    records = [
+        {"caption": c, "action": action_name(family, a)}
+        for c, a in zip(window.captions[:-1], window.actions)
+    ]
     records.append({"caption": window.captions[-1], "action": None})
     return records
 
@@ -49,8 +51,9 @@ statistics and string, and numpy; math, re and np (numpy) are already defined.
 """
 
 
-def describe_env(family: str, mission: str | None = None, *, horizon: int = 5,
-                 caption_style: str = "smartplay") -> str:  # fmt: skip
+def describe_env(
+    family: str, mission: str | None = None, *, horizon: int = 5, caption_style: str = "smartplay"
+) -> str:
     """The env description a code writer receives (``RewardCodeRequest.env_description``).
 
     Args:

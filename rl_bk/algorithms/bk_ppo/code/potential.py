@@ -36,8 +36,16 @@ class CodePotential:
 
     name = "bk-code"
 
-    def __init__(self, code: str, *, family: str, horizon: int = 5, time_limit_s: float = 10.0,
-                 memory_mb: int = 512, function: str = FUNCTION_NAME):  # fmt: skip
+    def __init__(
+        self,
+        code: str,
+        *,
+        family: str,
+        horizon: int = 5,
+        time_limit_s: float = 10.0,
+        memory_mb: int = 512,
+        function: str = FUNCTION_NAME,
+    ):
         self.code = code
         self.family = family
         self.horizon = int(horizon)
@@ -61,8 +69,10 @@ class CodePotential:
         name = "code-final.py" if candidate is None else f"code-candidate-{candidate}.py"
         path = folder / name
         if not path.is_file():
-            raise FileNotFoundError(f"no BK-Code function at {path}: write one first "
-                                    "(`rl-bk knowledge build ... bk-code`)")  # fmt: skip
+            raise FileNotFoundError(
+                f"no BK-Code function at {path}: write one first "
+                "(`rl-bk knowledge build ... bk-code`)"
+            )
         meta_path = folder / "meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         kw.setdefault("family", meta.get("family"))
@@ -93,8 +103,10 @@ class CodePotential:
         elif unique:
             try:
                 sandbox = self._ready_sandbox()
-                values = np.asarray(sandbox.call_many(
-                    [[window_records(w, self.family)] for w in unique]), np.float64)  # fmt: skip
+                values = np.asarray(
+                    sandbox.call_many([[window_records(w, self.family)] for w in unique]),
+                    np.float64,
+                )
             except SandboxError as e:
                 self._unloadable = isinstance(e, CodeDefinitionError)
                 self._failed(e)
@@ -132,8 +144,11 @@ class CodePotential:
             self.last_error = f"{type(error).__name__}: {error}"
         # The first failure in full, then every 100th: a broken code fails on every batch.
         if self.errors == 1 or self.errors % 100 == 0:
-            logger.warning("bk-code potential failed on a batch (%d so far), using zeros: %s",
-                           self.errors, self.last_error)  # fmt: skip
+            logger.warning(
+                "bk-code potential failed on a batch (%d so far), using zeros: %s",
+                self.errors,
+                self.last_error,
+            )
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)

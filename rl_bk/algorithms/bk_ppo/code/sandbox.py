@@ -53,11 +53,37 @@ import types
 
 #: Modules the code may import. All are imported before the lock.
 ALLOWED_MODULES: tuple[str, ...] = (
-    "__future__", "abc", "array", "bisect", "cmath", "collections", "collections.abc", "copy",
-    "dataclasses", "decimal", "difflib", "enum", "fractions", "functools", "heapq",
-    "itertools", "json", "math", "numbers", "numpy", "numpy.linalg", "numpy.random",
-    "operator", "random", "re", "statistics", "string", "textwrap", "typing", "unicodedata",
-)  # fmt: skip
+    "__future__",
+    "abc",
+    "array",
+    "bisect",
+    "cmath",
+    "collections",
+    "collections.abc",
+    "copy",
+    "dataclasses",
+    "decimal",
+    "difflib",
+    "enum",
+    "fractions",
+    "functools",
+    "heapq",
+    "itertools",
+    "json",
+    "math",
+    "numbers",
+    "numpy",
+    "numpy.linalg",
+    "numpy.random",
+    "operator",
+    "random",
+    "re",
+    "statistics",
+    "string",
+    "textwrap",
+    "typing",
+    "unicodedata",
+)
 #: Names the code finds without importing them.
 PRELOADED_NAMES = {"math": "math", "re": "re", "np": "numpy", "numpy": "numpy"}
 #: The file name the code's tracebacks show.
@@ -155,8 +181,9 @@ class Sandbox:
     across a fork); calls from several threads are serialised.
     """
 
-    def __init__(self, time_limit_s: float = 5.0, memory_mb: int = 512,
-                 start_timeout_s: float = 60.0):  # fmt: skip
+    def __init__(
+        self, time_limit_s: float = 5.0, memory_mb: int = 512, start_timeout_s: float = 60.0
+    ):
         if time_limit_s <= 0 or memory_mb <= 0:
             raise ValueError("time_limit_s and memory_mb must be positive")
         self.time_limit_s = float(time_limit_s)
@@ -239,16 +266,34 @@ class Sandbox:
 
         parent_r, child_w = os.pipe()
         child_r, parent_w = os.pipe()
-        env = {"PATH": os.defpath, "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1",
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # fmt: skip
-        cmd = [sys.executable, "-I", "-B", os.path.abspath(__file__), "--worker",
-               str(child_r), str(child_w), str(self.memory_mb)]  # fmt: skip
+        env = {
+            "PATH": os.defpath,
+            "LANG": "C.UTF-8",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+        cmd = [
+            sys.executable,
+            "-I",
+            "-B",
+            os.path.abspath(__file__),
+            "--worker",
+            str(child_r),
+            str(child_w),
+            str(self.memory_mb),
+        ]
         try:
             self._proc = subprocess.Popen(
-                cmd, pass_fds=(child_r, child_w), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd="/",
+                cmd,
+                pass_fds=(child_r, child_w),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                cwd="/",
                 close_fds=True,
-            )  # fmt: skip
+            )
         finally:
             os.close(child_r)
             os.close(child_w)
@@ -326,8 +371,9 @@ class Sandbox:
         error = _ERRORS.get(kind, SandboxCrash)
         if issubclass(error, CodeError):
             index = reply.get("index")
-            raise error(message, str(reply.get("traceback") or ""),
-                        index if type(index) is int else None)  # fmt: skip
+            raise error(
+                message, str(reply.get("traceback") or ""), index if type(index) is int else None
+            )
         raise error(message)
 
     def _died(self):
@@ -411,8 +457,9 @@ class _Refused(BaseException):
 def _install_audit_hook(note) -> None:
     allowed = ", ".join(m for m in ALLOWED_MODULES if m != "__future__")
     namespace = {"__builtins__": {}, "note": note, "Refused": _Refused, "str": str, "int": int}
-    exec(compile(_HOOK_SOURCE.replace("ALLOWED_LIST", allowed), "<sandbox audit>", "exec"),
-         namespace)  # fmt: skip
+    exec(
+        compile(_HOOK_SOURCE.replace("ALLOWED_LIST", allowed), "<sandbox audit>", "exec"), namespace
+    )
     sys.addaudithook(namespace.pop("audit"))
 
 
@@ -428,8 +475,12 @@ def _set_limits(memory_mb: int) -> None:
     import resource
 
     address_space = _vm_size_bytes() + memory_mb * 1024 * 1024
-    for limit, value in ((resource.RLIMIT_AS, address_space), (resource.RLIMIT_FSIZE, 0),
-                         (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NPROC, 0)):  # fmt: skip
+    for limit, value in (
+        (resource.RLIMIT_AS, address_space),
+        (resource.RLIMIT_FSIZE, 0),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NPROC, 0),
+    ):
         try:
             resource.setrlimit(limit, (value, value))
         except (ValueError, OSError):
@@ -453,8 +504,21 @@ def _safe_builtins(modules: dict) -> dict:
         return modules["__import__"](name, globals, locals, fromlist, level)
 
     safe = dict(builtins.__dict__)
-    for name in ("exec", "eval", "compile", "input", "breakpoint", "help", "exit", "quit",
-                 "copyright", "credits", "license", "__loader__", "__spec__"):  # fmt: skip
+    for name in (
+        "exec",
+        "eval",
+        "compile",
+        "input",
+        "breakpoint",
+        "help",
+        "exit",
+        "quit",
+        "copyright",
+        "credits",
+        "license",
+        "__loader__",
+        "__spec__",
+    ):
         safe.pop(name, None)
     safe["__import__"] = restricted_import
     return safe
@@ -525,8 +589,11 @@ def _as_value(value) -> float | str:
 
 def _worker(read_fd: int, write_fd: int, memory_mb: int) -> None:
     sys.dont_write_bytecode = True
-    sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != os.path.dirname(
-        os.path.abspath(__file__))]  # fmt: skip
+    sys.path[:] = [
+        p
+        for p in sys.path
+        if p and os.path.abspath(p) != os.path.dirname(os.path.abspath(__file__))
+    ]
     outgoing = os.fdopen(write_fd, "wb")
     try:
         import builtins
@@ -585,9 +652,11 @@ def _worker(read_fd: int, write_fd: int, memory_mb: int) -> None:
                     ) from None
                 candidate = namespace.get(name)
                 if not callable(candidate):
-                    defined = sorted(k for k, v in namespace.items()
-                                     if callable(v) and not k.startswith("__")
-                                     and k not in PRELOADED_NAMES)  # fmt: skip
+                    defined = sorted(
+                        k
+                        for k, v in namespace.items()
+                        if callable(v) and not k.startswith("__") and k not in PRELOADED_NAMES
+                    )
                     raise _DefinitionError(
                         f"the code defines no function named {name!r}"
                         + (f" (it defines: {', '.join(defined)})" if defined else ""),
@@ -613,8 +682,10 @@ def _worker(read_fd: int, write_fd: int, memory_mb: int) -> None:
                     if value.__class__ is not float:
                         raise _CallError(
                             f"{name} returned {value} for item {index}; "
-                            "it must return one finite float", "", index,
-                        )  # fmt: skip
+                            "it must return one finite float",
+                            "",
+                            index,
+                        )
                     result.append(value)
                 index = None
             elif op == "exit":
@@ -626,18 +697,35 @@ def _worker(read_fd: int, write_fd: int, memory_mb: int) -> None:
             else:
                 reply = {"ok": True, "value": result}
         except _Refused as e:
-            reply = {"ok": False, "error": "refusal", "message": _refusals[0] if _refusals
-                     else str(e)}  # fmt: skip
+            reply = {
+                "ok": False,
+                "error": "refusal",
+                "message": _refusals[0] if _refusals else str(e),
+            }
         except MemoryError:
-            reply = {"ok": False, "error": "memory", "message": (
-                f"the code ran out of its {memory_mb} MB memory limit"
-                + (f" on item {index}" if index is not None else ""))}  # fmt: skip
+            reply = {
+                "ok": False,
+                "error": "memory",
+                "message": (
+                    f"the code ran out of its {memory_mb} MB memory limit"
+                    + (f" on item {index}" if index is not None else "")
+                ),
+            }
         except _DefinitionError as e:
-            reply = {"ok": False, "error": "definition", "message": e.args[0],
-                     "traceback": e.args[1]}  # fmt: skip
+            reply = {
+                "ok": False,
+                "error": "definition",
+                "message": e.args[0],
+                "traceback": e.args[1],
+            }
         except _CallError as e:
-            reply = {"ok": False, "error": "code", "message": e.args[0], "traceback": e.args[1],
-                     "index": e.args[2]}  # fmt: skip
+            reply = {
+                "ok": False,
+                "error": "code",
+                "message": e.args[0],
+                "traceback": e.args[1],
+                "index": e.args[2],
+            }
         except BaseException as e:  # the worker's own failure
             reply = {"ok": False, "error": "crash", "message": _exception_line(e)}
         result = None

@@ -58,10 +58,13 @@ FALLBACK_CODE = f"""{SIGNATURE}:
 """
 _CODE_CHARS = 1600  # of the previous code quoted in feedback
 _OUTCOMES = {
-    "CodeDefinitionError": "definition_error", "CodeError": "code_error",
-    "SandboxRefusal": "refused", "SandboxTimeout": "timeout",
-    "SandboxMemoryError": "out_of_memory", "SandboxCrash": "crashed",
-}  # fmt: skip
+    "CodeDefinitionError": "definition_error",
+    "CodeError": "code_error",
+    "SandboxRefusal": "refused",
+    "SandboxTimeout": "timeout",
+    "SandboxMemoryError": "out_of_memory",
+    "SandboxCrash": "crashed",
+}
 
 
 @dataclass
@@ -96,11 +99,22 @@ class _Outcome:
     potentials: list[list[float]] = field(default_factory=list)  # per segment, per state
 
 
-def write_potential_code(labeler: Labeler, episodes: Sequence[Chunk], out_dir: str | Path, *,
-                         family: str, mission: str | None = None, rounds: int = 3,
-                         segments_per_round: int = 5, horizon: int = 5, candidates: int = 1,
-                         seed: int = 0, time_limit_s: float = 5.0, caption_style: str = "smartplay",
-                         progress: bool = True) -> CodeResult:  # fmt: skip
+def write_potential_code(
+    labeler: Labeler,
+    episodes: Sequence[Chunk],
+    out_dir: str | Path,
+    *,
+    family: str,
+    mission: str | None = None,
+    rounds: int = 3,
+    segments_per_round: int = 5,
+    horizon: int = 5,
+    candidates: int = 1,
+    seed: int = 0,
+    time_limit_s: float = 5.0,
+    caption_style: str = "smartplay",
+    progress: bool = True,
+) -> CodeResult:
     """Asks ``labeler`` for ``candidates`` potential functions, ``rounds`` rounds each, and
     saves them (see the module docstring).
 
@@ -129,15 +143,33 @@ def write_potential_code(labeler: Labeler, episodes: Sequence[Chunk], out_dir: s
     example = example_window(episodes, horizon, family, seed)
     history: list[dict] = []
     results: list[CandidateResult] = []
-    bar = tqdm(total=rounds * candidates, desc="bk-code rounds", unit="round", leave=False,
-               disable=not progress)  # fmt: skip
+    bar = tqdm(
+        total=rounds * candidates,
+        desc="bk-code rounds",
+        unit="round",
+        leave=False,
+        disable=not progress,
+    )
     with Sandbox(time_limit_s=time_limit_s) as sandbox:
         for index in range(candidates):
-            results.append(_write_candidate(
-                labeler, sandbox, episodes, description, example, history, index=index,
-                candidates=candidates, rounds=rounds, segments_per_round=segments_per_round,
-                horizon=horizon, family=family, seed=seed, bar=bar,
-            ))  # fmt: skip
+            results.append(
+                _write_candidate(
+                    labeler,
+                    sandbox,
+                    episodes,
+                    description,
+                    example,
+                    history,
+                    index=index,
+                    candidates=candidates,
+                    rounds=rounds,
+                    segments_per_round=segments_per_round,
+                    horizon=horizon,
+                    family=family,
+                    seed=seed,
+                    bar=bar,
+                )
+            )
     bar.close()
 
     best = _choose(results)
@@ -148,16 +180,23 @@ def write_potential_code(labeler: Labeler, episodes: Sequence[Chunk], out_dir: s
     meta = {
         "labeler": getattr(labeler, "identity", None),
         "is_oracle": getattr(labeler, "is_oracle", None),
-        "family": family, "mission": mission, "rounds": rounds, "horizon": horizon,
-        "candidates": candidates, "segments_per_round": segments_per_round, "seed": seed,
-        "caption_style": caption_style, "time_limit_s": time_limit_s,
-        "function": FUNCTION_NAME, "signature": SIGNATURE, "best_candidate": best,
-        "candidate_results": [{k: v for k, v in asdict(r).items() if k != "code"}
-                              for r in results],
+        "family": family,
+        "mission": mission,
+        "rounds": rounds,
+        "horizon": horizon,
+        "candidates": candidates,
+        "segments_per_round": segments_per_round,
+        "seed": seed,
+        "caption_style": caption_style,
+        "time_limit_s": time_limit_s,
+        "function": FUNCTION_NAME,
+        "signature": SIGNATURE,
+        "best_candidate": best,
+        "candidate_results": [{k: v for k, v in asdict(r).items() if k != "code"} for r in results],
         "env_description": description,
         "example_input": example,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }  # fmt: skip
+    }
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     return CodeResult(out, results[best].code, best, results)
 
@@ -172,16 +211,29 @@ def example_window(episodes: Sequence[Chunk], horizon: int, family: str, seed: i
     if not segments:
         return ""
     chosen = max(segments, key=lambda s: s.captions[-1].count(". "))
-    text = pprint.pformat(window_records(windows(chosen, horizon)[-1], family), width=100,
-                          sort_dicts=False)  # fmt: skip
+    text = pprint.pformat(
+        window_records(windows(chosen, horizon)[-1], family), width=100, sort_dicts=False
+    )
     return text if len(text) <= MAX_TEXT else ""
 
 
-def _write_candidate(labeler: Labeler, sandbox: Sandbox, episodes: Sequence[Chunk],
-                     description: str, example: str, history: list[dict], *, index: int,
-                     candidates: int, rounds: int, segments_per_round: int, horizon: int,
-                     family: str, seed: int,
-                     bar) -> CandidateResult:  # fmt: skip
+def _write_candidate(
+    labeler: Labeler,
+    sandbox: Sandbox,
+    episodes: Sequence[Chunk],
+    description: str,
+    example: str,
+    history: list[dict],
+    *,
+    index: int,
+    candidates: int,
+    rounds: int,
+    segments_per_round: int,
+    horizon: int,
+    family: str,
+    seed: int,
+    bar,
+) -> CandidateResult:
     rng = np.random.default_rng([seed, index])
     tag = ""
     if candidates > 1:
@@ -191,8 +243,12 @@ def _write_candidate(labeler: Labeler, sandbox: Sandbox, episodes: Sequence[Chun
     ran = 0
     for round_ in range(1, rounds + 1):
         entry: dict = {"candidate": index, "round": round_, "feedback": feedback}
-        request = RewardCodeRequest(env_description=description, signature=SIGNATURE,
-                                    feedback=feedback, example_input=example)  # fmt: skip
+        request = RewardCodeRequest(
+            env_description=description,
+            signature=SIGNATURE,
+            feedback=feedback,
+            example_input=example,
+        )
         header = " ".join(p for p in (tag, f"Round {round_ + 1} of {rounds}.") if p)
         try:
             label = labeler("reward_code", [request])[0]
@@ -202,17 +258,24 @@ def _write_candidate(labeler: Labeler, sandbox: Sandbox, episodes: Sequence[Chun
             entry.update(code=None, outcome="labeler_error", error=str(e))
             history.append(entry)
             feedback = _fit(
-                header, "", f"Your previous answer could not be used: {e}",
+                header,
+                "",
+                f"Your previous answer could not be used: {e}",
                 f"Reply with the function only, starting with: {SIGNATURE}:",
-            )  # fmt: skip
+            )
             bar.update(1)
             continue
         segments = sample_segments(episodes, horizon, segments_per_round, rng)
         result = _run(sandbox, code, segments, horizon, family)
-        entry.update(code=code, outcome=result.outcome, error=result.error,
-                     traceback=result.details, failed_window=result.failed_window,
-                     potentials=result.potentials,
-                     segments=[s.episode_id for s in segments])  # fmt: skip
+        entry.update(
+            code=code,
+            outcome=result.outcome,
+            error=result.error,
+            traceback=result.details,
+            failed_window=result.failed_window,
+            potentials=result.potentials,
+            segments=[s.episode_id for s in segments],
+        )
         history.append(entry)
         if result.ok:
             good, ran = (round_, code, result), ran + 1
@@ -223,8 +286,10 @@ def _write_candidate(labeler: Labeler, sandbox: Sandbox, episodes: Sequence[Chun
         logger.warning(
             "bk-code candidate %d: none of its %d codes ran in the sandbox (last: %s); it falls "
             "back to a constant potential, so shaping with it does nothing",
-            index, rounds, history[-1].get("error") or history[-1]["outcome"],
-        )  # fmt: skip
+            index,
+            rounds,
+            history[-1].get("error") or history[-1]["outcome"],
+        )
         return CandidateResult(index, FALLBACK_CODE, True, None, 0, False)
     round_, code, result = good
     values = [v for seg in result.potentials for v in seg]
@@ -240,8 +305,9 @@ def _choose(results: list[CandidateResult]) -> int:
     return 0
 
 
-def _run(sandbox: Sandbox, code: str, segments: Sequence[Chunk], horizon: int,
-         family: str) -> _Outcome:  # fmt: skip
+def _run(
+    sandbox: Sandbox, code: str, segments: Sequence[Chunk], horizon: int, family: str
+) -> _Outcome:
     """Loads the code and computes every state's potential of every segment, in one call."""
     records = [[window_records(w, family)] for seg in segments for w in windows(seg, horizon)]
     try:
@@ -261,8 +327,9 @@ def _run(sandbox: Sandbox, code: str, segments: Sequence[Chunk], horizon: int,
     return _Outcome(True, "ran", potentials=potentials)
 
 
-def _feedback(header: str, code: str, result: _Outcome, segments: Sequence[Chunk],
-              family: str) -> str:  # fmt: skip
+def _feedback(
+    header: str, code: str, result: _Outcome, segments: Sequence[Chunk], family: str
+) -> str:
     if not result.ok:
         body = f"It failed: {result.error}"
         if result.details:
@@ -273,8 +340,10 @@ def _feedback(header: str, code: str, result: _Outcome, segments: Sequence[Chunk
     values = [v for seg in result.potentials for v in seg]
     note = ""
     if max(values) == min(values):
-        note = (f"\nEvery state got the same potential ({values[0]:.3g}), so the agent learns "
-                "nothing from it: make it depend on what the captions show.")  # fmt: skip
+        note = (
+            f"\nEvery state got the same potential ({values[0]:.3g}), so the agent learns "
+            "nothing from it: make it depend on what the captions show."
+        )
     instruction = (
         "Improve the function: the potential should rise when the agent moves toward its goal "
         "and fall when it moves away. Reply with the whole function."
@@ -287,19 +356,27 @@ def _feedback(header: str, code: str, result: _Outcome, segments: Sequence[Chunk
     shown = list(zip(segments, result.potentials))
     while True:  # shorter captions first, then fewer segments, until it fits
         for caption_chars in (None, 240, 160, 100, 60):
-            samples = [_sample_text(i, seg, pots, family, caption_chars)
-                       for i, (seg, pots) in enumerate(shown)]  # fmt: skip
+            samples = [
+                _sample_text(i, seg, pots, family, caption_chars)
+                for i, (seg, pots) in enumerate(shown)
+            ]
             body = intro + "\n".join(samples) + note
             if len(body) <= room or (len(shown) == 1 and caption_chars == 60):
                 return _fit(header, code, body, instruction)
         shown = shown[:-1]
 
 
-def _sample_text(i: int, segment: Chunk, potentials: list[float], family: str,
-                 caption_chars: int | None) -> str:  # fmt: skip
+def _sample_text(
+    i: int, segment: Chunk, potentials: list[float], family: str, caption_chars: int | None
+) -> str:
     if caption_chars is not None:
-        segment = Chunk(segment.observations, [_clip(c, caption_chars) for c in segment.captions],
-                        segment.actions, segment.rewards, mission=segment.mission)  # fmt: skip
+        segment = Chunk(
+            segment.observations,
+            [_clip(c, caption_chars) for c in segment.captions],
+            segment.actions,
+            segment.rewards,
+            mission=segment.mission,
+        )
     whole = windows(segment, len(segment) + 1)[-1]  # every state of the segment
     lines = caption_history(whole, family).split("\n")
     return f"Segment {i + 1}:\n" + "\n".join(

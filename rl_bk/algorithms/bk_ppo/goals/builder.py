@@ -73,15 +73,23 @@ class GoalList:
     def __repr__(self) -> str:
         shown = ", ".join(repr(g) for g in self.goals[:10])
         more = f", ... ({len(self.goals)} in all)" if len(self.goals) > 10 else ""
-        return (f"GoalList({len(self.keys)} keys, goals=[{shown}{more}], "
-                f"labels={self.labels!r}, counts={self.counts})")  # fmt: skip
+        return (
+            f"GoalList({len(self.keys)} keys, goals=[{shown}{more}], "
+            f"labels={self.labels!r}, counts={self.counts})"
+        )
 
 
-def goals_request(segment: Chunk, family: str | None, mission: str | None,
-                  max_goals: int) -> GoalsRequest:  # fmt: skip
+def goals_request(
+    segment: Chunk, family: str | None, mission: str | None, max_goals: int
+) -> GoalsRequest:
     history = [step_text(c, a, family) for c, a in zip(segment.captions[:-1], segment.actions)]
-    return GoalsRequest(caption=segment.captions[-1], history=history, env=family,  # type: ignore[arg-type]
-                        mission=mission, max_goals=max_goals)  # fmt: skip
+    return GoalsRequest(
+        caption=segment.captions[-1],
+        history=history,
+        env=family,  # type: ignore[arg-type]
+        mission=mission,
+        max_goals=max_goals,
+    )
 
 
 def build_goal_list(
@@ -105,8 +113,9 @@ def build_goal_list(
     key_goals: dict[str, list[int]] = {}
     counts = {"iterations": iterations, "failed": 0, "empty": 0, "answers": 0}
     requests = [goals_request(s, family, mission, max_goals) for s in segments]
-    labels = label_in_batches(labeler, "goals", requests, batch_size=LABEL_BATCH,
-                              desc="bk-goal labels", unit="segment")  # fmt: skip
+    labels = label_in_batches(
+        labeler, "goals", requests, batch_size=LABEL_BATCH, desc="bk-goal labels", unit="segment"
+    )
     for segment, label in zip(segments, labels):
         if label is None:
             counts["failed"] += 1
@@ -125,10 +134,15 @@ def build_goal_list(
         known += [i for i in dict.fromkeys(ids) if i not in known]
     counts["goals"], counts["keys"] = len(goal_ids), len(key_goals)
     result = GoalList(
-        goals=list(goal_ids), keys=list(key_goals), key_goals=list(key_goals.values()),
-        family=family, mission=mission, segment_length=segment_length,
+        goals=list(goal_ids),
+        keys=list(key_goals),
+        key_goals=list(key_goals.values()),
+        family=family,
+        mission=mission,
+        segment_length=segment_length,
         labels=str(getattr(labeler, "identity", type(labeler).__name__)),
-        is_oracle=getattr(labeler, "is_oracle", None), counts=counts,
-    )  # fmt: skip
+        is_oracle=getattr(labeler, "is_oracle", None),
+        counts=counts,
+    )
     result.save(out_dir)
     return result

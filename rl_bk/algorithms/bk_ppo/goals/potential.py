@@ -109,12 +109,14 @@ def sentences(text: str) -> list[str]:
 
 def _caption_sentences(caption: str) -> list[str]:
     """A caption's sentences as they come out of a longer text holding it (none if empty)."""
-    return [p for p in (_MARKER.sub("", x.strip()).rstrip(". ") for x in
-                        _SENTENCE_END.split(caption)) if p]  # fmt: skip
+    return [
+        p
+        for p in (_MARKER.sub("", x.strip()).rstrip(". ") for x in _SENTENCE_END.split(caption))
+        if p
+    ]
 
 
-def save_sentence_vectors(folder: str | Path, captions: Sequence[str],
-                          family: str | None) -> Path:  # fmt: skip
+def save_sentence_vectors(folder: str | Path, captions: Sequence[str], family: str | None) -> Path:
     """Embeds (packaged MiniLM) every distinct sentence of ``captions`` and of the family's
     action phrases into ``folder``/sentence_vectors.npz, for :class:`GoalPotential` to start
     from. On BabyAI a 29k-state random-policy dataset has 895 distinct sentences: ~4 s here,
@@ -126,8 +128,12 @@ def save_sentence_vectors(folder: str | Path, captions: Sequence[str],
     embedder = SentenceEmbedder()
     vectors = embedder.encode(texts) if texts else np.zeros((0, embedder.dim), np.float32)
     path = Path(folder) / SENTENCE_VECTORS_FILE
-    np.savez_compressed(path, sentences=np.array(texts, dtype=object), vectors=vectors,
-                        model=np.array(embedder.model))  # fmt: skip
+    np.savez_compressed(
+        path,
+        sentences=np.array(texts, dtype=object),
+        vectors=vectors,
+        model=np.array(embedder.model),
+    )
     return path
 
 
@@ -178,8 +184,14 @@ class GoalPotential:
         self._stats = {"calls": 0, "states": 0, "encoded": 0, "positive": 0, "seconds": 0.0}
 
     @classmethod
-    def from_dir(cls, out_dir: str | Path, top_k: int = 3, threshold: float = DEFAULT_THRESHOLD,
-                 horizon: int = 4, **options: Any) -> GoalPotential:  # fmt: skip
+    def from_dir(
+        cls,
+        out_dir: str | Path,
+        top_k: int = 3,
+        threshold: float = DEFAULT_THRESHOLD,
+        horizon: int = 4,
+        **options: Any,
+    ) -> GoalPotential:
         return cls(out_dir, top_k=top_k, threshold=threshold, horizon=horizon, **options)
 
     @property
@@ -230,8 +242,11 @@ class GoalPotential:
         membership = np.zeros((len(gl.keys), len(gl.goals)), bool)
         for k, ids in enumerate(gl.key_goals):
             membership[k, ids] = True
-        return {"keys": vecs[: len(gl.keys)], "goals": vecs[len(gl.keys) :],
-                "membership": membership}  # fmt: skip
+        return {
+            "keys": vecs[: len(gl.keys)],
+            "goals": vecs[len(gl.keys) :],
+            "membership": membership,
+        }
 
     # --------------------------------------------------------------------------- scoring
     def __call__(self, chunks: Sequence[Chunk]) -> list[np.ndarray]:
@@ -275,8 +290,9 @@ class GoalPotential:
             memo.store(missing, new)
         return self._threshold(values)
 
-    def _sentence_matches(self, captions: list[str], index: np.ndarray, actions: np.ndarray,
-                             no_action: int) -> np.ndarray:  # fmt: skip
+    def _sentence_matches(
+        self, captions: list[str], index: np.ndarray, actions: np.ndarray, no_action: int
+    ) -> np.ndarray:
         """:meth:`potentials` in the "sentences" mode, without building any text: a window's
         vector is the sum of its captions' and actions' sentence vectors, normalised, which is
         what splitting its history or transition text into sentences gives."""
@@ -335,11 +351,14 @@ class GoalPotential:
         # Identical windows (an agent turning in place) are scored once: about a third of a
         # BabyAI batch is distinct.
         distinct: dict[tuple[str, str], int] = {}
-        inverse = np.array([
-            distinct.setdefault((caption_history(w, family), transition_text(w, family)),
-                                len(distinct))
-            for w in ws
-        ])  # fmt: skip
+        inverse = np.array(
+            [
+                distinct.setdefault(
+                    (caption_history(w, family), transition_text(w, family)), len(distinct)
+                )
+                for w in ws
+            ]
+        )
         queries = [query for query, _ in distinct]
         transitions = [transition for _, transition in distinct]
         vecs = self.vectors(queries + transitions)
@@ -363,9 +382,13 @@ class GoalPotential:
     def metrics(self) -> dict[str, float]:
         s = self._stats
         calls, states = max(s["calls"], 1), max(s["states"], 1)
-        out = {"calls": float(s["calls"]), "states": float(s["states"]),
-               "seconds_per_call": s["seconds"] / calls, "encoded_per_call": s["encoded"] / calls,
-               "positive_fraction": s["positive"] / states}  # fmt: skip
+        out = {
+            "calls": float(s["calls"]),
+            "states": float(s["states"]),
+            "seconds_per_call": s["seconds"] / calls,
+            "encoded_per_call": s["encoded"] / calls,
+            "positive_fraction": s["positive"] / states,
+        }
         out["window_memo_hit_rate"] = self._memo.hit_rate()
         hits = getattr(self._embedder, "cache_hits", None)
         misses = getattr(self._embedder, "cache_misses", None)
@@ -374,6 +397,8 @@ class GoalPotential:
         return out
 
     def __repr__(self) -> str:
-        return (f"GoalPotential({len(self.goal_list.goals)} goals, {len(self.goal_list.keys)} "
-                f"keys, top_k={self.top_k}, threshold={self.threshold}, horizon={self.horizon}, "
-                f"embedding={self.embedding!r})")  # fmt: skip
+        return (
+            f"GoalPotential({len(self.goal_list.goals)} goals, {len(self.goal_list.keys)} "
+            f"keys, top_k={self.top_k}, threshold={self.threshold}, horizon={self.horizon}, "
+            f"embedding={self.embedding!r})"
+        )

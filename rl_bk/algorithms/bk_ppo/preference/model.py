@@ -101,10 +101,13 @@ class GridEncoder(nn.Module):
         self.width, self.height, self.channels = grid
         self.grid_values = self.width * self.height * self.channels
         self.conv = nn.Sequential(
-            nn.Conv2d(self.channels, 32, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
-        )  # fmt: skip
+            nn.Conv2d(self.channels, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, padding=1),
+            nn.ReLU(),
+        )
         features = 64 * self.width * self.height + obs_dim - self.grid_values
         self.out = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, n_embed))
 
@@ -159,11 +162,14 @@ class PreferenceTransformer(nn.Module):
             )
         self.action_embedding = nn.Embedding(c.n_actions + 1, c.n_embed)  # + "no action yet"
         self.slot_embedding = nn.Embedding(c.horizon, c.n_embed)
-        self.layers = nn.ModuleList([
-            nn.TransformerEncoderLayer(c.n_embed, c.n_heads, dim_feedforward=c.ff_dim,
-                                       dropout=0.0, batch_first=True)
-            for _ in range(c.n_layers)
-        ])  # fmt: skip
+        self.layers = nn.ModuleList(
+            [
+                nn.TransformerEncoderLayer(
+                    c.n_embed, c.n_heads, dim_feedforward=c.ff_dim, dropout=0.0, batch_first=True
+                )
+                for _ in range(c.n_layers)
+            ]
+        )
         self.head = PreferenceAttention(c.n_embed)
 
     def forward(
@@ -289,8 +295,10 @@ def encode_windows(
     for i, w in enumerate(windows):
         o = np.asarray(w.observations, np.float32)[-horizon:]
         if o.shape[1] != obs_dim:
-            raise ValueError(f"the model reads {obs_dim} observation values per state, "
-                             f"the window has {o.shape[1]}")  # fmt: skip
+            raise ValueError(
+                f"the model reads {obs_dim} observation values per state, "
+                f"the window has {o.shape[1]}"
+            )
         k = len(o)
         obs[i, horizon - k :] = o
         valid[i, horizon - k :] = True
@@ -306,8 +314,12 @@ def chunk_windows(
     observations (S, obs_dim) of all chunks, stacked; index (N, horizon) into them, -1 on
     padding; actions and valid as :func:`encode_windows` gives them."""
     if not chunks:
-        return (np.zeros((0, 0), np.float32), np.zeros((0, horizon), np.int64),
-                np.zeros((0, horizon), np.int64), np.zeros((0, horizon), bool))  # fmt: skip
+        return (
+            np.zeros((0, 0), np.float32),
+            np.zeros((0, horizon), np.int64),
+            np.zeros((0, horizon), np.int64),
+            np.zeros((0, horizon), bool),
+        )
     index, actions = window_index(chunks, horizon, n_actions)
     obs = np.concatenate([np.asarray(c.observations, np.float32) for c in chunks])
     return obs, index, actions, index >= 0

@@ -86,8 +86,10 @@ class PreferencePotential:
         if self._horizon is None:
             self._horizon = trained
         if not 1 <= self._horizon <= trained:
-            raise ValueError(f"bk-pref was trained on windows of {trained} states; "
-                             f"horizon {self._horizon} is out of 1..{trained}")  # fmt: skip
+            raise ValueError(
+                f"bk-pref was trained on windows of {trained} states; "
+                f"horizon {self._horizon} is out of 1..{trained}"
+            )
 
     @property
     def horizon(self) -> int:
@@ -116,8 +118,10 @@ class PreferencePotential:
         started = time.perf_counter()
         obs, index, actions, valid = chunk_windows(chunks, c.horizon, c.n_actions)
         if len(obs) and obs.shape[1] != c.obs_dim:
-            raise ValueError(f"bk-pref reads {c.obs_dim} observation values per state; "
-                             f"the chunks have {obs.shape[1]}")  # fmt: skip
+            raise ValueError(
+                f"bk-pref reads {c.obs_dim} observation values per state; "
+                f"the chunks have {obs.shape[1]}"
+            )
         # The model has ``c.horizon`` slots; a shorter horizon pads more of them.
         cut = c.horizon - self.horizon  # type: ignore[operator]
         index[:, :cut], actions[:, :cut], valid[:, :cut] = -1, c.n_actions, False
@@ -132,8 +136,7 @@ class PreferencePotential:
             first = np.fromiter((rows[0] for rows in missing.values()), np.int64)
             if self.served:
                 distinct_ids, first_state = np.unique(ids, return_index=True)
-                rows = np.where(index[first] >= 0,
-                                np.searchsorted(distinct_ids, slots[first]), -1)  # fmt: skip
+                rows = np.where(index[first] >= 0, np.searchsorted(distinct_ids, slots[first]), -1)
                 new = self._served(obs[first_state], rows, actions[first], valid[first])
             else:
                 new = self._local_by_id(obs, ids, slots[first], actions[first], valid[first])
@@ -157,8 +160,10 @@ class PreferencePotential:
         if self._encoded is None or len(self._encoded[0]) < size:  # grow by doubling
             old = self._encoded
             rows = max(size, 2 * len(old[0]) if old is not None else 0)
-            self._encoded = (np.zeros((rows, self._config.n_embed), np.float32),
-                             np.zeros(rows, bool))  # fmt: skip
+            self._encoded = (
+                np.zeros((rows, self._config.n_embed), np.float32),
+                np.zeros(rows, bool),
+            )
             if old is not None:
                 self._encoded[0][: len(old[0])], self._encoded[1][: len(old[1])] = old
         table, filled = self._encoded
@@ -182,7 +187,7 @@ class PreferencePotential:
                     encoded[torch.from_numpy(rows)],
                     torch.from_numpy(actions[s : s + LOCAL_BATCH]),
                     torch.from_numpy(valid[s : s + LOCAL_BATCH]),
-                )  # fmt: skip
+                )
                 out.append(phi.numpy())
         return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
 
@@ -214,9 +219,12 @@ class PreferencePotential:
 
     def metrics(self) -> dict[str, float]:
         per_call = self._seconds / self._calls if self._calls else 0.0
-        return {"calls": float(self._calls), "states": float(self._states),
-                "seconds_per_call": per_call,
-                "window_memo_hit_rate": self._memo.hit_rate()}  # fmt: skip
+        return {
+            "calls": float(self._calls),
+            "states": float(self._states),
+            "seconds_per_call": per_call,
+            "window_memo_hit_rate": self._memo.hit_rate(),
+        }
 
     def __repr__(self) -> str:
         how = f", served={self.served}" if self.served else ""

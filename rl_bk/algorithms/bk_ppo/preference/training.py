@@ -66,8 +66,10 @@ def criteria_text(mission: str | None) -> str:
     """The request's criteria: the mission first, when the task has one (see module doc)."""
     if not mission:
         return GENERIC_CRITERIA
-    return (f"The agent's mission: {mission.strip().rstrip('.')}. Prefer the segment that ends "
-            f"closer to completing it. {GENERIC_CRITERIA}")  # fmt: skip
+    return (
+        f"The agent's mission: {mission.strip().rstrip('.')}. Prefer the segment that ends "
+        f"closer to completing it. {GENERIC_CRITERIA}"
+    )
 
 
 def segment_steps(segment: Chunk, family: str | None) -> list[str]:
@@ -106,8 +108,9 @@ class PreferenceReport:
 def _label_pairs(labeler: Labeler, requests: Sequence[PreferenceRequest]) -> list:
     """One PreferenceLabel per request; None where the labeler failed on it (those pairs are
     dropped)."""
-    return label_in_batches(labeler, "preference", requests, batch_size=LABEL_BATCH,
-                            desc="bk-pref labels", unit="pair")  # fmt: skip
+    return label_in_batches(
+        labeler, "preference", requests, batch_size=LABEL_BATCH, desc="bk-pref labels", unit="pair"
+    )
 
 
 def label_target(label, soft: bool) -> float:
@@ -167,10 +170,15 @@ def train_preference_potential(
     segments = sample_segments(episodes, horizon - 1, 2 * pairs, rng)
     seg_a, seg_b = segments[0::2], segments[1::2]
     criteria = criteria_text(mission)
-    requests = [PreferenceRequest(segment_a=segment_steps(a, family),
-                                  segment_b=segment_steps(b, family), criteria=criteria,
-                                  env=family)  # type: ignore[arg-type]
-                for a, b in zip(seg_a, seg_b)]  # fmt: skip
+    requests = [
+        PreferenceRequest(
+            segment_a=segment_steps(a, family),
+            segment_b=segment_steps(b, family),
+            criteria=criteria,
+            env=family,
+        )  # type: ignore[arg-type]
+        for a, b in zip(seg_a, seg_b)
+    ]
     started = time.perf_counter()
     labels = _label_pairs(labeler, requests)
     seconds_labelling = time.perf_counter() - started
@@ -195,8 +203,9 @@ def train_preference_potential(
             data[f"obs_{side}"] = torch.from_numpy(o)
             data[f"act_{side}"] = torch.from_numpy(a)
             data[f"valid_{side}"] = torch.from_numpy(v)
-        data["target"] = torch.tensor([label_target(labels[i], soft_labels) for i in idx],
-                                      dtype=torch.float32)  # fmt: skip
+        data["target"] = torch.tensor(
+            [label_target(labels[i], soft_labels) for i in idx], dtype=torch.float32
+        )
         data["tie"] = torch.tensor([choices[i] == "tie" for i in idx], dtype=torch.bool)
         return data
 
@@ -210,13 +219,19 @@ def train_preference_potential(
     model = PreferenceTransformer(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     report = PreferenceReport(
-        pairs=len(kept), ties=sum(choices[i] == "tie" for i in kept),
-        dropped=len(choices) - len(kept), train_pairs=len(train_idx),
-        heldout_pairs=len(eval_idx), heldout_decided=int((~heldout["tie"]).sum()),
+        pairs=len(kept),
+        ties=sum(choices[i] == "tie" for i in kept),
+        dropped=len(choices) - len(kept),
+        train_pairs=len(train_idx),
+        heldout_pairs=len(eval_idx),
+        heldout_decided=int((~heldout["tie"]).sum()),
         labels=str(getattr(labeler, "identity", type(labeler).__name__)),
-        is_oracle=getattr(labeler, "is_oracle", None), mission=mission, soft_labels=soft_labels,
-        config=config.as_dict(), seconds_labelling=round(seconds_labelling, 3),
-    )  # fmt: skip
+        is_oracle=getattr(labeler, "is_oracle", None),
+        mission=mission,
+        soft_labels=soft_labels,
+        config=config.as_dict(),
+        seconds_labelling=round(seconds_labelling, 3),
+    )
     best_state, best_acc = None, -1.0
     started = time.perf_counter()
     n = len(train_idx)
@@ -245,8 +260,13 @@ def train_preference_potential(
             best_acc, report.best_epoch = score, epoch
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             report.best_heldout_accuracy = acc
-        logger.info("bk-pref epoch %d: loss %.4f, train acc %s, held-out acc %s",
-                    epoch, loss.item(), report.train_accuracy[-1], acc)  # fmt: skip
+        logger.info(
+            "bk-pref epoch %d: loss %.4f, train acc %s, held-out acc %s",
+            epoch,
+            loss.item(),
+            report.train_accuracy[-1],
+            acc,
+        )
     report.seconds_training = round(time.perf_counter() - started, 3)
     assert best_state is not None
     model.load_state_dict(best_state)
@@ -259,10 +279,15 @@ def train_preference_potential(
         name, _, version = register_as.partition("/")
         version = version or time.strftime("%Y%m%d-%H%M%S")
         save_reward_model(
-            script(model, obs_dim), name, version, kind="potential", input="vector",
-            input_dim=config.input_dim, notes=f"bk-pref from {out} ({report.labels})",
+            script(model, obs_dim),
+            name,
+            version,
+            kind="potential",
+            input="vector",
+            input_dim=config.input_dim,
+            notes=f"bk-pref from {out} ({report.labels})",
             root=Path(reward_models_root) if reward_models_root else None,
-        )  # fmt: skip
+        )
         report.registered = [name, version]
     (out / "report.json").write_text(json.dumps(report.as_dict(), indent=2))
     return report

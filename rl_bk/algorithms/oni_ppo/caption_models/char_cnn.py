@@ -47,29 +47,40 @@ class CharCNNEncoder(nn.Module):
         super().__init__()
         positions = conv_output_length(length)
         if positions < 1:
-            raise ValueError(f"rows of {length} bytes are too short for the conv stack "
-                             "(at least 123 are needed)")  # fmt: skip
+            raise ValueError(
+                f"rows of {length} bytes are too short for the conv stack (at least 123 are needed)"
+            )
         self.length = length
         self.out_dim = out_dim
         # padding_idx keeps the padding byte's vector at zero, as in ONI.
         self.embedding = nn.Embedding(N_BYTES, embed_dim, padding_idx=0)
         c = channels
         self.convs = nn.Sequential(
-            nn.Conv1d(embed_dim, c, 7), nn.ReLU(), nn.MaxPool1d(3, 3),
-            nn.Conv1d(c, c, 7), nn.ReLU(), nn.MaxPool1d(3, 3),
-            nn.Conv1d(c, c, 3), nn.ReLU(),
-            nn.Conv1d(c, c, 3), nn.ReLU(),
-            nn.Conv1d(c, c, 3), nn.ReLU(),
-            nn.Conv1d(c, c, 3), nn.ReLU(), nn.MaxPool1d(3, 3),
+            nn.Conv1d(embed_dim, c, 7),
+            nn.ReLU(),
+            nn.MaxPool1d(3, 3),
+            nn.Conv1d(c, c, 7),
+            nn.ReLU(),
+            nn.MaxPool1d(3, 3),
+            nn.Conv1d(c, c, 3),
+            nn.ReLU(),
+            nn.Conv1d(c, c, 3),
+            nn.ReLU(),
+            nn.Conv1d(c, c, 3),
+            nn.ReLU(),
+            nn.Conv1d(c, c, 3),
+            nn.ReLU(),
+            nn.MaxPool1d(3, 3),
             nn.Flatten(),
-        )  # fmt: skip
+        )
         self.flat_dim = channels * positions
         self.out = nn.Sequential(nn.Linear(self.flat_dim, out_dim), nn.ReLU())
 
     def forward(self, messages: torch.Tensor) -> torch.Tensor:
         if messages.shape[-1] != self.length:
-            raise ValueError(f"the encoder reads rows of {self.length} bytes, "
-                             f"got {messages.shape[-1]}")  # fmt: skip
+            raise ValueError(
+                f"the encoder reads rows of {self.length} bytes, got {messages.shape[-1]}"
+            )
         h = self.embedding(messages.long()).transpose(1, 2)  # (B, embed_dim, length)
         return self.out(self.convs(h))
 

@@ -115,8 +115,11 @@ class RunningMeanStd:
             return
         total = self.count + batch_count
         delta = batch_mean - self.mean
-        m2 = (self.var * self.count + batch_var * batch_count
-              + delta**2 * self.count * batch_count / total)  # fmt: skip
+        m2 = (
+            self.var * self.count
+            + batch_var * batch_count
+            + delta**2 * self.count * batch_count / total
+        )
         self.mean = self.mean + delta * batch_count / total
         self.var = m2 / total
         self.count = total

@@ -60,16 +60,25 @@ class Codebook:
         return int(self.vectors.shape[1])
 
     def save(self, path: str) -> None:
-        np.savez(path, vectors=self.vectors, sample_index=self.sample_index,
-                 counts=self.counts, captions=np.asarray(self.captions, dtype=str),
-                 n_requested=np.int64(self.n_requested))  # fmt: skip
+        np.savez(
+            path,
+            vectors=self.vectors,
+            sample_index=self.sample_index,
+            counts=self.counts,
+            captions=np.asarray(self.captions, dtype=str),
+            n_requested=np.int64(self.n_requested),
+        )
 
     @classmethod
     def load(cls, path: str) -> Codebook:
         with np.load(path, allow_pickle=False) as f:
-            return cls(vectors=f["vectors"], sample_index=f["sample_index"],
-                       captions=f["captions"].tolist(), counts=f["counts"],
-                       n_requested=int(f["n_requested"]))  # fmt: skip
+            return cls(
+                vectors=f["vectors"],
+                sample_index=f["sample_index"],
+                captions=f["captions"].tolist(),
+                counts=f["counts"],
+                n_requested=int(f["n_requested"]),
+            )
 
 
 def assign(codebook: Codebook, embeddings: np.ndarray) -> np.ndarray:
@@ -82,9 +91,13 @@ def assign(codebook: Codebook, embeddings: np.ndarray) -> np.ndarray:
     return np.argmax(embeddings @ codebook.vectors.T, axis=1).astype(np.int64)
 
 
-def build_codebook(embeddings: np.ndarray, n_goals: int, seed: int = 0,
-                   captions: Sequence[str] | None = None,
-                   max_samples: int | None = None) -> Codebook:  # fmt: skip
+def build_codebook(
+    embeddings: np.ndarray,
+    n_goals: int,
+    seed: int = 0,
+    captions: Sequence[str] | None = None,
+    max_samples: int | None = None,
+) -> Codebook:
     """KMeans (k-means++) over ``embeddings`` (M, D); each goal is the real sample nearest its
     cluster centre. ``max_samples``: cluster a uniform random subset of that many rows (PTGM
     also clusters a subsample); counts are still over all M rows."""
@@ -101,8 +114,9 @@ def build_codebook(embeddings: np.ndarray, n_goals: int, seed: int = 0,
     rows = np.arange(len(embeddings))
     if max_samples is not None and len(rows) > max_samples:
         rows = np.sort(rng.choice(len(rows), size=max_samples, replace=False))
-    unique, first, weight = np.unique(embeddings[rows], axis=0, return_index=True,
-                                      return_counts=True)  # fmt: skip
+    unique, first, weight = np.unique(
+        embeddings[rows], axis=0, return_index=True, return_counts=True
+    )
     k = min(n_goals, len(unique))
     km = KMeans(n_clusters=k, init="k-means++", n_init=3, random_state=seed)
     km.fit(unique, sample_weight=weight.astype(np.float64))

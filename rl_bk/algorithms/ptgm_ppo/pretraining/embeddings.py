@@ -35,8 +35,11 @@ def normalize_rows(x: np.ndarray) -> np.ndarray:
     return (x / np.where(norm > 0, norm, 1.0)).astype(np.float32, copy=False)
 
 
-def state_embeddings(episodes: Sequence[Chunk], kind: EmbeddingKind = "caption-minilm",
-                     embedder: TextEncoder | None = None) -> list[np.ndarray]:  # fmt: skip
+def state_embeddings(
+    episodes: Sequence[Chunk],
+    kind: EmbeddingKind = "caption-minilm",
+    embedder: TextEncoder | None = None,
+) -> list[np.ndarray]:
     """One ``(n+1, D)`` float32 array of unit rows per episode, one row per state.
 
     ``embedder``: anything with ``encode(texts) -> (len, D)`` (default: the packaged MiniLM,
@@ -64,8 +67,9 @@ def state_embeddings(episodes: Sequence[Chunk], kind: EmbeddingKind = "caption-m
     return [vectors[[index[c] for c in ep.captions]] for ep in episodes]
 
 
-def learned_embeddings(episodes: Sequence[Chunk], dim: int = 32, epochs: int = 30,
-                       seed: int = 0) -> list[np.ndarray]:  # fmt: skip
+def learned_embeddings(
+    episodes: Sequence[Chunk], dim: int = 32, epochs: int = 30, seed: int = 0
+) -> list[np.ndarray]:
     """Unit-row codes of an autoencoder fitted to the dataset's observations.
 
     An MLP (obs → 256 → ``dim`` → 256 → obs) trained to reconstruct standardised

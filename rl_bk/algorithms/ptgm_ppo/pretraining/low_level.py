@@ -66,12 +66,22 @@ class GoalConditionedPolicy(nn.Module):
     """``forward(obs (B, O), goal (B, D)) -> (B, n_actions)`` logits; an MLP over the
     normalised observation concatenated with the goal vector."""
 
-    def __init__(self, obs_dim: int, goal_dim: int, n_actions: int,
-                 hidden: Sequence[int] = (256, 256), activation: str = "relu") -> None:  # fmt: skip
+    def __init__(
+        self,
+        obs_dim: int,
+        goal_dim: int,
+        n_actions: int,
+        hidden: Sequence[int] = (256, 256),
+        activation: str = "relu",
+    ) -> None:
         super().__init__()
-        self.config = {"obs_dim": int(obs_dim), "goal_dim": int(goal_dim),
-                       "n_actions": int(n_actions), "hidden": [int(h) for h in hidden],
-                       "activation": activation}  # fmt: skip
+        self.config = {
+            "obs_dim": int(obs_dim),
+            "goal_dim": int(goal_dim),
+            "n_actions": int(n_actions),
+            "hidden": [int(h) for h in hidden],
+            "activation": activation,
+        }
         self.norm = ObsNormalizer(obs_dim)
         self.net = mlp(obs_dim + goal_dim, hidden, n_actions, activation)
 
@@ -79,8 +89,7 @@ class GoalConditionedPolicy(nn.Module):
         return self.net(torch.cat([self.norm(obs), goal], dim=-1))
 
 
-def split_by_episode(n_episodes: int, holdout: float,
-                     seed: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def split_by_episode(n_episodes: int, holdout: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(train, held-out) episode indices: ``round(holdout * n)`` held out, at least 1 when
     ``holdout > 0`` and there are 2+ episodes; the same seed gives the same split."""
     if not 0.0 <= holdout < 1.0:
@@ -90,8 +99,7 @@ def split_by_episode(n_episodes: int, holdout: float,
     return np.sort(order[n_held:]), np.sort(order[:n_held])
 
 
-def future_index(n_steps: int, min_gap: int, max_gap: int,
-                 rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def future_index(n_steps: int, min_gap: int, max_gap: int, rng: np.random.Generator) -> np.ndarray:
     """For states ``0..n_steps-1`` (those with an action): ``t + k``, k ~ U[min_gap, max_gap],
     clipped to the last state ``n_steps``."""
     if not 1 <= min_gap <= max_gap:
@@ -100,9 +108,13 @@ def future_index(n_steps: int, min_gap: int, max_gap: int,
     return np.minimum(np.arange(n_steps) + gaps, n_steps)
 
 
-def hindsight_examples(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
-                       min_gap: int, max_gap: int, rng: np.random.Generator,
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+def hindsight_examples(
+    episodes: Sequence[Chunk],
+    embeddings: Sequence[np.ndarray],
+    min_gap: int,
+    max_gap: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(obs (K, O), goals (K, D), actions (K,))``: one example per state with an action;
     its goal is the embedding of the state ``k`` steps later (see :func:`future_index`)."""
     obs, goals, actions = [], [], []
@@ -116,8 +128,11 @@ def hindsight_examples(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarra
         actions.append(ep.actions)
     if not obs or sum(len(a) for a in actions) == 0:
         raise ValueError("no examples: the episodes hold no steps")
-    return (np.concatenate(obs).astype(np.float32), np.concatenate(goals).astype(np.float32),
-            np.concatenate(actions).astype(np.int64))  # fmt: skip
+    return (
+        np.concatenate(obs).astype(np.float32),
+        np.concatenate(goals).astype(np.float32),
+        np.concatenate(actions).astype(np.int64),
+    )
 
 
 Examples = tuple[tuple[np.ndarray, ...], np.ndarray]  # (model inputs, integer labels)
@@ -137,9 +152,17 @@ def evaluate(model: nn.Module, examples: Examples, batch_size: int = 4096) -> tu
     return correct / max(1, len(labels)), nll / max(1, len(labels))
 
 
-def fit_classifier(model: nn.Module, train_examples: Callable[[int], Examples],
-                   held_out: Examples | None, *, epochs: int, batch_size: int, lr: float,
-                   rng: np.random.Generator, name: str) -> dict:  # fmt: skip
+def fit_classifier(
+    model: nn.Module,
+    train_examples: Callable[[int], Examples],
+    held_out: Examples | None,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    rng: np.random.Generator,
+    name: str,
+) -> dict:
     """Cross-entropy (NLL of the softmax), Adam, shuffled minibatches; ``train_examples(epoch)``
     gives that epoch's examples.
 
@@ -199,12 +222,21 @@ def majority_accuracy(train_labels: np.ndarray, held_labels: np.ndarray) -> floa
     return float((held_labels == majority).mean()) if len(held_labels) else float("nan")
 
 
-def train_low_level(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray], *,
-                    n_actions: int | None = None, min_gap: int = 1, max_gap: int = 8,
-                    epochs: int = 20, batch_size: int = 256, lr: float = 1e-3,
-                    hidden: Sequence[int] = (256, 256), activation: str = "relu",
-                    holdout: float = 0.1, seed: int = 0,
-                    ) -> tuple[GoalConditionedPolicy, dict]:  # fmt: skip
+def train_low_level(
+    episodes: Sequence[Chunk],
+    embeddings: Sequence[np.ndarray],
+    *,
+    n_actions: int | None = None,
+    min_gap: int = 1,
+    max_gap: int = 8,
+    epochs: int = 20,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    hidden: Sequence[int] = (256, 256),
+    activation: str = "relu",
+    holdout: float = 0.1,
+    seed: int = 0,
+) -> tuple[GoalConditionedPolicy, dict]:
     """Behaviour cloning of P(a | s, g) with hindsight goals; returns the frozen policy and a
     report (held-out accuracy on held-out episodes, beside the majority-action baseline).
     ``n_actions``: the env's action count (default: the largest action seen + 1)."""
@@ -216,9 +248,13 @@ def train_low_level(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
     rng = np.random.default_rng([seed, 1])
     held = None
     if len(held_ids):
-        o, g, a = hindsight_examples([episodes[i] for i in held_ids],
-                                     [embeddings[i] for i in held_ids], min_gap, max_gap,
-                                     np.random.default_rng([seed, 2]))  # fmt: skip
+        o, g, a = hindsight_examples(
+            [episodes[i] for i in held_ids],
+            [embeddings[i] for i in held_ids],
+            min_gap,
+            max_gap,
+            np.random.default_rng([seed, 2]),
+        )
         held = ((o, g), a)
 
     pending: list[Examples] = []
@@ -236,17 +272,24 @@ def train_low_level(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
     if all_actions.min() < 0 or all_actions.max() >= n_act:
         raise ValueError(f"actions outside [0, {n_act})")
     torch.manual_seed(seed)
-    model = GoalConditionedPolicy(first[0][0].shape[1], first[0][1].shape[1], n_act, hidden,
-                                  activation)  # fmt: skip
+    model = GoalConditionedPolicy(
+        first[0][0].shape[1], first[0][1].shape[1], n_act, hidden, activation
+    )
     model.norm.fit(np.concatenate([ep.observations for ep in train_eps]))
-    report = fit_classifier(model, draw, held,
-                            epochs=epochs, batch_size=batch_size, lr=lr, rng=rng,
-                            name="low-level")  # fmt: skip
-    report.update({
-        "held_out_majority_accuracy": None if held is None
-        else majority_accuracy(first[1], held[1]),
-        "train_episodes": len(train_ids), "held_out_episodes": len(held_ids),
-        "train_examples": len(first[1]), "held_out_examples": 0 if held is None else len(held[1]),
-        "n_actions": n_act, "gap": [min_gap, max_gap],
-    })  # fmt: skip
+    report = fit_classifier(
+        model, draw, held, epochs=epochs, batch_size=batch_size, lr=lr, rng=rng, name="low-level"
+    )
+    report.update(
+        {
+            "held_out_majority_accuracy": None
+            if held is None
+            else majority_accuracy(first[1], held[1]),
+            "train_episodes": len(train_ids),
+            "held_out_episodes": len(held_ids),
+            "train_examples": len(first[1]),
+            "held_out_examples": 0 if held is None else len(held[1]),
+            "n_actions": n_act,
+            "gap": [min_gap, max_gap],
+        }
+    )
     return freeze(model), report

@@ -33,8 +33,13 @@ FORMAT = 1
 class PTGMModels:
     """The pre-trained pieces of PTGM. ``n_goals`` is the high-level action count."""
 
-    def __init__(self, codebook: Codebook, low_level: GoalConditionedPolicy, prior: GoalPrior,
-                 info: dict[str, Any] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        codebook: Codebook,
+        low_level: GoalConditionedPolicy,
+        prior: GoalPrior,
+        info: dict[str, Any] | None = None,
+    ) -> None:
         if low_level.config["goal_dim"] != codebook.dim:
             raise ValueError("the low-level policy's goal size differs from the codebook's")
         if prior.config["n_goals"] != len(codebook):
@@ -71,16 +76,24 @@ class PTGMModels:
         self._goals = self._goals.to(device)
         return self
 
-    def low_level_actions(self, obs: np.ndarray, goal_ids: np.ndarray, *, greedy: bool,
-                          rng: np.random.Generator | None = None) -> np.ndarray:  # fmt: skip
+    def low_level_actions(
+        self,
+        obs: np.ndarray,
+        goal_ids: np.ndarray,
+        *,
+        greedy: bool,
+        rng: np.random.Generator | None = None,
+    ) -> np.ndarray:
         """``(B,)`` int64 env actions of the low-level policy for observations ``(B, O)`` and
         goal indices ``(B,)``: the argmax when ``greedy``, else a sample of the softmax drawn
         with ``rng`` (a private generator when None)."""
         obs_t = torch.as_tensor(np.asarray(obs, dtype=np.float32), device=self.device)
         ids = torch.as_tensor(np.asarray(goal_ids, dtype=np.int64).reshape(-1), device=self.device)
         if obs_t.ndim != 2 or obs_t.shape[1] != self.obs_dim or len(ids) != len(obs_t):
-            raise ValueError(f"expected obs (B, {self.obs_dim}) and goal_ids (B,), got "
-                             f"{tuple(obs_t.shape)} and {tuple(ids.shape)}")  # fmt: skip
+            raise ValueError(
+                f"expected obs (B, {self.obs_dim}) and goal_ids (B,), got "
+                f"{tuple(obs_t.shape)} and {tuple(ids.shape)}"
+            )
         if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= self.n_goals):
             raise ValueError(f"goal ids must be in [0, {self.n_goals})")
         with torch.no_grad():
@@ -103,14 +116,20 @@ class PTGMModels:
     def save(self, folder: str | Path) -> Path:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        torch.save({
-            "format": FORMAT,
-            "low_level": {"config": self.low_level.config,
-                          "state_dict": {k: v.cpu() for k, v in
-                                         self.low_level.state_dict().items()}},
-            "prior": {"config": self.prior.config,
-                      "state_dict": {k: v.cpu() for k, v in self.prior.state_dict().items()}},
-        }, folder / MODELS_FILE)  # fmt: skip
+        torch.save(
+            {
+                "format": FORMAT,
+                "low_level": {
+                    "config": self.low_level.config,
+                    "state_dict": {k: v.cpu() for k, v in self.low_level.state_dict().items()},
+                },
+                "prior": {
+                    "config": self.prior.config,
+                    "state_dict": {k: v.cpu() for k, v in self.prior.state_dict().items()},
+                },
+            },
+            folder / MODELS_FILE,
+        )
         self.codebook.save(str(folder / CODEBOOK_FILE))
         (folder / INFO_FILE).write_text(json.dumps(self.info, indent=2, sort_keys=True))
         return folder
@@ -120,8 +139,9 @@ class PTGMModels:
         folder = Path(folder)
         path = folder / MODELS_FILE
         if not path.is_file():
-            raise FileNotFoundError(f"no PTGM models at {folder} (no {MODELS_FILE}): run the "
-                                    "PTGM pre-training first")  # fmt: skip
+            raise FileNotFoundError(
+                f"no PTGM models at {folder} (no {MODELS_FILE}): run the PTGM pre-training first"
+            )
         blob = torch.load(path, map_location="cpu", weights_only=True)
         if blob.get("format") != FORMAT:
             raise ValueError(f"{path}: unknown format {blob.get('format')!r}")

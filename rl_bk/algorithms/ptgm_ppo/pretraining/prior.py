@@ -44,12 +44,22 @@ class GoalPrior(nn.Module):
     """``forward(obs (B, O)) -> (B, n_goals)`` logits; an MLP over the normalised observation
     (with ``sees_code``, and the code head's distribution over the current state's code)."""
 
-    def __init__(self, obs_dim: int, n_goals: int, hidden: Sequence[int] = (256, 256),
-                 activation: str = "relu", sees_code: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        obs_dim: int,
+        n_goals: int,
+        hidden: Sequence[int] = (256, 256),
+        activation: str = "relu",
+        sees_code: bool = False,
+    ) -> None:
         super().__init__()
-        self.config = {"obs_dim": int(obs_dim), "n_goals": int(n_goals),
-                       "hidden": [int(h) for h in hidden], "activation": activation,
-                       "sees_code": bool(sees_code)}  # fmt: skip
+        self.config = {
+            "obs_dim": int(obs_dim),
+            "n_goals": int(n_goals),
+            "hidden": [int(h) for h in hidden],
+            "activation": activation,
+            "sees_code": bool(sees_code),
+        }
         self.norm = ObsNormalizer(obs_dim)
         self.code_head = mlp(obs_dim, hidden, n_goals, activation) if sees_code else None
         self.net = mlp(obs_dim + (n_goals if sees_code else 0), hidden, n_goals, activation)
@@ -89,10 +99,16 @@ def marginal_nll(train_labels: np.ndarray, held_labels: np.ndarray, n_goals: int
     return float(-np.log(p[held_labels]).mean()) if len(held_labels) else float("nan")
 
 
-def prior_examples(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
-                   codebook: Codebook, min_gap: int, max_gap: int, rng: np.random.Generator,
-                   *, codes: Sequence[np.ndarray] | None = None,
-                   ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def prior_examples(
+    episodes: Sequence[Chunk],
+    embeddings: Sequence[np.ndarray],
+    codebook: Codebook,
+    min_gap: int,
+    max_gap: int,
+    rng: np.random.Generator,
+    *,
+    codes: Sequence[np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(obs (K, O), labels (K,))``: one example per state with an action; the label is the
     codebook index of the state ``k`` steps later (``k`` as in
     :func:`~rl_bk.algorithms.ptgm_ppo.pretraining.low_level.future_index`). ``codes``: each state's
@@ -111,11 +127,22 @@ def prior_examples(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
     return np.concatenate(obs).astype(np.float32), np.concatenate(labels).astype(np.int64)
 
 
-def train_prior(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
-                codebook: Codebook, *, min_gap: int = 1, max_gap: int = 8, epochs: int = 20,
-                batch_size: int = 256, lr: float = 1e-3, hidden: Sequence[int] = (256, 256),
-                activation: str = "relu", holdout: float = 0.1, seed: int = 0,
-                sees_code: bool = False) -> tuple[GoalPrior, dict]:  # fmt: skip
+def train_prior(
+    episodes: Sequence[Chunk],
+    embeddings: Sequence[np.ndarray],
+    codebook: Codebook,
+    *,
+    min_gap: int = 1,
+    max_gap: int = 8,
+    epochs: int = 20,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    hidden: Sequence[int] = (256, 256),
+    activation: str = "relu",
+    holdout: float = 0.1,
+    seed: int = 0,
+    sees_code: bool = False,
+) -> tuple[GoalPrior, dict]:
     """NLL training of the goal prior; returns the frozen prior and a report. The episode split
     depends only on ``seed`` and the episode count, so it matches :func:`train_low_level`'s.
     ``sees_code``: the code head is fitted first (on each state's own code), then frozen."""
@@ -130,8 +157,15 @@ def train_prior(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
     held_current = None
     if len(held_ids):
         held_eps, held_codes = [episodes[i] for i in held_ids], [codes[i] for i in held_ids]
-        o, y = prior_examples(held_eps, [], codebook, min_gap, max_gap,
-                              np.random.default_rng([seed, 4]), codes=held_codes)  # fmt: skip
+        o, y = prior_examples(
+            held_eps,
+            [],
+            codebook,
+            min_gap,
+            max_gap,
+            np.random.default_rng([seed, 4]),
+            codes=held_codes,
+        )
         held = ((o,), y)
         current = np.concatenate([c[: len(ep)] for ep, c in zip(held_eps, held_codes)])
         current_code_acc = float((current == y).mean())
@@ -151,24 +185,40 @@ def train_prior(episodes: Sequence[Chunk], embeddings: Sequence[np.ndarray],
     model.norm.fit(np.concatenate([ep.observations for ep in train_eps]))
     code_report = None
     if sees_code:
-        current = ((first[0][0],), np.concatenate([c[: len(ep)] for ep, c in
-                                                   zip(train_eps, train_codes)]))  # fmt: skip
-        code_report = fit_classifier(_CodeHead(model), lambda _epoch: current, held_current,
-                                     epochs=epochs, batch_size=batch_size, lr=lr, rng=rng,
-                                     name="prior code head")  # fmt: skip
+        current = (
+            (first[0][0],),
+            np.concatenate([c[: len(ep)] for ep, c in zip(train_eps, train_codes)]),
+        )
+        code_report = fit_classifier(
+            _CodeHead(model),
+            lambda _epoch: current,
+            held_current,
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            rng=rng,
+            name="prior code head",
+        )
         freeze(model.code_head)
-    report = fit_classifier(model, draw, held, epochs=epochs, batch_size=batch_size, lr=lr,
-                            rng=rng, name="prior")  # fmt: skip
-    report.update({
-        "held_out_majority_accuracy": None if held is None
-        else majority_accuracy(first[1], held[1]),
-        "held_out_marginal_nll": None if held is None
-        else marginal_nll(first[1], held[1], len(codebook)),
-        "held_out_current_code_accuracy": current_code_acc,
-        "train_episodes": len(train_ids), "held_out_episodes": len(held_ids),
-        "train_examples": len(first[1]), "held_out_examples": 0 if held is None else len(held[1]),
-        "gap": [min_gap, max_gap],
-        "sees_code": sees_code,
-        "code_head": code_report,
-    })  # fmt: skip
+    report = fit_classifier(
+        model, draw, held, epochs=epochs, batch_size=batch_size, lr=lr, rng=rng, name="prior"
+    )
+    report.update(
+        {
+            "held_out_majority_accuracy": None
+            if held is None
+            else majority_accuracy(first[1], held[1]),
+            "held_out_marginal_nll": None
+            if held is None
+            else marginal_nll(first[1], held[1], len(codebook)),
+            "held_out_current_code_accuracy": current_code_acc,
+            "train_episodes": len(train_ids),
+            "held_out_episodes": len(held_ids),
+            "train_examples": len(first[1]),
+            "held_out_examples": 0 if held is None else len(held[1]),
+            "gap": [min_gap, max_gap],
+            "sees_code": sees_code,
+            "code_head": code_report,
+        }
+    )
     return freeze(model), report
