@@ -274,6 +274,59 @@ STUDIES: dict[str, dict] = {
         "`bench/results/labels/`. Each trial's `knowledge.json` (artifact and "
         "dataset fingerprints, model digest) is kept in the results JSON.",
     },
+    "qwen-oni": {
+        "question": "ONI with a real LLM's labels: NetHack Score reward-free on APPO at 3M env "
+        "steps (as nethack-oni-appo), labels from Qwen2.5-Coder-1.5B in the Serve labeler app "
+        "in the training loop (asynchronous, never on the per-step path): are oni-retrieval and "
+        "oni-classification with Qwen's labels above oni-none, and how do they compare with "
+        "oni-retrieval on the oracle's labels? How many distinct messages were labelled, how "
+        "long did labels take to arrive, and how much did labelling slow training?",
+        "parts": [
+            (
+                "reward-free",
+                "nethack-score-appo-reward-free",
+                {
+                    "methods": ["oni-none", "oni-retrieval", "oni-classification"],
+                    "seeds": [100, 101, 102],
+                    "sweep": {
+                        "oni-retrieval": {"backend": ["llamacpp", "oracle"]},
+                        "oni-classification": {"backend": ["llamacpp"]},
+                    },
+                    "sections": {"labeler": {"mode": "serve"}},
+                },
+            )
+        ],
+        "steps": 3_000_000,
+        "budgets": [1_000_000, 2_000_000, 3_000_000],
+        "paired": ["oni-none", ("backend=llamacpp", "backend=oracle")],
+        "seed_major": True,
+        # Each variant trains alone: its env steps/s and its labels' latency are its own.
+        "one_variant_per_sweep": True,
+        "curves": [M.GAME_SCORE_MEAN],
+        "final_columns": [
+            "captions_seen",
+            "labels_received",
+            "labels_pending",
+            "captions_annotated_fraction",
+            "steps_labelled_fraction",
+            "label_latency_s_p50",
+            "label_latency_s_p90",
+        ],
+        "notes": [
+            "Labels: every labelled row (Qwen's and the oracle's) through the Serve labeler app "
+            "(`labeler.mode: serve`), one replica per backend on the same two CPUs as the "
+            "trial; Qwen2.5-Coder-1.5B answers ONI's helpful question from its yes/no token "
+            "scores. The slowdown is each row's env steps/s against oni-none's, seed by seed.",
+            "Verdicts: above (below) where the 95% t interval of the paired difference of the "
+            "area under the game-score curve lies above (below) zero; otherwise the mean alone. "
+            "What the design can detect (written before the first trial): in "
+            "nethack-oni-appo, the seed-to-seed standard deviation of an oni-* minus oni-none "
+            "paired difference of game-score areas, pooled over its 4 methods (8 degrees of "
+            "freedom), is 1.39 points (oni-none's area: 34.6). With 3 paired seeds a paired t "
+            "test at 0.05 (two-sided) finds a true difference 80% of the time when it is at "
+            "least 4.6 points; smaller effects may be there and go unseen.",
+        ],
+    },
 }
 
 
@@ -315,13 +368,35 @@ def parts(study: str, smoke: bool) -> list[tuple[str, str, object]]:
     from bench.study import seed_parts
 
     out = []
+    split = STUDIES[study].get("one_variant_per_sweep", False)
     for name, task_name, changes in study_parts(study):
         task = _load(task_name, smoke, study, changes)
-        for method in task.methods:
+        for unit, method, narrowed in sweep_units(task, split):
             out += [
-                (part, method, seeded) for part, seeded, _ in seed_parts(f"{name}/{method}", task)
+                (part, method, seeded) for part, seeded, _ in seed_parts(f"{name}/{unit}", narrowed)
             ]
     return out
+
+
+def sweep_units(task, split: bool) -> list[tuple[str, str, object]]:
+    """(unit, method, task) for each sweep a seed runs: one per method (its whole grid at
+    once), or with ``split`` one per grid point (``<method>@<k>=<v>,...``), so that each
+    variant trains alone and its speed and its labels' latency are its own."""
+    import itertools
+
+    units = []
+    for method in task.methods:
+        grid = task.sweep.get(method, {})
+        if not split or not grid:
+            units.append((method, method, task))
+            continue
+        keys = sorted(grid)
+        for values in itertools.product(*(grid[k] for k in keys)):
+            point = {k: [v] for k, v in zip(keys, values)}
+            tag = ",".join(f"{k}={v}" for k, v in zip(keys, values))
+            sweep = {**task.sweep, method: point}
+            units.append((f"{method}@{tag}", method, task.model_copy(update={"sweep": sweep})))
+    return units
 
 
 def run_order(
@@ -672,10 +747,11 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
             f"{study}, {name}",
         ):
             lines.append(f"Curves: `{plot.name}`.")
+        split = STUDIES[study].get("one_variant_per_sweep", False)
         missing = [
-            f"{m} (seeds {', '.join(str(s) for s in left)})"
-            for m in task.methods
-            if (left := [s for s in task.seeds if not is_done(f"{name}/{m}/{s}", mine)])
+            f"{unit} (seeds {', '.join(str(s) for s in left)})"
+            for unit, _, _ in sweep_units(task, split)
+            if (left := [s for s in task.seeds if not is_done(f"{name}/{unit}/{s}", mine)])
         ]
         if missing:
             lines.append(f"Still to run: {'; '.join(missing)}.")
@@ -687,16 +763,20 @@ def write_report(study: str, facts: dict, finished: dict, smoke: bool) -> None:
     )
 
 
-def _finish(task, run_dir: Path, curves: tuple[str, ...] = ()) -> dict:
+def _finish(task, run_dir: Path, curves: tuple[str, ...] = (), final: tuple[str, ...] = ()) -> dict:
     """A finished part's numbers, one row per trial, and its per-report curves (the study's
-    ``curves`` kept beside the usual ones)."""
+    ``curves`` kept beside the usual ones); ``final`` adds each named metric's last value to
+    the rows (:func:`last_values`)."""
     from rl_bk import metrics as M
     from rl_bk.experiments.results import trial_row
 
     main = M.MAIN_METRICS[task.metric]
     threshold = task.success_threshold if main == M.SUCCESS_RATE else None
     records = _smoothed_records(run_dir)
-    rows = [trial_row(record, threshold, main, list(task.budgets)) for record in records]
+    rows = [
+        {**trial_row(record, threshold, main, list(task.budgets)), **last_values(record, final)}
+        for record in records
+    ]
     from bench.study import code_commit, trial_curves
 
     rel = run_dir.relative_to(ROOT) if run_dir.is_relative_to(ROOT) else run_dir
@@ -737,6 +817,18 @@ def _knowledge_lines(finished: dict) -> list[str]:
     for (variant, art, data, labels), seeds in sorted(seen.items(), key=str):
         lines.append(f"| {variant} | `{art}` | `{data}` | {labels} | {', '.join(seeds)} |")
     return lines
+
+
+def last_values(record, names: tuple[str, ...]) -> dict[str, float]:
+    """Each name's last reported value in a trial, found by the end of its result key (a
+    learner's metric sits under a module's path: ``.../intrinsic/labels_received``)."""
+    out = {}
+    for name in names:
+        columns = [c for c in record.progress.columns if c == name or c.endswith("/" + name)]
+        values = record.progress[columns[0]].dropna() if columns else ()
+        if len(values):
+            out[name] = float(values.iloc[-1])
+    return out
 
 
 def _smoothed_records(run_dir: Path) -> list:
@@ -786,7 +878,12 @@ def _mend_resumed(study: str, finished: dict, smoke: bool) -> list[str]:
         run_dir = ROOT / entry["run_dir"]
         resumed = any(map(goes_back, entry.get("curves", [])))
         if resumed and part in tasks and (run_dir / "tune").is_dir():
-            fresh = _finish(tasks[part], run_dir, tuple(STUDIES[study].get("curves", ())))
+            fresh = _finish(
+                tasks[part],
+                run_dir,
+                tuple(STUDIES[study].get("curves", ())),
+                tuple(STUDIES[study].get("final_columns", ())),
+            )
             # the columns the study's other parts have (today's rows may hold more)
             kept = set().union(*(row.keys() for row in entry["rows"]))
             fresh["rows"] = [{k: v for k, v in row.items() if k in kept} for row in fresh["rows"]]
@@ -858,11 +955,12 @@ def main() -> int:
     only = set(args.only.split(",")) if args.only else None
     order = run_order(parts(study, args.smoke), first, STUDIES[study].get("seed_major", False))
     curves = tuple(STUDIES[study].get("curves", ()))
+    final = tuple(STUDIES[study].get("final_columns", ()))
     for part, method, task in order:
         if is_done(part, finished) or (only is not None and method not in only):
             continue
         run_dir = run_or_resume(task, [method], task.stop.num_env_steps, RUNS / study / part)
-        finished[part] = _finish(task, run_dir, curves)
+        finished[part] = _finish(task, run_dir, curves, final)
         write_report(study, facts, finished, args.smoke)
         print(f"[long-study] {study} {part} done: {run_dir}", flush=True)
     return 0

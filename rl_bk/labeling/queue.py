@@ -88,7 +88,9 @@ class AsyncLabelQueue:
         self._paused = False
         self._labels: dict[Hashable, Any] = {}
         self._new: dict[Hashable, Any] = {}  # received since the last take_new()
-        self._pending: OrderedDict[Hashable, None] = OrderedDict()  # oldest first
+        # key -> when it was queued (time.monotonic), oldest first
+        self._pending: OrderedDict[Hashable, float] = OrderedDict()
+        self._asked_at: dict[Hashable, float] = {}  # the keys of the batch in flight
         self._failed_at: dict[Hashable, float] = {}
         self._in_flight = 0
         self._cond = threading.Condition()
@@ -97,6 +99,8 @@ class AsyncLabelQueue:
         self.counts = dict.fromkeys(("requested", "received", "failed", "dropped", "batches"), 0)
         self.seconds_labelling = 0.0
         self.seconds_resting = 0.0  # held back by max_busy_fraction
+        # queued -> received, per label: how stale a label is when training first sees it
+        self.latencies: deque[float] = deque(maxlen=10_000)
         # (start, end) of the latest labeler calls (time.perf_counter), for measuring how much
         # of a stretch of training the labeler computed in.
         self.call_intervals: deque[tuple[float, float]] = deque(maxlen=10_000)
@@ -117,7 +121,7 @@ class AsyncLabelQueue:
                 failed = self._failed_at.get(key)
                 if failed is not None and now - failed < self.retry_after_s:
                     continue
-                self._pending[key] = None
+                self._pending[key] = now
                 queued += 1
             while len(self._pending) > self.max_pending:
                 self._pending.popitem(last=False)
@@ -166,7 +170,18 @@ class AsyncLabelQueue:
             "label_batches": float(c["batches"]),
             "labelling_seconds": self.seconds_labelling,
             "labelling_rest_seconds": self.seconds_resting,
+            **self.latency_metrics(),
         }
+
+    def latency_metrics(self) -> dict[str, float]:
+        """Seconds from a key's queueing to its label's arrival, over the latest 10,000
+        labels: median and 90th percentile (absent before the first label)."""
+        if not self.latencies:
+            return {}
+        import numpy as np
+
+        p50, p90 = np.percentile(np.fromiter(self.latencies, float), [50, 90])
+        return {"label_latency_s_p50": float(p50), "label_latency_s_p90": float(p90)}
 
     def wait_for(self, keys: Iterable[Hashable], timeout_s: float) -> bool:
         """Blocks until every key has a label or has failed (or ``timeout_s`` passes): for a
@@ -235,7 +250,9 @@ class AsyncLabelQueue:
                 return None
             batch = []
             while self._pending and len(batch) < self.batch_size:
-                batch.append(self._pending.popitem(last=True)[0])  # newest first
+                key, queued_at = self._pending.popitem(last=True)  # newest first
+                batch.append(key)
+                self._asked_at[key] = queued_at
             self._in_flight = len(batch)
             return batch
 
@@ -263,7 +280,10 @@ class AsyncLabelQueue:
                 self.seconds_labelling += ended - started
                 now = time.monotonic()
                 for key in batch:
-                    if key not in got:
+                    queued_at = self._asked_at.pop(key, now)
+                    if key in got:
+                        self.latencies.append(now - queued_at)
+                    else:
                         self.counts["failed"] += 1
                         self._failed_at[key] = now
                 self._cond.notify_all()

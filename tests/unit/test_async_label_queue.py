@@ -216,3 +216,16 @@ def test_each_labeler_call_is_recorded_as_an_interval_in_order():
     (s1, e1), (s2, e2) = q.call_intervals
     assert s1 < e1 <= s2 < e2
     assert e1 - s1 >= 0.01 and e2 - s2 >= 0.01
+
+
+def test_label_latency_counts_from_queueing_to_arrival():
+    gate = threading.Event()
+    q = queue(ScriptedLabeler(gate=gate), batch_size=8)
+    assert "label_latency_s_p50" not in q.metrics()  # no label yet: no latency to report
+    q.ask(["good 1", "bad 2"])
+    time.sleep(0.2)  # the labeler is held: both labels wait at least this long
+    gate.set()
+    assert q.wait_until_idle(5)
+    m = q.metrics()
+    assert 0.2 <= m["label_latency_s_p50"] <= m["label_latency_s_p90"] < 5
+    q.close()
