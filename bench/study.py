@@ -1,5 +1,5 @@
 """What the long BK studies share: run a task's sweep or continue it, and read each trial's
-greedy-evaluation numbers back (bench/bk_hypotheses.py, bench/bk_reproduction.py).
+greedy-evaluation numbers back (bench/bk_reproduction.py, bench/long_study.py).
 
 A study is run in parts of one method and one seed, each an ``rl_bk.experiments.run``
 sweep (as ``tune_run.py`` runs it) under a folder of its own. Running the same part again
