@@ -207,8 +207,10 @@ def build_knowledge(
         return folder
     from rl_bk.knowledge.dataset import read_episodes
 
-    # A hand-written BK-Code potential learns nothing from the dataset: none is collected.
-    hand_written = kind == "bk-code" and task.knowledge.code.path
+    # Knowledge written by hand (BK-Code's code.path) learns nothing from the dataset: none
+    # is collected.
+    hand = knowledge_of(kind).hand_written
+    hand_written = hand is not None and hand(task) is not None
     episodes = [] if hand_written else read_episodes(collect_dataset(task, root=root))
     from rl_bk.knowledge.numerics import one_torch_thread
 

@@ -289,8 +289,12 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
         is_built,
     )
     from rl_bk.experiments.knowledge_pipeline import DONE, build_knowledge, publish_artifact
-    from rl_bk.experiments.methods import KNOWLEDGE_KINDS, KNOWLEDGE_PARAMS, knowledge_task
-    from rl_bk.experiments.methods.bk import serve_potential
+    from rl_bk.experiments.methods import (
+        KNOWLEDGE_KINDS,
+        KNOWLEDGE_PARAMS,
+        get_method,
+        knowledge_task,
+    )
 
     used, datasets = {}, {}
     for v in variants:
@@ -313,8 +317,8 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
             "fingerprint": artifact_fingerprint(folder),
             "dataset_fingerprint": datasets.get(data),
         }
-        if v.method == "bk-pref" and params.get("served", task.knowledge.preference.served):
-            serve_potential(ktask, backend)
+        if (hook := get_method(v.method).before_sweep) is not None:
+            hook(task, params)
     if used:
         (run_dir / "knowledge.json").write_text(json.dumps(used, indent=2, sort_keys=True))
 

@@ -70,9 +70,8 @@ def build_algorithm_config(task: TaskConfig, trial_config: Mapping[str, Any]) ->
     variant = trial_config["variant"]
     method = get_method(variant["method"])
     params = dict(variant["params"])
-    if trial_config.get("precollect_dir") and variant["method"] == "rnd":
-        # BK's stage 1: RND trials also save stochastic-policy episodes (not in the label).
-        params["precollect_dir"] = trial_config["precollect_dir"]
+    if method.trial_params is not None:  # from the sweep's options, not in the label
+        params.update(method.trial_params(trial_config))
     return method.build(task, int(trial_config["seed"]), params)
 
 

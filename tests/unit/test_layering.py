@@ -136,3 +136,22 @@ def test_a_labeler_is_built_in_one_place(graph):
     reaching = {m for m in graph if any(d in builders for d in graph[m])}
     assert "rl_bk.labeling.labeler" in reaching  # the rule reads real imports
     assert sorted(m for m in reaching if not is_within(m, allowed)) == []
+
+
+def test_the_sweep_layer_names_no_method():
+    """``rl_bk/experiments`` (its methods' declarations aside) never branches on a method's
+    name: what differs per method is a hook on its declaration (``Method.before_sweep``,
+    ``Method.trial_params``), so a new method needs no edit here. "ppo" is also the name of
+    an algorithm (``algorithm: ppo``), which the layer does choose between."""
+    from rl_bk.experiments.methods import METHODS
+
+    names = set(METHODS) - {"ppo"}
+    found = []
+    for path in sorted((ROOT / "rl_bk" / "experiments").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in (node.left, *node.comparators):
+                if isinstance(side, ast.Constant) and side.value in names:
+                    found.append(f"{path.name}:{node.lineno} compares with {side.value!r}")
+    assert not found, found

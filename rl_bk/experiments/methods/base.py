@@ -31,7 +31,12 @@ class Method:
     that holds its settings, if it has one. ``columns``: metrics it logs about itself that the
     results tables show when a trial has them (the end of the result key). ``appo``: whether
     it also runs on APPO (``algorithm: appo``); its build function then passes its APPO
-    config to :func:`~rl_bk.experiments.ppo_config.base_config`."""
+    config to :func:`~rl_bk.experiments.ppo_config.base_config`.
+
+    Hooks, so that the sweep's code names no method: ``before_sweep(task, params)`` runs once
+    per variant after its knowledge is built (bk-pref starts the reward-model app its trials
+    score through); ``trial_params(trial_config)`` gives the parameters a trial takes from the
+    sweep's options rather than from its variant (rnd's ``precollect_dir``)."""
 
     name: str
     description: str
@@ -41,6 +46,8 @@ class Method:
     settings: str | None = None
     columns: tuple[str, ...] = ()
     appo: bool = False
+    before_sweep: Callable[[TaskConfig, Mapping[str, Any]], None] | None = None
+    trial_params: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
 
 
 #: Trial parameters that choose the knowledge or the labeler, not ``training(...)`` values:

@@ -55,12 +55,20 @@ def build_rnd(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algorit
     )
 
 
+def _precollect(trial_config: Mapping[str, Any]) -> dict[str, Any]:
+    """BK's stage 1 (``tune_run.py --precollect``): rnd trials also save stochastic-policy
+    episodes."""
+    where = trial_config.get("precollect_dir")
+    return {"precollect_dir": where} if where else {}
+
+
 METHODS = [
     Method("ppo", "plain PPO on the symbolic observation: the baseline", build_ppo, appo=True),
     Method(
         "rnd",
         "PPO with random network distillation (two value heads): the exploration baseline",
         build_rnd,
-        columns=("intrinsic_reward_mean",),
-    ),  # scaled, as GAE sees it
+        columns=("intrinsic_reward_mean",),  # scaled, as GAE sees it
+        trial_params=_precollect,
+    ),
 ]

@@ -217,6 +217,12 @@ def serve_potential(task: TaskConfig, backend: str | None) -> None:
     ensure_reward_model_app(str(root), REWARD_MODEL_APP)
 
 
+def _serve_if_asked(task: TaskConfig, params: Mapping[str, Any]) -> None:
+    """bk-pref's ``before_sweep``: a variant with ``served`` gets its reward-model app."""
+    if params.get("served", task.knowledge.preference.served):
+        serve_potential(knowledge_task(task, params), params.get("backend"))
+
+
 def _shaped(knowledge: Knowledge) -> BuildFn:
     """A bk-* method: PPO shaped by the potential the task's built ``knowledge`` gives."""
     kind = knowledge.kind
@@ -280,6 +286,7 @@ METHODS = [
         settings="knowledge",
         columns=COLUMNS,
         appo=True,
+        before_sweep=_serve_if_asked,
     ),
     Method(
         "bk-goal",
