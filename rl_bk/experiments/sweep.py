@@ -39,6 +39,32 @@ class Variant:
         return {"method": self.method, "params": dict(self.params)}
 
 
+def check_sweep_values(
+    task: TaskConfig, method: str, section: str | None, grid: Mapping[str, list[Any]]
+) -> None:
+    """Each swept value passes the checks the task file's own value would: a parameter that
+    is a field of the method's settings section (or of ``ppo:``) is validated by that
+    section's model with the value in place (a negative coefficient fails here, in one line,
+    not in a trial)."""
+    from pydantic import ValidationError
+
+    from rl_bk.experiments.task_config import TaskConfigError
+
+    models = [getattr(task, name) for name in (section, "ppo") if name]
+    for key, values in grid.items():
+        model = next((m for m in models if key in type(m).model_fields), None)
+        if model is None:
+            continue
+        for value in values:
+            try:
+                type(model).model_validate({**model.model_dump(), key: value})
+            except ValidationError as err:
+                why = err.errors()[0]["msg"]
+                raise TaskConfigError(
+                    f"sweep.{method}.{key}: {value!r} is not a valid value ({why})"
+                ) from None
+
+
 def expand_variants(task: TaskConfig, methods: list[str]) -> list[Variant]:
     """The cartesian product of each method's sweep grid (one variant if it has none)."""
     variants = []
@@ -51,6 +77,7 @@ def expand_variants(task: TaskConfig, methods: list[str]) -> list[Variant]:
                 f"{method} has no APPO form (docs/methods.md says why); leave it out with "
                 f"--methods, or give it `sweep: {{{method}: {{algorithm: [ppo]}}}}`"
             )
+        check_sweep_values(task, method, declared.settings, grid)
         unknown = sorted(set(algorithms) - set(ALGORITHMS))
         if unknown:
             raise ValueError(

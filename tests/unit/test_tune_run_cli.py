@@ -28,7 +28,9 @@ def test_unknown_task(capsys):
 def test_unknown_method(capsys):
     code, err = run(capsys, "--task", "babyai-gotolocal-redball-s20", "--methods", "ppo,magic")
     assert code == 2
-    assert "unknown method 'magic'; valid methods: bc-ppo, bk-code, bk-goal, bk-pref, ellm" in err
+    from rl_bk.experiments.methods import METHODS
+
+    assert f"unknown method 'magic'; valid methods: {', '.join(sorted(METHODS))}" in err
 
 
 def test_unknown_flag_lists_valid_flags(capsys):
