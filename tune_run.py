@@ -142,8 +142,6 @@ def _with_flags(task, args: argparse.Namespace):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.knowledge_dir:
-        os.environ["RLBK_KNOWLEDGE_DIR"] = str(args.knowledge_dir.resolve())
     from env_registry.errors import MissingDependencyError, UnknownEnvError
     from rl_bk.experiments.artifacts import KnowledgeMissingError
     from rl_bk.experiments.methods import UnknownMethodError, get_method
@@ -186,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         try:
-            options = RunOptions(address=args.address)
+            options = RunOptions(address=args.address, knowledge_dir=args.knowledge_dir)
             run_dir = resume_experiment(args.resume, options)
         except TrialsFailed as failed:
             return _report(failed.run_dir, failed)
@@ -215,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             wandb=args.wandb,
             smoke=args.smoke,
             precollect=args.precollect,
+            knowledge_dir=args.knowledge_dir,
         )
         run_dir = run_experiment(task, options)
     except TrialsFailed as failed:

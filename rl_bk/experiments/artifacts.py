@@ -13,8 +13,9 @@ mission (BK's setting) is one artifact that every task sharing that dataset and 
 reuses, as BK reuses its knowledge on all its downstream tasks; a goal-aware build gets one
 artifact per mission. A changed setting builds a new artifact and an unchanged one is reused.
 A folder counts as built once ``DONE.json`` is in it: an interrupted build is redone, never
-half-used. The root is ``$RLBK_KNOWLEDGE_DIR`` or ``~/.cache/rl-bk/knowledge`` (on a cluster,
-point it at storage every node sees).
+half-used. The root is the task's ``knowledge.dir`` (``tune_run.py`` sets it for its trials),
+else ``$RLBK_KNOWLEDGE_DIR`` or ``~/.cache/rl-bk/knowledge`` (on a cluster, storage every node
+sees).
 
 The kinds themselves are declared with their methods (:mod:`rl_bk.experiments.methods`); the
 stages that build them are :mod:`rl_bk.experiments.knowledge_pipeline`'s.
@@ -43,7 +44,10 @@ class KnowledgeMissingError(RuntimeError):
     """A trial found no built artifact for its task and backend."""
 
 
-def knowledge_root() -> Path:
+def knowledge_root(task: TaskConfig | None = None) -> Path:
+    """The task's ``knowledge.dir`` if set, else ``$RLBK_KNOWLEDGE_DIR``, else the default."""
+    if task is not None and task.knowledge.dir:
+        return Path(task.knowledge.dir).expanduser()
     return Path(os.environ.get("RLBK_KNOWLEDGE_DIR", "~/.cache/rl-bk/knowledge")).expanduser()
 
 
@@ -71,7 +75,7 @@ def dataset_dir(task: TaskConfig, root: Path | None = None) -> Path:
         "ppo": task.ppo.model_dump(mode="json"),
         **d.model_dump(mode="json"),
     }
-    return (root or knowledge_root()) / "datasets" / f"{dataset_env(task)}-{_digest(settings)}"
+    return (root or knowledge_root(task)) / "datasets" / f"{dataset_env(task)}-{_digest(settings)}"
 
 
 def is_built(folder: Path) -> bool:
@@ -161,7 +165,7 @@ class Knowledge:
         self, task: TaskConfig, backend: str | None = None, root: Path | None = None
     ) -> Path:
         """Where the artifact is built, on this machine."""
-        home = (root or knowledge_root()) / dataset_env(task) / self.kind
+        home = (root or knowledge_root(task)) / dataset_env(task) / self.kind
         if not self.labelled:  # no labeler: one artifact whatever the backend
             settings = {**self.settings(task), "dataset": dataset_dir(task, root).name}
             return home / f"unlabelled-{_digest(settings)}"
@@ -200,7 +204,7 @@ class Knowledge:
             return str(folder)
         from rl_bk.storage import join
 
-        relative = folder.relative_to(root or knowledge_root()).as_posix()
+        relative = folder.relative_to(root or knowledge_root(task)).as_posix()
         return join(task.storage, "knowledge", relative)
 
     def built(self, task: TaskConfig, backend: str | None = None, root: Path | None = None) -> str:

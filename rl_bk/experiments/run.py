@@ -57,6 +57,7 @@ class RunOptions:
     wandb: bool = False
     smoke: bool = False
     precollect: Path | None = None  # rnd trials also save episodes here (Parquet)
+    knowledge_dir: Path | None = None  # where built knowledge lives (with_knowledge_dir)
     extra_callbacks: list = field(default_factory=list)
 
 
@@ -118,11 +119,6 @@ def init_ray(address: str | None) -> None:
         if verbose()
         else {"worker_process_setup_hook": WORKER_SETUP_HOOK}
     )
-    # Trials look their knowledge up under the same root as the driver built it.
-    if "RLBK_KNOWLEDGE_DIR" in os.environ:
-        runtime_env.setdefault("env_vars", {})["RLBK_KNOWLEDGE_DIR"] = os.environ[
-            "RLBK_KNOWLEDGE_DIR"
-        ]
     # On a GPU, batches of prompts of varying length fragment PyTorch's caching allocator: a
     # GLAM env runner reserved 77 GiB for 27 GiB of tensors on an H200, more than the share
     # of one GPU it has beside the learner (bench/results/glam_gpu.md). Expandable segments
@@ -202,13 +198,22 @@ def tune_location(task: TaskConfig, run_dir: Path) -> str:
     return join(task.storage, "results", task.name, run_dir.name, "tune")
 
 
-def _use_storage_for_knowledge(task: TaskConfig) -> None:
-    """On a shared mount the knowledge root is ``<storage>/knowledge`` (every node reads it
-    there, no copies); behind a URI artifacts are built locally and published."""
+def with_knowledge_dir(task: TaskConfig, knowledge_dir: Path | None = None) -> TaskConfig:
+    """The task with the knowledge root every process of the run uses, resolved once and
+    written into ``knowledge.dir`` (trials read it there, not from the environment): on a
+    shared mount ``<storage>/knowledge`` (every node reads it there, no copies; behind a URI
+    artifacts are built locally and published), else ``knowledge_dir`` (``--knowledge-dir``),
+    else the task file's, else ``$RLBK_KNOWLEDGE_DIR`` or the default."""
+    from rl_bk.experiments.artifacts import knowledge_root
     from rl_bk.storage import is_uri, join
 
     if task.storage is not None and not is_uri(task.storage):
-        os.environ["RLBK_KNOWLEDGE_DIR"] = join(task.storage, "knowledge")
+        root = join(task.storage, "knowledge")
+    elif knowledge_dir is not None:
+        root = str(Path(knowledge_dir).expanduser().resolve())
+    else:
+        root = str(knowledge_root(task))
+    return task.model_copy(update={"knowledge": task.knowledge.model_copy(update={"dir": root})})
 
 
 def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callbacks: list):
@@ -382,7 +387,7 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
     (run_dir / RESOLVED_TASK_FILE).write_text(yaml.safe_dump(resolved, sort_keys=False))
     callbacks = _callbacks(task, options, run_dir)
 
-    _use_storage_for_knowledge(task)
+    task = with_knowledge_dir(task, options.knowledge_dir)
     init_ray(options.address)
     _preflight(task, variants, options.address)
     env_registry.register_all()
@@ -416,7 +421,7 @@ def resume_experiment(run_dir: Path, options: RunOptions) -> Path:
     task = load_task(run_dir / RESOLVED_TASK_FILE)
     variants = expand_variants(task, list(task.methods))
     check_labelers(task, variants)
-    _use_storage_for_knowledge(task)
+    task = with_knowledge_dir(task, options.knowledge_dir)
     init_ray(options.address)
     _preflight(task, variants, options.address)
     env_registry.register_all()

@@ -222,6 +222,10 @@ class KnowledgeParams(BKSettings):
     include_mission: bool = False
     dataset: DatasetParams = DatasetParams()
     motif: MotifSettings = MotifSettings()
+    #: where built knowledge lives, as every process of a run sees it. None: the
+    #: ``--knowledge-dir`` of the command, else ``$RLBK_KNOWLEDGE_DIR``, else
+    #: ``~/.cache/rl-bk/knowledge``; ``tune_run.py`` resolves it once, and trials read it here.
+    dir: str | None = None
 
 
 class LabelerParams(_Strict):
