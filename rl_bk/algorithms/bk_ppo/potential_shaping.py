@@ -1,70 +1,9 @@
 """Potential-based reward shaping, once per train batch: a reward term of the learner's
-:class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece (after PPO's
-``AddOneTsToEpisodesAndTruncate``, before GAE, so GAE sees the shaped rewards).
-
-It reads each episode chunk as a :class:`~rl_bk.knowledge.trajectory.Chunk`
-(:meth:`~rl_bk.connectors.learner.episode_chunks.EpisodeChunk.as_chunk`: observations,
-captions and mission from the infos, actions), gets one potential per state
-from ``potential_fn`` (one call for the whole train batch, so a source that asks a Serve
-deployment makes one request per batch, never one per env step) and rewrites the rewards:
-
-    r'_t = extrinsic_coeff * r_t + coeff * F_t
-
-Two conventions for ``F_t`` (``convention``):
-
-- ``"bk"`` (BK's ``train_rs.py``, the default): ``F_t = gamma * Phi(s_t) - Phi(s_{t-1})``,
-  along each env slot's stream of states, episode after episode, as BK's rollout buffer
-  holds them. Each potential difference is paid one step after the step that caused it, and
-  the step that ends an episode is never charged the potential of the state it leaves:
-  reaching the goal from a state of high potential costs nothing; the next episode in the
-  same slot pays it on its first step, ``gamma * Phi(s_0) - Phi(last state acted in)``
-  (neither depends on the agent's action there). A slot's first step ever has
-  ``Phi(s_{-1}) = 0`` (BK's buffer starts as zeros).
-- ``"ng"`` (Ng et al. 1999): ``F_t = gamma * Phi(s_{t+1}) - Phi(s_t)`` with
-  ``Phi(terminal) = 0``. The discounted return changes by ``-Phi(s_0)`` only, so the optimal
-  policy is unchanged; but a positive potential makes the step that reaches the goal pay
-  ``-Phi``, which a short-sighted learner reads as "success costs".
-
-When a chunk ends without termination (a time limit, or a chunk boundary) ``Phi(s_{t+1})``
-is kept under ``"ng"``, because PPO bootstraps the value there. The artificial last timestep
-PPO appends (reward 0, masked out of the loss) is left untouched.
-
-Env slots: RLlib's learner sees episode chunks, not env slots, so the env runners tag each
-episode with its slot and its order in it (:mod:`rl_bk.callbacks.env_slot`, installed by
-the config); chunks of one slot are put back in time order here
-(:func:`~rl_bk.connectors.learner.episode_chunks.by_env_slot`). An untagged episode (a
-config whose ``on_episode_start`` callback was replaced) is a slot of its own; the
-``env_slots`` metric counts the tagged slots of each batch.
-
-Windows: a potential of state t reads the states before it (the source's ``horizon``).
-RLlib cuts an episode into one chunk per train batch; the states before a chunk's first are
-kept and put in front of it (:mod:`.window_history`), and an episode's first windows are
-filled with its first state and action, as BK's buffer is (``episode_start``).
-
-Scale (``normalization``):
-
-- ``"discounted-sum-std"`` (BK's, from RND): Phi is divided by the running standard
-  deviation of its discounted running sum ``f_t = gamma * f_{t-1} + Phi(s_t)``, one sum per
-  env slot running on across episodes, over all states seen so far. No mean is removed.
-- ``"std"``: the running std of Phi itself. For a dense potential in [0, 1] this is ~40x
-  smaller than BK's divisor (with gamma 0.99), so shaping is ~40x stronger.
-- ``"none"``: Phi as the source gives it.
-
-The carried potential, BK's way (``"bk"``): BK keeps each slot's last potential of a batch,
-already divided by that batch's divisor, as the first row of the next batch
-(``intrinsic_rewards[-1:]``); it enters that batch's running sum a second time and is divided
-by the new divisor again before ``F`` of the slot's first step subtracts it. Both are kept
-here, as BK's code does them: with a divisor well above 1 the subtracted value nearly
-vanishes, and the first step of each batch in each slot earns nearly ``gamma * Phi(s_t)``.
-
-The running statistics, the carried potentials and the windows' history are not part of
-RLlib's checkpoints: after a restore they start afresh (one batch re-estimates the scale).
-
-Why ``extrinsic_coeff`` (BK: 10): BK scales the environment's reward by 10 for every bk-*
-method, which keeps the success reward the larger signal next to the shaping term.
-
-The env runners still report the environment's (extrinsic) return; this term logs the mean
-shaping term per step and per chunk, the potential's mean, and the divisor it used.
+:class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece (before GAE), which
+asks ``potential_fn`` for every state of the batch in one call and rewrites each reward to
+``extrinsic_coeff * r_t + coeff * F_t``. BK's convention (``F_t = gamma * Phi(s_t) -
+Phi(s_{t-1})`` along each env slot's stream, paid one step late), Ng et al.'s, BK's
+normaliser and its carried potential: docs/methods.md, "Potential-based shaping".
 """
 
 from __future__ import annotations
