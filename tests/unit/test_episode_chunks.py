@@ -14,6 +14,7 @@ from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
 from rl_bk.callbacks.env_slot import tag_env_slot
 from rl_bk.connectors.learner.episode_chunks import (
     EpisodeChunk,
+    Stream,
     by_env_slot,
     chunks_with_real_steps,
     in_episode_order,
@@ -136,4 +137,4 @@ def test_an_episodes_chunks_are_put_in_time_order_whatever_the_batch_order():
     add(later, [])
     chunks = [EpisodeChunk(e, 1, ep.id_) for e in (later.to_numpy(), ep.to_numpy())]
     assert in_episode_order(chunks) == [1, 0]
-    assert by_env_slot(chunks) == {"slot:1/3": [1, 0]}
+    assert by_env_slot(chunks) == {Stream("slot", "1/3"): [1, 0]}

@@ -17,7 +17,7 @@ from rl_bk.algorithms.bk_ppo.potential_shaping import (
     shaping_terms,
 )
 from rl_bk.callbacks.env_slot import tag_env_slot
-from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, by_env_slot
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, Stream, by_env_slot
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.running_stats import RunningStd
 
@@ -303,8 +303,9 @@ def test_chunks_are_put_in_time_order_per_env_slot():
     untagged = steps([9, 9], [0.0])
     chunks = [EpisodeChunk(e, 1, e.id_) for e in (second, other, untagged, first)]
     slots = by_env_slot(chunks)
-    assert slots["slot:1/3"] == [3, 0] and slots["slot:2/3"] == [1]
-    assert slots[f"episode:{untagged.id_}"] == [2]
+    assert slots[Stream("slot", "1/3")] == [3, 0] and slots[Stream("slot", "2/3")] == [1]
+    assert slots[Stream("episode", untagged.id_)] == [2]
+    assert [s.is_env_slot for s in slots] == [False, True, True]  # sorted: episode < slot
 
 
 # ------------------------------------------------------------------------------ the scale

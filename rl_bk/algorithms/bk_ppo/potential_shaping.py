@@ -16,7 +16,6 @@ import numpy as np
 
 from rl_bk.algorithms.bk_ppo.window_history import EpisodeStart, WindowHistory, extended
 from rl_bk.connectors.learner.episode_chunks import (
-    SLOT_STREAM,
     EpisodeChunk,
     by_env_slot,
     in_episode_order,
@@ -184,7 +183,7 @@ class PotentialShaping:
         added: list[np.ndarray] = [np.zeros(0)] * len(found)
         for stream, members in streams.items():
             # An env slot's stream runs on; an untagged episode's ends with the episode.
-            ended = not stream.startswith(SLOT_STREAM) and found[members[-1]].terminated
+            ended = not stream.is_env_slot and found[members[-1]].terminated
             if bk:
                 # F along the slot's whole stream, the carried potential before its first
                 # state (shaping_terms wants one potential past the last: never read in "bk").
@@ -226,7 +225,7 @@ class PotentialShaping:
                 SHAPING_RETURN_MEAN: bonus_total / len(live),
                 POTENTIAL_MEAN: float(used.mean()) / divisor,
                 POTENTIAL_DIVISOR: divisor,
-                ENV_SLOTS: float(sum(s.startswith(SLOT_STREAM) for s in streams)),
+                ENV_SLOTS: float(sum(s.is_env_slot for s in streams)),
             }
             if steps
             else {}

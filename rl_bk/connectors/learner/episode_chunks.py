@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
@@ -29,9 +29,21 @@ from rl_bk.callbacks.env_slot import ENV_SLOT, SLOT_EPISODE
 from rl_bk.connectors.learner.rllib_internals import appended_one_step, episode_id_of
 from rl_bk.knowledge.trajectory import Chunk
 
-#: How :attr:`EpisodeChunk.stream` names a tagged env slot's stream (an untagged episode's is
-#: ``"episode:<id>"``).
-SLOT_STREAM = "slot:"
+
+class Stream(NamedTuple):
+    """A stream of states that per-stream statistics run along: a tagged env slot's, which runs
+    on from episode to episode (``kind == "slot"``, ``key`` the slot), or an untagged
+    episode's, which ends with the episode (``kind == "episode"``, ``key`` its id)."""
+
+    kind: Literal["slot", "episode"]
+    key: str
+
+    @property
+    def is_env_slot(self) -> bool:
+        return self.kind == "slot"
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.key}"
 
 
 class EpisodeChunk:
@@ -55,14 +67,15 @@ class EpisodeChunk:
         return None if slot is None else str(slot)
 
     @property
-    def stream(self) -> tuple[str, int, int]:
-        """Sorts the chunks of one env slot in time order: (slot, the runner's count of
-        episodes started, the chunk's first step); an untagged episode is a slot of its own."""
+    def stream(self) -> tuple[Stream, int, int]:
+        """Sorts the chunks of one env slot in time order: (its :class:`Stream`, the runner's
+        count of episodes started, the chunk's first step); an untagged episode is a stream of
+        its own."""
         slot = self.env_slot
         if slot is None:
-            return f"episode:{self.episode_id}", 0, int(self.episode.t_started)
+            return Stream("episode", self.episode_id), 0, int(self.episode.t_started)
         order = int(self.episode.custom_data.get(SLOT_EPISODE, 0))
-        return f"{SLOT_STREAM}{slot}", order, int(self.episode.t_started)
+        return Stream("slot", slot), order, int(self.episode.t_started)
 
     @property
     def starts_episode(self) -> bool:
@@ -160,10 +173,10 @@ def chunks_with_real_steps(
     return [EpisodeChunk(ep, len(ep) - artificial, episode_id_of(ep, renamed)) for ep in chunks]
 
 
-def by_env_slot(chunks: list[EpisodeChunk]) -> dict[str, list[int]]:
-    """Indices of ``chunks`` per env slot (:attr:`EpisodeChunk.stream`), each slot's in time
+def by_env_slot(chunks: list[EpisodeChunk]) -> dict[Stream, list[int]]:
+    """Indices of ``chunks`` per stream (:attr:`EpisodeChunk.stream`), each stream's in time
     order: the order BK's per-slot rollout buffer holds them in."""
-    slots: dict[str, list[int]] = {}
+    slots: dict[Stream, list[int]] = {}
     for i in sorted(range(len(chunks)), key=lambda i: chunks[i].stream):
         slots.setdefault(chunks[i].stream[0], []).append(i)
     return slots
