@@ -99,3 +99,14 @@ def test_the_packaged_qwen_models_are_declared_with_their_digests():
     assert qwen.sha256.startswith("cc324af070c2")
     with pytest.raises(ValueError, match="unknown packaged model 'nope'"):
         pm.packaged_model_path("nope")
+
+
+def test_gemma_without_its_chunk_packages_is_one_sentence_on_what_to_install(tmp_path):
+    class GemmaWithoutChunks:  # the package installed with --no-deps: its chunks are missing
+        @staticmethod
+        def assemble(output_path, overwrite):
+            raise ModuleNotFoundError("No module named 'x_part1'", name="x_part1")
+
+    with pytest.raises(MissingDependencyError, match=r"lacks its chunk package x_part1: pip"):
+        pm._assemble_gemma(GemmaWithoutChunks, tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing half-written left behind

@@ -3,9 +3,9 @@ rewards from LLM feedback.
 
     config = (ONIPPOConfig()
               .environment("NetHack-Text-Score-v0")
-              .training(reward_type="classification", caption_key="message",
+              .training(reward_type="classification",
                         labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
-                        llm_coeff=0.4, beta=3.0, extrinsic_coeff=0.1))
+                        oni=ONISettings(caption_key="message", extrinsic_coeff=0.1)))
 
 What it wires:
 
@@ -62,132 +62,42 @@ class ONIRewardMixin:
         self.labeler: LabelerSpec = LabelerSpec()
         self.family: str | None = None
         self.motif_dir: str | None = None
-        # The task file's settings, declared once, in ONISettings.
-        defaults = ONISettings()
-        self.caption_key: str = defaults.caption_key
-        self.goal: str = defaults.goal
-        self.extrinsic_coeff: float = defaults.extrinsic_coeff
-        self.llm_coeff: float = defaults.llm_coeff
-        self.beta: float = defaults.beta
-        self.label_batch_size: int = defaults.label_batch_size
-        self.label_busy_fraction: float = defaults.label_busy_fraction
-        self.min_examples: int = defaults.min_examples
-        self.classification_threshold: float = defaults.classification_threshold
-        self.ranking_threshold: float = defaults.ranking_threshold
-        self.ranking_quantile: float | None = defaults.ranking_quantile
-        self.motif_quantile: float | None = defaults.motif_quantile
-        self.cosine_threshold: float = defaults.cosine_threshold
-        self.pairs_per_batch: int = defaults.pairs_per_batch
-        self.reward_model_steps: int = defaults.reward_model_steps
-        self.reward_model_batch_size: int = defaults.reward_model_batch_size
-        self.reward_model_lr: float = defaults.reward_model_lr
-        self.reward_model_full_until: int = defaults.reward_model_full_until
-        self.reward_model_in_background: bool = defaults.reward_model_in_background
+        self.oni: ONISettings = ONISettings()  # the task file's oni: section, whole
 
     @override(AlgorithmConfig)
     def training(
         self,
         *,
+        oni: ONISettings = NotProvided,
         reward_type: str = NotProvided,
         labeler: LabelerSpec = NotProvided,
-        caption_key: str = NotProvided,
         family: str | None = NotProvided,
-        goal: str = NotProvided,
-        extrinsic_coeff: float = NotProvided,
-        llm_coeff: float = NotProvided,
-        beta: float = NotProvided,
-        label_batch_size: int = NotProvided,
-        label_busy_fraction: float = NotProvided,
-        min_examples: int = NotProvided,
-        classification_threshold: float = NotProvided,
-        ranking_threshold: float = NotProvided,
-        ranking_quantile: float | None = NotProvided,
-        cosine_threshold: float = NotProvided,
-        pairs_per_batch: int = NotProvided,
         motif_dir: str | None = NotProvided,
-        motif_quantile: float | None = NotProvided,
-        reward_model_lr: float = NotProvided,
-        reward_model_batch_size: int = NotProvided,
-        reward_model_steps: int = NotProvided,
-        reward_model_full_until: int = NotProvided,
-        reward_model_in_background: bool = NotProvided,
         **kwargs: Any,
     ) -> ONIPPOConfig:
         """
         Args:
+            oni: ONI's settings (:class:`~rl_bk.algorithms.oni_ppo.settings.ONISettings`,
+                each field's meaning there); any of its fields may also be given by name
+                (``training(llm_coeff=0.2)``: a sweep's values), and replaces that field.
             reward_type: none | retrieval | classification | ranking | motif | cosine-bow.
             labeler: which LLM labels captions online (LabelerSpec; oracle by default).
-            caption_key: the info key holding a step's caption ("message" on NetHack).
             family: the env family, so labels are constrained to its vocabulary.
-            goal: the task in words: the labeller's criterion and cosine-BoW's target.
-            extrinsic_coeff, llm_coeff, beta: r = ext * r_env + llm * r_int * N ** -beta.
-            label_batch_size: captions (or pairs) per labeler call.
-            label_busy_fraction: the largest share of wall time a labeler computing on this
-                machine (LabelerSpec.computes_here: the embedded llama.cpp model) may spend
-                labelling; it rests in between. 1 = label flat out. A remote labeler is
-                never held back.
-            min_examples: labelled examples before a reward model's output is paid.
-            classification_threshold: p(helpful) above which classification pays 1.
-            ranking_threshold: the normalised ranking reward is kept above this value.
-            ranking_quantile: instead, keep it above this quantile of the batch's values.
-            cosine_threshold: cosine-BoW similarity kept above this value.
-            pairs_per_batch: caption pairs queued per batch for ranking labels.
             motif_dir: the offline Motif reward model (reward_type="motif").
-            motif_quantile: Motif's threshold, a quantile of the normalised reward over its
-                dataset (Motif's README: 0.5; 0.05 to 0.95 in steps of 0.05); None: use
-                ``ranking_threshold``.
-            reward_model_lr, reward_model_batch_size, reward_model_steps,
-            reward_model_full_until: fitting the online model (see the learner).
-            reward_model_in_background: fit in a thread beside training (default) or in
-                place after each update, as ONI.
         """
+        fields = ONISettings.take_fields(kwargs)
         super().training(**kwargs)
+        if oni is not NotProvided:
+            self.oni = oni
+        self.oni = self.oni.updated(fields)
         if reward_type is not NotProvided:
             self.reward_type = reward_type
         if labeler is not NotProvided:
             self.labeler = labeler
-        if caption_key is not NotProvided:
-            self.caption_key = caption_key
         if family is not NotProvided:
             self.family = family
-        if goal is not NotProvided:
-            self.goal = goal
-        if extrinsic_coeff is not NotProvided:
-            self.extrinsic_coeff = extrinsic_coeff
-        if llm_coeff is not NotProvided:
-            self.llm_coeff = llm_coeff
-        if beta is not NotProvided:
-            self.beta = beta
-        if label_batch_size is not NotProvided:
-            self.label_batch_size = label_batch_size
-        if label_busy_fraction is not NotProvided:
-            self.label_busy_fraction = label_busy_fraction
-        if min_examples is not NotProvided:
-            self.min_examples = min_examples
-        if classification_threshold is not NotProvided:
-            self.classification_threshold = classification_threshold
-        if ranking_threshold is not NotProvided:
-            self.ranking_threshold = ranking_threshold
-        if ranking_quantile is not NotProvided:
-            self.ranking_quantile = ranking_quantile
-        if cosine_threshold is not NotProvided:
-            self.cosine_threshold = cosine_threshold
-        if pairs_per_batch is not NotProvided:
-            self.pairs_per_batch = pairs_per_batch
         if motif_dir is not NotProvided:
             self.motif_dir = motif_dir
-        if motif_quantile is not NotProvided:
-            self.motif_quantile = motif_quantile
-        if reward_model_lr is not NotProvided:
-            self.reward_model_lr = reward_model_lr
-        if reward_model_batch_size is not NotProvided:
-            self.reward_model_batch_size = reward_model_batch_size
-        if reward_model_steps is not NotProvided:
-            self.reward_model_steps = reward_model_steps
-        if reward_model_full_until is not NotProvided:
-            self.reward_model_full_until = reward_model_full_until
-        if reward_model_in_background is not NotProvided:
-            self.reward_model_in_background = reward_model_in_background
         return self
 
     @override(AlgorithmConfig)
@@ -211,14 +121,6 @@ class ONIRewardMixin:
             self._value_error(
                 "ONI's online reward model lives on one learner; use num_learners <= 1"
             )
-        if not 0.0 < self.label_busy_fraction <= 1.0:
-            self._value_error(
-                f"label_busy_fraction is a share of wall time in (0, 1], got "
-                f"{self.label_busy_fraction}"
-            )
-        for name in ("llm_coeff", "beta", "extrinsic_coeff"):
-            if getattr(self, name) < 0:
-                self._value_error(f"{name} must be >= 0, got {getattr(self, name)}")
 
     @override(AlgorithmConfig)
     def get_multi_rl_module_spec(
@@ -255,28 +157,16 @@ class ONIRewardMixin:
         reward_fn = OnlineIntrinsicReward(
             reward_type=self.reward_type,
             labeler=self.labeler,
-            caption_key=self.caption_key,
             family=self.family,
-            goal=self.goal,
-            llm_coeff=self.llm_coeff,
-            beta=self.beta,
-            label_batch_size=self.label_batch_size,
-            label_busy_fraction=self.label_busy_fraction,
-            min_examples=self.min_examples,
-            classification_threshold=self.classification_threshold,
-            ranking_threshold=self.ranking_threshold,
-            ranking_quantile=self.ranking_quantile,
-            cosine_threshold=self.cosine_threshold,
-            pairs_per_batch=self.pairs_per_batch,
             motif_dir=self.motif_dir,
-            motif_quantile=self.motif_quantile,
             seed=self.seed or 0,
+            settings=self.oni,
         )
         # Right after the artificial-step piece: rewritten before GAE or V-trace reads them.
         add_reward_rewrite(
             pipeline,
             RewriteRewards(
-                terms=[IntrinsicReward(reward_fn)], extrinsic_coeff=self.extrinsic_coeff
+                terms=[IntrinsicReward(reward_fn)], extrinsic_coeff=self.oni.extrinsic_coeff
             ),
         )
         return pipeline

@@ -49,6 +49,7 @@ from rl_bk.algorithms.oni_ppo.caption_models.ranking import (
     thresholded_reward,
 )
 from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
+from rl_bk.algorithms.oni_ppo.settings import ONISettings
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.labeling.queue import AsyncLabelQueue
@@ -68,23 +69,14 @@ class OnlineIntrinsicReward:
         *,
         reward_type: str,
         labeler: LabelerSpec | None = None,
-        caption_key: str = "caption",
         family: str | None = None,
-        goal: str = "make progress in the game",
-        llm_coeff: float = 0.4,
-        beta: float = 3.0,
-        label_batch_size: int = 32,
-        label_busy_fraction: float = 1.0,
-        min_examples: int = 32,
-        classification_threshold: float = 0.5,
-        ranking_threshold: float = -0.5,
-        ranking_quantile: float | None = None,
-        cosine_threshold: float = 0.5,
-        pairs_per_batch: int = 10,
         motif_dir: str | None = None,
-        motif_quantile: float | None = 0.5,
         seed: int = 0,
+        settings: ONISettings | None = None,
+        **overrides: Any,
     ):
+        """``settings``: ONI's settings (the task file's ``oni:`` section), with ``overrides``
+        (any of its fields) in place; the rest says which reward and where its parts are."""
         if reward_type not in REWARD_TYPES:
             raise ValueError(
                 f"unknown ONI reward type {reward_type!r}; valid: {', '.join(REWARD_TYPES)}"
@@ -96,18 +88,15 @@ class OnlineIntrinsicReward:
                 "reward type 'motif' needs motif_dir: a reward model trained "
                 "offline (rl-bk knowledge build --kinds motif)"
             )
-        self.reward_type, self.labeler, self.caption_key = reward_type, labeler, caption_key
-        self.family, self.goal = family, goal
-        self.llm_coeff, self.beta = llm_coeff, beta
-        self.label_batch_size, self.min_examples = label_batch_size, min_examples
+        self.settings = (settings or ONISettings()).updated(overrides)
+        self.reward_type, self.labeler = reward_type, labeler
+        self.family, self.motif_dir = family, motif_dir
         # Only a labeler computing on training's CPUs is held back; a server's time is free.
         self.label_busy_fraction = (
-            label_busy_fraction if labeler is not None and labeler.computes_here else 1.0
+            self.settings.label_busy_fraction
+            if labeler is not None and labeler.computes_here
+            else 1.0
         )
-        self.classification_threshold = classification_threshold
-        self.ranking_threshold, self.ranking_quantile = ranking_threshold, ranking_quantile
-        self.cosine_threshold, self.pairs_per_batch = cosine_threshold, pairs_per_batch
-        self.motif_dir, self.motif_quantile = motif_dir, motif_quantile
         self._rng = random.Random(seed)
         self._counts = EpisodeCounts()
         self._queue: AsyncLabelQueue | None = None
@@ -133,11 +122,11 @@ class OnlineIntrinsicReward:
                     lambda pair: PreferenceRequest(
                         segment_a=[pair[0]],
                         segment_b=[pair[1]],
-                        criteria=self.goal,
+                        criteria=self.settings.goal,
                         env=self.family,
                     ),
                     lambda label: preference_target(label.choice),
-                    batch_size=self.label_batch_size,
+                    batch_size=self.settings.label_batch_size,
                     max_busy_fraction=self.label_busy_fraction,
                 )
             else:
@@ -145,10 +134,10 @@ class OnlineIntrinsicReward:
                     self.labeler.build,
                     "helpful",  # type: ignore[union-attr]
                     lambda caption: HelpfulRequest(
-                        caption=caption, task=self.goal, env=self.family
+                        caption=caption, task=self.settings.goal, env=self.family
                     ),
                     lambda label: 1.0 if label.helpful else 0.0,
-                    batch_size=self.label_batch_size,
+                    batch_size=self.settings.label_batch_size,
                     max_busy_fraction=self.label_busy_fraction,
                 )
         return self._queue
@@ -161,7 +150,8 @@ class OnlineIntrinsicReward:
     # --------------------------------------------------------------------------- rewards
     def __call__(self, pieces: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
         captions = [
-            [str(i.get(self.caption_key) or "").strip() for i in p.infos[1:]] for p in pieces
+            [str(i.get(self.settings.caption_key) or "").strip() for i in p.infos[1:]]
+            for p in pieces
         ]
         distinct = list(dict.fromkeys(c for cs in captions for c in cs if c))
         model = None
@@ -174,7 +164,7 @@ class OnlineIntrinsicReward:
         for piece, cs in zip(pieces, captions):
             counts = self._episode_counts(piece, cs)
             r_int = np.array([value.get(c, 0.0) if c else 0.0 for c in cs], np.float64)
-            out.append(self.llm_coeff * r_int * counts ** (-self.beta))
+            out.append(self.settings.llm_coeff * r_int * counts ** (-self.settings.beta))
             if piece.ends_episode:
                 self._counts.forget(piece.episode_id)
             s = self._stats
@@ -203,8 +193,11 @@ class OnlineIntrinsicReward:
                     self._pool.append(c)
                 else:
                     self._pool[self._rng.randrange(MAX_CAPTION_POOL)] = c
-            if len(self._pool) >= 2 and q.pending < 2 * self.label_batch_size:
-                q.ask(tuple(self._rng.sample(self._pool, 2)) for _ in range(self.pairs_per_batch))
+            if len(self._pool) >= 2 and q.pending < 2 * self.settings.label_batch_size:
+                q.ask(
+                    tuple(self._rng.sample(self._pool, 2))
+                    for _ in range(self.settings.pairs_per_batch)
+                )
         else:
             q.ask(distinct)
         new = q.take_new()
@@ -222,13 +215,15 @@ class OnlineIntrinsicReward:
             if self._bow is None:
                 from rl_bk.algorithms.oni_ppo.caption_models.cosine_bow import CosineBoWReward
 
-                self._bow = CosineBoWReward(self.goal, self.cosine_threshold)
+                self._bow = CosineBoWReward(self.settings.goal, self.settings.cosine_threshold)
             return dict(zip(distinct, self._bow.rewards(distinct).astype(np.float64)))
         if t == "classification":
-            if not model.ready(self.min_examples):
+            if not model.ready(self.settings.min_examples):
                 return {}
             p = model.score(distinct)
-            return dict(zip(distinct, (p > self.classification_threshold).astype(np.float64)))
+            return dict(
+                zip(distinct, (p > self.settings.classification_threshold).astype(np.float64))
+            )
         # ranking and motif: normalised, thresholded Bradley-Terry rewards
         if t == "motif":
             if self._motif is None:
@@ -238,17 +233,17 @@ class OnlineIntrinsicReward:
             raw = dict(zip(distinct, self._motif.score(distinct)))
             mean, std = self._motif.mean, self._motif.std
         else:
-            if not model.ready(self.min_examples):
+            if not model.ready(self.settings.min_examples):
                 return {}
             raw = dict(zip(distinct, model.score(distinct)))
             self._rms.update(np.array([raw[c] for cs in captions for c in cs if c]))
             mean, std = float(self._rms.mean), float(self._rms.std)
         values = np.array([raw[c] for c in distinct])
-        threshold = self.ranking_threshold
-        if t == "motif" and self.motif_quantile is not None:  # Motif: a dataset quantile
-            threshold = self._motif.threshold_at(self.motif_quantile)
-        elif self.ranking_quantile is not None:
-            threshold = quantile_threshold((values - mean) / std, self.ranking_quantile)
+        threshold = self.settings.ranking_threshold
+        if t == "motif" and self.settings.motif_quantile is not None:  # Motif: a dataset quantile
+            threshold = self._motif.threshold_at(self.settings.motif_quantile)
+        elif self.settings.ranking_quantile is not None:
+            threshold = quantile_threshold((values - mean) / std, self.settings.ranking_quantile)
         return dict(zip(distinct, thresholded_reward(values, mean, std, threshold)))
 
     # --------------------------------------------------------------------------- metrics

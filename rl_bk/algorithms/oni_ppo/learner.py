@@ -63,7 +63,7 @@ class OnlineRewardModelFitting:
         if ONI_MODULE_ID in self.module.keys():
             net = self.module[ONI_MODULE_ID].unwrapped().net
             self._reward_optimizer = torch.optim.Adam(
-                net.parameters(), lr=self.config.reward_model_lr
+                net.parameters(), lr=self.config.oni.reward_model_lr
             )
 
     @override(Learner)
@@ -81,7 +81,7 @@ class OnlineRewardModelFitting:
         n = model.num_examples
         if n == 0:
             return
-        c = self.config
+        c = self.config.oni
         many = model.new_examples > 0 and n < c.reward_model_full_until
         steps = c.reward_model_steps if many else 1
         model.new_examples = 0
@@ -103,7 +103,7 @@ class OnlineRewardModelFitting:
     def _fit_reward_model(self, model: Any, keys: list, values: list, steps: int) -> None:
         """``steps`` gradient steps on random minibatches of the examples (touches only
         ``model.net`` and its optimiser: safe beside training)."""
-        size = min(self.config.reward_model_batch_size, len(keys))
+        size = min(self.config.oni.reward_model_batch_size, len(keys))
         model.net.train()
         losses, accuracies = [], []
         for _ in range(steps):

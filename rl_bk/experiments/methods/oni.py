@@ -62,7 +62,7 @@ def _oni(reward_type: str) -> BuildFn:
             "reward_type": reward_type,
             "family": family_of(task.env),
             "labeler": labeler,
-            **task.oni.model_dump(),
+            "oni": task.oni,  # whole; a swept field (in training) replaces its value
         }
         if reward_type == "motif":
             online["motif_dir"] = str(MOTIF.built(task, backend))

