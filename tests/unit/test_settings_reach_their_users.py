@@ -1,11 +1,12 @@
 """Every setting of a method's section reaches the object that uses it: a value given in the
 task file (or swept) is the value the running part reads, with nothing copied by hand in
-between. ONI's section, which its config takes whole."""
+between. ONI's and ELLM's sections, which their configs take whole."""
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
+from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
 from rl_bk.algorithms.oni_ppo.settings import ONISettings
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.experiments.methods import get_method
@@ -48,3 +49,30 @@ def test_a_swept_value_replaces_the_files_and_is_checked_as_it_would_be():
     assert config.oni.llm_coeff == 0.1 and config.oni.beta == task.oni.beta
     with pytest.raises(ValueError, match="llm_coeff"):
         get_method("oni-cosine-bow").build(task, 0, {"llm_coeff": -1.0})
+
+
+@pytest.mark.parametrize("field", sorted(set(ELLMSettings.model_fields) - {"goal_conditioned"}))
+def test_every_ellm_setting_reaches_the_reward_it_shapes(field):
+    task = load_task("crafter-text-ellm")
+    value = changed_value(field, getattr(task.ellm, field))
+    if field == "threshold":
+        value = 0.7
+    task = task.model_copy(update={"ellm": task.ellm.updated({field: value})})
+    config = get_method("ellm-novelty").build(task, 0, {})
+    assert getattr(config.ellm, field) == value
+    pipeline = config.build_learner_connector(OBS, ACTIONS)
+    rewrite = next(c for c in pipeline.connectors if isinstance(c, RewriteRewards))
+    assert getattr(rewrite.terms[0].reward_fn.settings, field) == value
+    assert rewrite.extrinsic_coeff == task.ellm.extrinsic_coeff
+
+
+def test_ellm_goal_conditioning_reaches_the_env_it_wraps():
+    task = load_task("crafter-text-ellm")
+    task = task.model_copy(update={"ellm": task.ellm.updated({"goal_conditioned": True})})
+    conditioned = get_method("ellm").build(task, 0, {"backend": "oracle"})
+    plain = get_method("ellm").build(
+        task.model_copy(update={"ellm": task.ellm.updated({"goal_conditioned": False})}),
+        0,
+        {"backend": "oracle"},
+    )
+    assert conditioned.env != plain.env == task.env

@@ -46,70 +46,39 @@ class ELLMRewardMixin:
         self.suggester: str = "llm"
         self.labeler: LabelerSpec = LabelerSpec()
         self.family: str | None = None
-        # The task file's settings, declared once (its goal_conditioned wraps the env instead).
-        defaults = ELLMSettings()
-        self.ellm_coeff: float = defaults.ellm_coeff
-        self.extrinsic_coeff: float = defaults.extrinsic_coeff
-        self.threshold: float | None = defaults.threshold
-        self.max_goals: int | None = defaults.max_goals
-        self.include_mission: bool = defaults.include_mission
-        self.label_batch_size: int = defaults.label_batch_size
-        self.label_timeout_s: float = defaults.label_timeout_s
+        self.ellm: ELLMSettings = ELLMSettings()  # the task file's ellm: section, whole
 
     @override(AlgorithmConfig)
     def training(
         self,
         *,
+        ellm: ELLMSettings = NotProvided,
         suggester: str = NotProvided,
         labeler: LabelerSpec = NotProvided,
         family: str | None = NotProvided,
-        ellm_coeff: float = NotProvided,
-        extrinsic_coeff: float = NotProvided,
-        threshold: float | None = NotProvided,
-        max_goals: int | None = NotProvided,
-        include_mission: bool = NotProvided,
-        label_batch_size: int = NotProvided,
-        label_timeout_s: float = NotProvided,
         **kwargs: Any,
     ) -> ELLMPPOConfig:
         """
         Args:
+            ellm: ELLM's settings (:class:`~rl_bk.algorithms.ellm_ppo.settings.ELLMSettings`,
+                each field's meaning there); any of its fields may also be given by name
+                (``training(ellm_coeff=0.5)``: a sweep's values), and replaces that field.
             suggester: "llm" (the labeler's goals; the oracle backend is ELLM's oracle) or
                 "novelty" (every goal of the vocabulary).
             labeler: who suggests goals (LabelerSpec; oracle by default).
             family: the env family ("crafter", "babyai"): its goal vocabulary.
-            ellm_coeff, extrinsic_coeff: r = extrinsic_coeff * r_env + ellm_coeff * r_ellm.
-            threshold: cosine similarity a match must exceed (None: GoalMatcher's default).
-            max_goals: suggestions asked per caption; None: every feasible goal from the
-                oracle (ELLM's oracle), 5 from an LLM.
-            include_mission: send the env's mission with each caption.
-            label_batch_size: captions per labeler call (small, 4: the batch waits for the
-                labeler, and an LLM answers a whole call at once; with 16, SmolLM2 at ~1
-                caption/s here finished no current caption within a 20 s wait).
-            label_timeout_s: how long a train batch may wait for its suggestions (0: never;
-                steps without suggestions pay 0).
         """
+        fields = ELLMSettings.take_fields(kwargs)
         super().training(**kwargs)
+        if ellm is not NotProvided:
+            self.ellm = ellm
+        self.ellm = self.ellm.updated(fields)
         if suggester is not NotProvided:
             self.suggester = suggester
         if labeler is not NotProvided:
             self.labeler = labeler
         if family is not NotProvided:
             self.family = family
-        if ellm_coeff is not NotProvided:
-            self.ellm_coeff = ellm_coeff
-        if extrinsic_coeff is not NotProvided:
-            self.extrinsic_coeff = extrinsic_coeff
-        if threshold is not NotProvided:
-            self.threshold = threshold
-        if max_goals is not NotProvided:
-            self.max_goals = max_goals
-        if include_mission is not NotProvided:
-            self.include_mission = include_mission
-        if label_batch_size is not NotProvided:
-            self.label_batch_size = label_batch_size
-        if label_timeout_s is not NotProvided:
-            self.label_timeout_s = label_timeout_s
         return self
 
     @override(AlgorithmConfig)
@@ -133,20 +102,12 @@ class ELLMRewardMixin:
             input_observation_space, input_action_space, device
         )
         reward_fn = ELLMIntrinsicReward(
-            suggester=self.suggester,
-            labeler=self.labeler,
-            family=self.family,
-            ellm_coeff=self.ellm_coeff,
-            threshold=self.threshold,
-            max_goals=self.max_goals,
-            include_mission=self.include_mission,
-            label_batch_size=self.label_batch_size,
-            label_timeout_s=self.label_timeout_s,
+            suggester=self.suggester, labeler=self.labeler, family=self.family, settings=self.ellm
         )
         add_reward_rewrite(
             pipeline,
             RewriteRewards(
-                terms=[IntrinsicReward(reward_fn)], extrinsic_coeff=self.extrinsic_coeff
+                terms=[IntrinsicReward(reward_fn)], extrinsic_coeff=self.ellm.extrinsic_coeff
             ),
         )
         return pipeline

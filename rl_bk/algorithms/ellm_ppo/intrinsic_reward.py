@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from rl_bk.algorithms.ellm_ppo.goal_matching import EpisodePiece, GoalMatcher
+from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
 from rl_bk.algorithms.ellm_ppo.vocabulary import goal_synonyms, novelty_goals
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 from rl_bk.labeling.labeler import LabelerSpec
@@ -58,30 +59,28 @@ class ELLMIntrinsicReward:
         suggester: str = "llm",
         labeler: LabelerSpec | None = None,
         family: str,
-        ellm_coeff: float = 1.0,
-        threshold: float | None = None,
-        max_goals: int | None = None,
-        include_mission: bool = False,
-        label_batch_size: int = 4,
-        label_timeout_s: float = 120.0,
+        settings: ELLMSettings | None = None,
+        **overrides: Any,
     ):
+        """``settings``: ELLM's settings (the task file's ``ellm:`` section), with
+        ``overrides`` (any of its fields) in place."""
         if suggester not in SUGGESTERS:
             raise ValueError(
                 f"unknown ELLM suggester {suggester!r}; valid: {', '.join(SUGGESTERS)}"
             )
         if suggester == "llm" and labeler is None:
             raise ValueError("the 'llm' suggester needs a labeler (LabelerSpec)")
+        self.settings = (settings or ELLMSettings()).updated(overrides)
         self.suggester, self.labeler, self.family = suggester, labeler, family
-        self.ellm_coeff, self.max_goals = ellm_coeff, resolve_max_goals(max_goals, labeler)
-        self.include_mission, self.label_batch_size = include_mission, label_batch_size
+        self.max_goals = resolve_max_goals(self.settings.max_goals, labeler)
         synonyms = goal_synonyms(family)
+        threshold = self.settings.threshold
         self.matcher = (
             GoalMatcher(synonyms=synonyms)
             if threshold is None
             else GoalMatcher(threshold=threshold, synonyms=synonyms)
         )
         self._all_goals = list(novelty_goals(family)) if suggester == "novelty" else []
-        self.label_timeout_s = label_timeout_s
         self._queue: AsyncLabelQueue | None = None
         self._waited = 0.0
 
@@ -97,7 +96,7 @@ class ELLMIntrinsicReward:
                     caption=key[0], mission=key[1], env=self.family, max_goals=self.max_goals
                 ),
                 lambda label: list(label.goals),
-                batch_size=self.label_batch_size,
+                batch_size=self.settings.label_batch_size,
             )
         return self._queue
 
@@ -107,7 +106,7 @@ class ELLMIntrinsicReward:
         return state
 
     def _key(self, info: dict) -> tuple[str, str | None]:
-        mission = info.get("mission") if self.include_mission else None
+        mission = info.get("mission") if self.settings.include_mission else None
         return str(info.get("caption") or "").strip(), (str(mission) if mission else None)
 
     def __call__(self, pieces: Sequence[EpisodeChunk], rl_module: Any) -> list[np.ndarray]:
@@ -123,7 +122,7 @@ class ELLMIntrinsicReward:
                 for p, s, a in zip(pieces, suggestions, achieved)
             ]
         )
-        return [self.ellm_coeff * np.asarray(r, np.float64) for r in matched]
+        return [self.settings.ellm_coeff * np.asarray(r, np.float64) for r in matched]
 
     def _suggestions(
         self, keys: list[list[tuple]], achieved: list[list[list[str]]]
@@ -139,9 +138,9 @@ class ELLMIntrinsicReward:
         )
         if needed:
             q.ask(needed)
-            if self.label_timeout_s > 0:
+            if self.settings.label_timeout_s > 0:
                 started = time.perf_counter()
-                q.wait_for(needed, self.label_timeout_s)
+                q.wait_for(needed, self.settings.label_timeout_s)
                 self._waited += time.perf_counter() - started
         return [[q.get(k) if a else [] for k, a in zip(ks, acs)] for ks, acs in zip(keys, achieved)]
 

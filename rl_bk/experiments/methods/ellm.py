@@ -22,17 +22,18 @@ def _ellm(suggester: str) -> BuildFn:
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
         from rl_bk.algorithms.ellm_ppo import ELLMAPPOConfig, ELLMPPOConfig
+        from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
         from rl_bk.experiments.ppo_config import base_config
 
-        settings = {**task.ellm.model_dump(), **training_params(params)}
-        conditioned = settings.pop("goal_conditioned")
+        training = training_params(params)
+        settings = task.ellm.updated(ELLMSettings.take_fields(training))
         family = family_of(task.env)
         labeler = labeler_for(task, params.get("backend"), online=True)
-        online = {"suggester": suggester, "family": family, "labeler": labeler}
+        online = {"suggester": suggester, "family": family, "labeler": labeler, "ellm": settings}
         config = base_config(
             task,
             seed,
-            {**online, **settings},
+            {**online, **training},
             algorithm=algorithm_of(task, params),
             ppo=ELLMPPOConfig,
             appo=ELLMAPPOConfig,
@@ -40,11 +41,11 @@ def _ellm(suggester: str) -> BuildFn:
         )
         # The policy sees the embedded suggestions (ELLM's goal-conditioning); the novelty
         # baseline suggests everything, so its policy stays unconditioned.
-        if conditioned and suggester == "llm":
+        if settings.goal_conditioned and suggester == "llm":
             from rl_bk.algorithms.ellm_ppo.goal_observation import register_goal_conditioned_env
             from rl_bk.algorithms.ellm_ppo.intrinsic_reward import resolve_max_goals
 
-            max_goals = resolve_max_goals(settings["max_goals"], labeler)
+            max_goals = resolve_max_goals(settings.max_goals, labeler)
             env = register_goal_conditioned_env(task.env, labeler, family, max_goals)
             config.environment(env, env_config=dict(task.env_config))
         return config
