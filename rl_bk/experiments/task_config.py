@@ -55,11 +55,12 @@ class PPOParams(_Strict):
     never binds.
     """
 
-    lr: float = 3e-4
+    #: a value, or RLlib's schedule ``[[0, value], [env_steps, value], ...]`` (a sweep's too)
+    lr: float | list[tuple[int, float]] = 3e-4
     gamma: float = 0.99
     lambda_: float = 0.95
     clip_param: float = 0.2
-    entropy_coeff: float = 0.01
+    entropy_coeff: float | list[tuple[int, float]] = 0.01
     vf_loss_coeff: float = 0.5
     grad_clip: float | None = 0.5
     use_kl_loss: bool = False
