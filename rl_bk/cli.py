@@ -208,11 +208,10 @@ def knowledge_main(args: argparse.Namespace) -> int:
     from rl_bk.experiments import knowledge_pipeline as pipeline
     from rl_bk.experiments.task_config import load_task
 
-    if args.knowledge_dir:
-        import os
+    from rl_bk.experiments.run import with_knowledge_dir
 
-        os.environ["RLBK_KNOWLEDGE_DIR"] = str(Path(args.knowledge_dir).resolve())
-    task = load_task(args.task, smoke=args.smoke)
+    # the same root the trials resolve, so they find what this builds
+    task = with_knowledge_dir(load_task(args.task, smoke=args.smoke), args.knowledge_dir)
     if args.goal_aware:
         from rl_bk.experiments.methods import knowledge_task
 

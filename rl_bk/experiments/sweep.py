@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
 from ray import tune
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -21,7 +22,7 @@ from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 from rl_bk.experiments.methods import KNOWLEDGE_METHODS, LABELLING_METHODS, get_method
 from rl_bk.experiments.methods.base import ALGORITHM_PARAM
-from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig
+from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig, TaskConfigError
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,6 @@ def check_sweep_values(
     is a field of the method's settings section (or of ``ppo:``) is validated by that
     section's model with the value in place (a negative coefficient fails here, in one line,
     not in a trial)."""
-    from pydantic import ValidationError
-
-    from rl_bk.experiments.task_config import TaskConfigError
-
     models = [getattr(task, name) for name in (section, "ppo") if name]
     for key, values in grid.items():
         model = next((m for m in models if key in type(m).model_fields), None)

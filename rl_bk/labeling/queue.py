@@ -39,6 +39,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
 from rl_bk.labeling.labeler import Labeler
@@ -178,8 +179,6 @@ class AsyncLabelQueue:
         labels: median and 90th percentile (absent before the first label)."""
         if not self.latencies:
             return {}
-        import numpy as np
-
         p50, p90 = np.percentile(np.fromiter(self.latencies, float), [50, 90])
         return {"label_latency_s_p50": float(p50), "label_latency_s_p90": float(p90)}
 
