@@ -100,8 +100,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _list() -> str:
     import env_registry
-    from rl_bk.experiments.methods import METHODS
     from rl_bk.experiments.task_config import available_tasks, load_task
+    from rl_bk.methods.registry import METHODS
 
     lines = ["tasks (tune_configs/):"]
     for name in available_tasks():
@@ -144,7 +144,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from env_registry.errors import MissingDependencyError, UnknownEnvError
     from rl_bk.experiments.artifacts import KnowledgeMissingError
-    from rl_bk.experiments.methods import UnknownMethodError, get_method
     from rl_bk.experiments.run import (
         ResourceError,
         RunOptions,
@@ -153,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         run_experiment,
     )
     from rl_bk.experiments.task_config import TaskConfigError, available_tasks, load_task
+    from rl_bk.methods.registry import UnknownMethodError, get_method
 
     if args.list:
         print(_list())

@@ -67,8 +67,8 @@ def main() -> int:
 
     import env_registry
     from bench.paired_rounds import ratio_rows, ratio_table, run_facts, train_in_rounds
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.registry import get_method
 
     # A fresh label store: labels from an earlier run would make the LLM's work look free.
     os.environ["RLBK_LABEL_STORE"] = str(Path(tempfile.mkdtemp()) / "labels.sqlite3")

@@ -613,9 +613,9 @@ def rl_path_values(
     import numpy as np
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-    from rl_bk.algorithms.bk_ppo.code.potential import CodePotential
-    from rl_bk.algorithms.bk_ppo.potential_shaping import PotentialShaping
     from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
+    from rl_bk.methods.bk.code.potential import CodePotential
+    from rl_bk.methods.bk.potential_shaping import PotentialShaping
 
     shaping = PotentialShaping(
         potential_fn=CodePotential(potential, family="babyai", horizon=horizon),

@@ -303,9 +303,9 @@ def ppo_throughput(iterations: int, setups: list[PPOSetup]) -> dict[str, dict]:
     """PPO env steps/s for each setup, and where an iteration's wall time goes."""
     import ray
 
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.ppo_config import learner_threads
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.registry import get_method
 
     ray.init(
         address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
@@ -363,8 +363,8 @@ def timed_variant(
     """``task`` built by the ``ppo`` method on ``algorithm`` (evaluation off, ``training``
     overrides applied; with ``rllib_learner_thread``, RLlib's own APPO learner, whose thread
     polls its buffer), timed by :func:`timed_run`; the run and its layout in words."""
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.ppo_config import learner_threads
+    from rl_bk.methods.registry import get_method
 
     config = get_method("ppo").build(task.model_copy(update={"algorithm": algorithm}), 0, {})
     config.evaluation(evaluation_interval=None)

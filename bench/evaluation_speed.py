@@ -30,8 +30,8 @@ TASK = "babyai-gotolocal-redball-s20"
 
 
 def _algo(lockstep: bool, train_iterations: int):
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.registry import get_method
 
     task = load_task(TASK)
     evaluation = task.evaluation.model_copy(update={"lockstep": lockstep})

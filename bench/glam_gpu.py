@@ -83,8 +83,8 @@ def run_variant(precision: str, args: argparse.Namespace) -> dict:
 
     import env_registry
     from rl_bk.experiments import run as run_module
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.registry import get_method
 
     if args.allocator is not None:
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = args.allocator

@@ -103,7 +103,7 @@ class CachedScorer:
         import torch
         from ray.rllib.core.columns import Columns
 
-        from rl_bk.algorithms.glam_ppo.prompt_observation import encode_prompt
+        from rl_bk.methods.glam.prompt_observation import encode_prompt
 
         new = sorted({p for p in prompts if p not in self.cache}, key=len)
         started = time.perf_counter()
@@ -214,8 +214,8 @@ def weight_sync(
     from ray.rllib.core.columns import Columns
     from ray.rllib.core.rl_module.torch import TorchRLModule
 
-    from rl_bk.algorithms.glam_ppo.prompt_observation import encode_prompt
-    from rl_bk.algorithms.glam_ppo.rl_module import GLAMTorchRLModule
+    from rl_bk.methods.glam.prompt_observation import encode_prompt
+    from rl_bk.methods.glam.rl_module import GLAMTorchRLModule
 
     def build(inference_only: bool) -> GLAMTorchRLModule:
         return GLAMTorchRLModule(
@@ -292,9 +292,9 @@ def main() -> int:
     import env_registry
     from bench.paired_rounds import run_facts
     from bench.study import write_keeping_reading
-    from rl_bk.algorithms.glam_ppo.prompt_observation import GLAMPromptObservation
-    from rl_bk.algorithms.glam_ppo.rl_module import GLAMTorchRLModule
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.glam.prompt_observation import GLAMPromptObservation
+    from rl_bk.methods.glam.rl_module import GLAMTorchRLModule
 
     torch.manual_seed(0)
     facts = run_facts("-m bench.glam_prior")

@@ -31,8 +31,8 @@ TASK = "babyai-gotolocal-redball-s20"
 
 
 def run_variant(method: str, num_gpus: float, iterations: int) -> dict:
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.registry import get_method
 
     task = load_task(TASK)
     task = task.model_copy(

@@ -60,9 +60,9 @@ def _random_episodes(env_id: str, episodes: int, steps: int, seed: int):
 
 def preference_probe(n: int, seed: int = SEED):
     from env_registry.babyai import oracle
-    from rl_bk.algorithms.bk_ppo.preference.training import GENERIC_CRITERIA
     from rl_bk.knowledge.trajectory import step_text
     from rl_bk.labeling.tasks import PreferenceRequest
+    from rl_bk.methods.bk.preference.training import GENERIC_CRITERIA
 
     eps = [
         e
@@ -99,8 +99,8 @@ def preference_probe(n: int, seed: int = SEED):
 
 def helpful_probe(n: int, seed: int = SEED):
     from env_registry.nethack.oracle import is_helpful, split_caption
-    from rl_bk.algorithms.oni_ppo.settings import ONISettings
     from rl_bk.labeling.tasks import HelpfulRequest
+    from rl_bk.methods.oni.settings import ONISettings
 
     by_message: dict[str, str] = {}
     for captions, _ in _random_episodes("NetHack-Text-Score-v0", 40, 2000, seed):
@@ -188,12 +188,12 @@ def action_probe(n: int, seed: int = SEED):
     from minigrid.utils.baby_ai_bot import BabyAIBot
 
     import env_registry
-    from rl_bk.algorithms.glam_ppo.prompt_observation import (
+    from rl_bk.labeling.tasks import ActionScoresRequest
+    from rl_bk.methods.glam.prompt_observation import (
         ACTION_TEXTS,
         build_prompt,
         caption_to_observation,
     )
-    from rl_bk.labeling.tasks import ActionScoresRequest
 
     env = env_registry.make_env("BabyAI-Text-GoToRedBall-v0")
     rng = np.random.default_rng(seed)
@@ -359,10 +359,10 @@ def run_code(backend, rounds: int = 3, seed: int = SEED) -> dict:
     from scipy.stats import spearmanr
 
     from env_registry.babyai.oracle import task_agnostic_potential
-    from rl_bk.algorithms.bk_ppo.code.descriptions import FUNCTION_NAME, window_records
-    from rl_bk.algorithms.bk_ppo.code.sandbox import Sandbox, SandboxError
-    from rl_bk.algorithms.bk_ppo.code.writer import write_potential_code
     from rl_bk.knowledge.trajectory import windows
+    from rl_bk.methods.bk.code.descriptions import FUNCTION_NAME, window_records
+    from rl_bk.methods.bk.code.sandbox import Sandbox, SandboxError
+    from rl_bk.methods.bk.code.writer import write_potential_code
 
     env_id = "BabyAI-Text-GoToLocal-RedBall-S20-v0"
     data = _chunks(env_id, 40, 64, seed)

@@ -102,8 +102,8 @@ def profile_iterations(iterations: int) -> dict:
     import ray
 
     import env_registry
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.registry import get_method
 
     ray.init(
         address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"

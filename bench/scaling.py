@@ -71,8 +71,8 @@ def _ppo_config(
 ):
     """The ``ppo`` method on the task, on ``algorithm`` (RLlib's PPO or APPO); the learner on
     the task's torch threads unless ``learner_threads`` says otherwise."""
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.registry import get_method
 
     task = load_task(TASK)
     update: dict = {"algorithm": algorithm}

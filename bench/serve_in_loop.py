@@ -132,8 +132,8 @@ def labels_per_second(store_dir: str, seconds: float) -> list[dict]:
 
 def paired_throughput(rounds: int, warmup: int) -> dict:
     from rl_bk.experiments.labelers import start_labeler_apps
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.registry import get_method
 
     out = {}
     for task_name, method in (("nethack-score", "oni-retrieval"), ("crafter-text-ellm", "ellm")):
@@ -172,9 +172,9 @@ def paired(configs: dict, rounds: int, warmup: int) -> list[dict]:
 
 def served_potential(rounds: int, warmup: int) -> list[dict]:
     from rl_bk.experiments.knowledge_pipeline import build_knowledge
-    from rl_bk.experiments.methods import get_method
-    from rl_bk.experiments.methods.bk import serve_potential
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.bk.method import serve_potential
+    from rl_bk.methods.registry import get_method
 
     task = load_task("babyai-gotolocal-redball-s20")
     build_knowledge(task, "bk-pref")

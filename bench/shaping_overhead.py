@@ -40,8 +40,8 @@ def main() -> int:
     import env_registry
     from bench.paired_rounds import ratio_rows, ratio_table, run_facts, train_in_rounds
     from rl_bk.experiments.knowledge_pipeline import build_knowledge
-    from rl_bk.experiments.methods import get_method
     from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.registry import get_method
 
     task = load_task(TASK)
     kinds = [k for k in args.kinds.split(",") if k]

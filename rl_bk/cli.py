@@ -206,26 +206,22 @@ def labels_main(args: argparse.Namespace) -> int:
 
 def knowledge_main(args: argparse.Namespace) -> int:
     from rl_bk.experiments import knowledge_pipeline as pipeline
-    from rl_bk.experiments.task_config import load_task
-
     from rl_bk.experiments.run import with_knowledge_dir
+    from rl_bk.experiments.task_config import load_task
+    from rl_bk.methods.registry import BK_KINDS, KNOWLEDGE, get_method, knowledge_task
 
     # the same root the trials resolve, so they find what this builds
     task = with_knowledge_dir(load_task(args.task, smoke=args.smoke), args.knowledge_dir)
     if args.goal_aware:
-        from rl_bk.experiments.methods import knowledge_task
-
         task = knowledge_task(task, {"include_mission": True})
     if args.kinds:
         kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     else:  # what the task's methods need (all BK kinds if none of them needs any)
-        from rl_bk.experiments.methods import KNOWLEDGE_KINDS
-
-        needed = [KNOWLEDGE_KINDS[m] for m in task.methods if m in KNOWLEDGE_KINDS]
-        kinds = list(dict.fromkeys(needed)) or list(pipeline.BK_KINDS)
-    unknown = sorted(set(kinds) - set(pipeline.KINDS))
+        needed = [k.kind for k in (get_method(m).knowledge for m in task.methods) if k]
+        kinds = list(dict.fromkeys(needed)) or list(BK_KINDS)
+    unknown = sorted(set(kinds) - set(KNOWLEDGE))
     if unknown:
-        raise ValueError(f"unknown kinds {', '.join(unknown)}; valid: {', '.join(pipeline.KINDS)}")
+        raise ValueError(f"unknown kinds {', '.join(unknown)}; valid: {', '.join(KNOWLEDGE)}")
     if args.action == "collect":
         print(f"dataset: {pipeline.collect_dataset(task, force=args.force)}")
     elif args.action == "build":
@@ -253,7 +249,7 @@ def knowledge_main(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     import os
 
-    from rl_bk.experiments.knowledge_pipeline import KINDS
+    from rl_bk.methods.registry import KNOWLEDGE
 
     # One torch thread per process: the learner shares few cores with its env runners.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -318,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task", required=True, help="a task name or YAML (tune_run.py --list)")
     p.add_argument(
         "--kinds",
-        help=f"comma-separated: {', '.join(KINDS)} (default: those the task's methods use)",
+        help=f"comma-separated: {', '.join(KNOWLEDGE)} (default: those the task's methods use)",
     )
     p.add_argument(
         "--backend",

@@ -31,7 +31,7 @@ def convert(gguf: Path, out: Path, dtype: str = "bfloat16") -> dict[str, Any]:
     """The conversion itself lives in rl_bk (GLAM's model loader caches SmolLM2 with it)."""
     import torch
 
-    from rl_bk.algorithms.glam_ppo.language_model import convert_gguf_to_hf
+    from rl_bk.methods.glam.language_model import convert_gguf_to_hf
 
     return convert_gguf_to_hf(gguf, out, dtype=getattr(torch, dtype))
 

@@ -5,7 +5,7 @@
   the two goals the goals prompt shows.
 - :data:`CODE_WRITER_DESCRIPTION`: the game, the exact caption format and the action names,
   for an LLM that writes a potential function over captions (BK-Code); the function's
-  contract is added by ``rl_bk.algorithms.bk_ppo.code.descriptions``. It describes the
+  contract is added by ``rl_bk.methods.bk.code.descriptions``. It describes the
   captions :mod:`.captioner` really writes, with examples in their exact wording: a change
   of caption wording goes with a change here. The wording is ours; BK's prompts described
   minigrid's numeric observation instead.

@@ -6,7 +6,7 @@
 - :func:`code_writer_description`: the game, the exact caption format (per caption style)
   and the action names, for an LLM that writes a potential function over captions
   (BK-Code); the function's contract is added by
-  ``rl_bk.algorithms.bk_ppo.code.descriptions``. It describes the captions :mod:`.captioner`
+  ``rl_bk.methods.bk.code.descriptions``. It describes the captions :mod:`.captioner`
   really writes, with examples in their exact wording: a change of caption wording goes with
   a change here.
 """

@@ -17,7 +17,7 @@ half-used. The root is the task's ``knowledge.dir`` (``tune_run.py`` sets it for
 else ``$RLBK_KNOWLEDGE_DIR`` or ``~/.cache/rl-bk/knowledge`` (on a cluster, storage every node
 sees).
 
-The kinds themselves are declared with their methods (:mod:`rl_bk.experiments.methods`); the
+The kinds themselves are declared with their methods (:mod:`rl_bk.methods.registry`); the
 stages that build them are :mod:`rl_bk.experiments.knowledge_pipeline`'s.
 """
 

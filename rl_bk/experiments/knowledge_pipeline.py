@@ -10,7 +10,7 @@ models, BC-PPO's pairs).
     ptgm     -> <root>/<data env>/ptgm/unlabelled-<hash>/
     bc       -> <root>/<data env>/bc/unlabelled-<hash>/    (bc.npz: the pairs BC-PPO clones)
 
-The kinds are declared with their methods (:mod:`rl_bk.experiments.methods`, each a
+The kinds are declared with their methods (:mod:`rl_bk.methods.registry`, each a
 :class:`~rl_bk.experiments.artifacts.Knowledge` with its builder and the settings that key
 its folder); how folders are keyed, found and published is :mod:`rl_bk.experiments.artifacts`.
 Here they are looked up by name, as the command line and the sweep name them.
@@ -35,37 +35,15 @@ from typing import Any
 
 from rl_bk.experiments.artifacts import (
     DONE,
-    Builder,
-    Knowledge,
     dataset_dir,
     dataset_env,
     is_built,
 )
 from rl_bk.experiments.labelers import labeler_for
-from rl_bk.experiments.methods import METHODS
-from rl_bk.experiments.methods import bk as _bk
 from rl_bk.experiments.task_config import TaskConfig
+from rl_bk.methods.registry import knowledge_of
 
 logger = logging.getLogger(__name__)
-
-#: Every knowledge kind, by name, in the order the methods are declared.
-KNOWLEDGE: dict[str, Knowledge] = {
-    m.knowledge.kind: m.knowledge for m in METHODS.values() if m.knowledge
-}
-KINDS = tuple(KNOWLEDGE)
-#: BK's kinds: what ``rl-bk knowledge`` builds for a task whose methods need none.
-BK_KINDS = tuple(m.knowledge.kind for m in _bk.METHODS)
-#: Knowledge learned from the dataset alone, with no labeler: PTGM's pre-trained models, and
-#: the state-action pairs BC-PPO clones (PTGM's data, for the flat baseline).
-UNLABELLED_KINDS = tuple(kind for kind, k in KNOWLEDGE.items() if not k.labelled)
-BUILDERS: dict[str, Builder] = {kind: k.build for kind, k in KNOWLEDGE.items()}
-
-
-def knowledge_of(kind: str) -> Knowledge:
-    try:
-        return KNOWLEDGE[kind]
-    except KeyError:
-        raise ValueError(f"unknown knowledge kind {kind!r}; valid: {', '.join(KINDS)}") from None
 
 
 def artifact_dir(
@@ -151,8 +129,8 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
     import ray
 
     import env_registry
-    from rl_bk.algorithms.rnd_ppo import RNDPPOConfig
     from rl_bk.experiments.ppo_config import base_ppo_config
+    from rl_bk.methods.rnd import RNDPPOConfig
 
     d = task.knowledge.dataset
     # No greedy evaluation while collecting: the dataset is the stochastic policy's episodes.
@@ -221,14 +199,15 @@ def build_knowledge(
 def _build(task: TaskConfig, kind: str, backend: str | None, folder: Path, episodes: list) -> Path:
     _fresh(folder)
     started = time.time()
-    if kind in UNLABELLED_KINDS:
-        facts = BUILDERS[kind](task, None, episodes, folder)
+    knowledge = knowledge_of(kind)
+    if not knowledge.labelled:  # learned from the dataset alone (PTGM's models, BC's pairs)
+        facts = knowledge.build(task, None, episodes, folder)
         return _finish(folder, started, kind=kind, labels=None, is_oracle=False, **facts)
     labeler = labeler_for(task, backend).build()
     facts = {
         "labels": labeler.identity,
         "is_oracle": labeler.is_oracle,
-        **BUILDERS[kind](task, labeler, episodes, folder),
+        **knowledge.build(task, labeler, episodes, folder),
     }
     return _finish(folder, started, kind=kind, **facts)
 

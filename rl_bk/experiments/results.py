@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from rl_bk import metrics as M
-from rl_bk.experiments.methods import METHODS
+from rl_bk.methods.registry import METHODS
 
 #: Plot title of each main metric (``metric:`` of a task); the plot shows the episode return
 #: and, beside it, the task's main metric.

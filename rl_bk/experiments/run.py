@@ -173,8 +173,8 @@ def _preflight(task: TaskConfig, variants: list, address: str | None) -> None:
         return
     from rl_bk.experiments.cluster_preflight import check_cluster_paths
     from rl_bk.experiments.labelers import uses_labeler_app
-    from rl_bk.experiments.methods import LABELLING_METHODS
     from rl_bk.labeling.store import default_path
+    from rl_bk.methods.registry import LABELLING_METHODS
 
     labels_in_trials = any(
         v.method in LABELLING_METHODS for v in variants
@@ -294,8 +294,7 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
         is_built,
     )
     from rl_bk.experiments.knowledge_pipeline import DONE, build_knowledge, publish_artifact
-    from rl_bk.experiments.methods import (
-        KNOWLEDGE_KINDS,
+    from rl_bk.methods.registry import (
         KNOWLEDGE_PARAMS,
         get_method,
         knowledge_task,
@@ -303,11 +302,12 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
 
     used, datasets = {}, {}
     for v in variants:
-        if v.method not in KNOWLEDGE_KINDS:
+        knowledge = get_method(v.method).knowledge
+        if knowledge is None:
             continue
         params = dict(v.params)
         backend = params.get("backend")
-        ktask, kind = knowledge_task(task, params), KNOWLEDGE_KINDS[v.method]
+        ktask, kind = knowledge_task(task, params), knowledge.kind
         folder = build_knowledge(ktask, kind, backend)
         location = publish_artifact(ktask, kind, backend)  # where trials read it
         chosen = " ".join(f"{k}={params[k]}" for k in KNOWLEDGE_PARAMS if k in params)
@@ -332,7 +332,7 @@ def check_labelers(task: TaskConfig, variants: list) -> None:
     """The labelers the sweep's variants use, checked before Ray starts
     (:func:`rl_bk.experiments.labelers.check_labelers`)."""
     from rl_bk.experiments import labelers
-    from rl_bk.experiments.methods import KNOWLEDGE_METHODS, LABELLING_METHODS
+    from rl_bk.methods.registry import KNOWLEDGE_METHODS, LABELLING_METHODS
 
     needs: dict[str | None, list[str]] = {}  # backend -> the variants that label with it
     for v in variants:
@@ -346,7 +346,7 @@ def _start_labeler_apps(task: TaskConfig, variants: list) -> None:
     """With ``labeler: {mode: serve}``: the Serve app of every labeler backend the sweep
     uses, started (or found) before any knowledge build or trial needs it."""
     from rl_bk.experiments.labelers import start_labeler_apps, uses_labeler_app
-    from rl_bk.experiments.methods import KNOWLEDGE_METHODS, LABELLING_METHODS
+    from rl_bk.methods.registry import KNOWLEDGE_METHODS, LABELLING_METHODS
 
     if not uses_labeler_app(task):
         return

@@ -20,9 +20,9 @@ from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
-from rl_bk.experiments.methods import KNOWLEDGE_METHODS, LABELLING_METHODS, get_method
-from rl_bk.experiments.methods.base import ALGORITHM_PARAM
 from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig, TaskConfigError
+from rl_bk.methods.base import ALGORITHM_PARAM
+from rl_bk.methods.registry import KNOWLEDGE_METHODS, LABELLING_METHODS, get_method
 
 
 @dataclass(frozen=True)

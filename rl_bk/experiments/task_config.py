@@ -24,12 +24,12 @@ from pydantic import (
     model_validator,
 )
 
-from rl_bk.algorithms.bk_ppo.settings import BKSettings
-from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
-from rl_bk.algorithms.glam_ppo.settings import GLAMSettings
-from rl_bk.algorithms.oni_ppo.settings import MotifSettings, ONISettings
-from rl_bk.algorithms.ptgm_ppo.settings import PTGMSettings
 from rl_bk.labeling.config import LabelerConfig
+from rl_bk.methods.bk.settings import BKSettings
+from rl_bk.methods.ellm.settings import ELLMSettings
+from rl_bk.methods.glam.settings import GLAMSettings
+from rl_bk.methods.oni.settings import MotifSettings, ONISettings
+from rl_bk.methods.ptgm.settings import PTGMSettings
 from rl_bk.metrics import MAIN_METRICS
 
 TUNE_CONFIGS_DIR = Path(__file__).resolve().parents[2] / "tune_configs"
@@ -214,8 +214,8 @@ class KnowledgeParams(BKSettings):
     ``include_mission`` parameter (a sweep grid) overrides it.
 
     BK's own settings (``code``, ``preference``, ``goals`` and the shaping) are
-    :class:`~rl_bk.algorithms.bk_ppo.settings.BKSettings`, Motif's build settings
-    (``motif``) are :class:`~rl_bk.algorithms.oni_ppo.settings.MotifSettings`; the rest here
+    :class:`~rl_bk.methods.bk.settings.BKSettings`, Motif's build settings
+    (``motif``) are :class:`~rl_bk.methods.oni.settings.MotifSettings`; the rest here
     is shared by every method with offline knowledge or a labeler.
     """
 

@@ -10,7 +10,7 @@ horizon)`` gives, for each state ``t``, the states ``t-horizon+1 .. t`` and the 
 between them, cut at the chunk's start. In training, the shaping term puts the states before
 a chunk's first in front of it (RLlib splits episodes across train batches), and BK's padding
 before an episode's first state
-(:mod:`rl_bk.algorithms.bk_ppo.window_history`).
+(:mod:`rl_bk.methods.bk.window_history`).
 """
 
 from __future__ import annotations

@@ -2,4 +2,4 @@
 one: the reward-model app (``serve_deployments/reward_model.py``) serves from the registry,
 BK-Pref registers its potential there and scores with it in process, and the sweep's runner
 points trials at it. Method-specific nets live with their method (ONI's and Motif's:
-:mod:`rl_bk.algorithms.oni_ppo.caption_models`)."""
+:mod:`rl_bk.methods.oni.caption_models`)."""

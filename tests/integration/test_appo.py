@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import load_task
 from rl_bk.labeling.config import LabelerConfig
 from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.methods.registry import get_method
 
 pytestmark = pytest.mark.ray
 
@@ -87,7 +87,7 @@ def test_oni_retrieval_on_appo_asks_its_labeler_and_pays_nothing_unlabelled(ray_
 
 
 def test_oni_classification_on_appo_fits_its_reward_model_in_the_learner(ray_session):
-    from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
+    from rl_bk.methods.oni.rl_module import ONI_MODULE_ID
 
     task = appo_task("babyai-gotolocal-redball-s20")
     oni = task.oni.model_copy(

@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from rl_bk.algorithms.bk_ppo.potential_shaping import SHAPING_REWARD_MEAN
-from rl_bk.algorithms.oni_ppo.settings import MotifSettings
 from rl_bk.experiments import knowledge_pipeline as pipeline
-from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import load_task
 from rl_bk.knowledge.dataset import read_episodes
+from rl_bk.methods.bk.potential_shaping import SHAPING_REWARD_MEAN
+from rl_bk.methods.oni.settings import MotifSettings
+from rl_bk.methods.registry import BK_KINDS, get_method
 
 pytestmark = pytest.mark.ray
 
@@ -34,7 +34,7 @@ def run_pipeline(task, tmp_path, monkeypatch):
     assert len(episodes) >= task.knowledge.dataset.episodes
     assert all(ep.mission and ep.captions[0] for ep in episodes)  # captions and mission kept
     results = {}
-    for kind in pipeline.BK_KINDS:
+    for kind in BK_KINDS:
         folder = pipeline.build_knowledge(task, kind)
         done = json.loads((folder / pipeline.DONE).read_text())
         built = get_method(kind).build(task, 0, {"backend": task.knowledge.labeler.backend})
@@ -147,7 +147,7 @@ def test_two_builds_from_clean_caches_have_the_same_fingerprints(tmp_path):
         _cli_build(root, **machine)
         knowledge = root / "knowledge"
         built = {"dataset": dataset_fingerprint(pipeline.dataset_dir(task, knowledge))}
-        for kind in pipeline.BK_KINDS:
+        for kind in BK_KINDS:
             folder = pipeline.artifact_dir(task, kind, "oracle", knowledge)
             assert json.loads((folder / pipeline.DONE).read_text())["numerics"]["pinned"], kind
             built[kind] = artifact_fingerprint(folder)

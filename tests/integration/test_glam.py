@@ -4,8 +4,8 @@ tiny model built in code; SmolLM2 is too slow for a test here: bench/glam_throug
 import numpy as np
 import pytest
 
-from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import load_task
+from rl_bk.methods.registry import get_method
 
 pytestmark = pytest.mark.ray
 
@@ -41,7 +41,7 @@ def test_a_remote_env_runner_gets_only_the_adapters_and_scores_like_the_learner(
     from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_RL_MODULE
     from ray.rllib.core.columns import Columns
 
-    from rl_bk.algorithms.glam_ppo.prompt_observation import build_prompt, encode_prompt
+    from rl_bk.methods.glam.prompt_observation import build_prompt, encode_prompt
 
     task = load_task("babyai-gotoredball-glam-gpu", smoke=True)
     assert task.glam.model == "tiny" and task.env_runners.num_env_runners == 1

@@ -4,8 +4,8 @@ reward pieces of the learner connector update there (CI has no GPU: skipped with
 import numpy as np
 import pytest
 
-from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import load_task
+from rl_bk.methods.registry import get_method
 
 pytestmark = pytest.mark.ray
 

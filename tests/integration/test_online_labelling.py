@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from rl_bk.algorithms.oni_ppo import ONI_MODULE_ID
-from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import load_task
 from rl_bk.labeling.config import LabelerConfig
 from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.methods.oni import ONI_MODULE_ID
+from rl_bk.methods.registry import get_method
 
 pytestmark = pytest.mark.ray
 
@@ -107,7 +107,7 @@ def test_ellm_on_babyai_asks_the_oracle_for_the_achieving_states_and_pays(ray_se
 
 
 def test_ellm_goal_conditioned_policy_sees_the_embedded_suggestions(ray_session):
-    from rl_bk.algorithms.ellm_ppo.goal_observation import EMBEDDING_DIM, GoalObservation
+    from rl_bk.methods.ellm.goal_observation import EMBEDDING_DIM, GoalObservation
 
     config = build("ellm", {"backend": "oracle", "goal_conditioned": True})
     algo = config.build_algo()

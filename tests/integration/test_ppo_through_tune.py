@@ -4,9 +4,9 @@ import pandas as pd
 import pytest
 
 from rl_bk import metrics as M
-from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.run import RunOptions, run_experiment
 from rl_bk.experiments.task_config import load_task
+from rl_bk.methods.registry import get_method
 
 pytestmark = pytest.mark.ray
 

@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from rl_bk.algorithms.ptgm_ppo.env_steps import HIGH_LEVEL_STEPS
-from rl_bk.algorithms.ptgm_ppo.prior_kl import KL_REWARD_MEAN, PRIOR_KL_MEAN
 from rl_bk.experiments import knowledge_pipeline as pipeline
-from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import load_task
+from rl_bk.methods.ptgm.env_steps import HIGH_LEVEL_STEPS
+from rl_bk.methods.ptgm.prior_kl import KL_REWARD_MEAN, PRIOR_KL_MEAN
+from rl_bk.methods.registry import get_method
 
 pytestmark = pytest.mark.ray
 
@@ -52,7 +52,7 @@ def test_bc_ppo_starts_from_a_policy_cloned_on_ptgms_dataset(ray_session, tmp_pa
     import torch
     from ray.rllib.core import DEFAULT_MODULE_ID
 
-    from rl_bk.algorithms.bc_ppo.cloning import read_bc_data
+    from rl_bk.methods.bc.cloning import read_bc_data
 
     monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path / "knowledge"))
     task = load_task("babyai-gotolocal-redkey-s20-ptgm", smoke=True)

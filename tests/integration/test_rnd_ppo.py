@@ -10,13 +10,13 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-from rl_bk.algorithms.rnd_ppo import RNDPPOConfig
-from rl_bk.algorithms.rnd_ppo.advantages import two_headed_advantages
-from rl_bk.algorithms.rnd_ppo.rl_module import RND_MODULE_ID
 from rl_bk.callbacks import EpisodeMetricsCallback
 from rl_bk.experiments.ppo_config import base_ppo_config
 from rl_bk.experiments.task_config import load_task
 from rl_bk.knowledge.dataset import COLUMNS, read_episodes, read_metadata
+from rl_bk.methods.rnd import RNDPPOConfig
+from rl_bk.methods.rnd.advantages import two_headed_advantages
+from rl_bk.methods.rnd.rl_module import RND_MODULE_ID
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACT_SPACE = gym.spaces.Discrete(2)

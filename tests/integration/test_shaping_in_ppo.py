@@ -4,10 +4,10 @@ artificial-step piece and GAE, builds its source lazily and reports beside the e
 import numpy as np
 import pytest
 
-from rl_bk.algorithms.bk_ppo import ShapedPPOConfig, sources
-from rl_bk.algorithms.bk_ppo.potential_shaping import ENV_SLOTS, SHAPING_REWARD_MEAN
 from rl_bk.experiments.ppo_config import base_ppo_config
 from rl_bk.experiments.task_config import load_task
+from rl_bk.methods.bk import ShapedPPOConfig, sources
+from rl_bk.methods.bk.potential_shaping import ENV_SLOTS, SHAPING_REWARD_MEAN
 
 pytestmark = pytest.mark.ray
 

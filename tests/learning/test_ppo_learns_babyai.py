@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from rl_bk import metrics as M
-from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.results import smooth_over_episodes
 from rl_bk.experiments.task_config import load_task
+from rl_bk.methods.registry import get_method
 
 pytestmark = [pytest.mark.learning, pytest.mark.ray]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import load_task
+from rl_bk.methods.registry import get_method
 
 
 def _appo_task(**env_runners):

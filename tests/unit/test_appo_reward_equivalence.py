@@ -11,8 +11,8 @@ from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-from rl_bk.algorithms.bk_ppo import ShapedAPPOConfig, ShapedPPOConfig, SourceSpec
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
+from rl_bk.methods.bk import ShapedAPPOConfig, ShapedPPOConfig, SourceSpec
 
 OBS = gym.spaces.Box(-1e3, 1e3, (1,), np.float32)
 ACTIONS = gym.spaces.Discrete(3)
@@ -111,9 +111,9 @@ def test_plain_extrinsic_scaling_is_the_same_under_ppo_and_appo():
 
 
 def online_configs():
-    from rl_bk.algorithms.ellm_ppo import ELLMAPPOConfig, ELLMPPOConfig
-    from rl_bk.algorithms.oni_ppo import ONIAPPOConfig, ONIPPOConfig
-    from rl_bk.algorithms.ptgm_ppo import PTGMAPPOConfig, PTGMPPOConfig
+    from rl_bk.methods.ellm import ELLMAPPOConfig, ELLMPPOConfig
+    from rl_bk.methods.oni import ONIAPPOConfig, ONIPPOConfig
+    from rl_bk.methods.ptgm import PTGMAPPOConfig, PTGMPPOConfig
 
     return [
         (ELLMPPOConfig, ELLMAPPOConfig, {"family": "crafter", "ellm_coeff": 0.5}),

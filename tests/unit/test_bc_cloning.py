@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from rl_bk.algorithms.bc_ppo.cloning import clone_policy, read_bc_data, write_bc_data
 from rl_bk.knowledge.trajectory import Chunk
+from rl_bk.methods.bc.cloning import clone_policy, read_bc_data, write_bc_data
 
 
 class TinyPolicy(nn.Module):

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from rl_bk.algorithms.bk_ppo.code.sandbox import (
+from rl_bk.methods.bk.code.sandbox import (
     CodeDefinitionError,
     CodeError,
     Sandbox,

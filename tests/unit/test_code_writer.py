@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from env_registry.babyai.oracle import parse_mission
-from rl_bk.algorithms.bk_ppo.code.descriptions import SIGNATURE, describe_env, window_records
-from rl_bk.algorithms.bk_ppo.code.potential import CodePotential
-from rl_bk.algorithms.bk_ppo.code.sandbox import Sandbox
-from rl_bk.algorithms.bk_ppo.code.writer import FALLBACK_CODE, write_potential_code
 from rl_bk.knowledge.trajectory import Chunk, windows
 from rl_bk.labeling.backends.base import BackendError
 from rl_bk.labeling.backends.oracle import infer_env
 from rl_bk.labeling.tasks import MAX_TEXT, RewardCodeLabel, RewardCodeRequest
+from rl_bk.methods.bk.code.descriptions import SIGNATURE, describe_env, window_records
+from rl_bk.methods.bk.code.potential import CodePotential
+from rl_bk.methods.bk.code.sandbox import Sandbox
+from rl_bk.methods.bk.code.writer import FALLBACK_CODE, write_potential_code
 
 MISSION = "go to the red ball"
 BROKEN = f"{SIGNATURE}:\n    return window[-1]['text'] * 1.0\n"

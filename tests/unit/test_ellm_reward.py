@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from env_registry.crafter.vocabulary import GOALS as CRAFTER_GOALS
-from rl_bk.algorithms.ellm_ppo.goal_matching import (
+from rl_bk.labeling.grammars import ENV_VOCABULARY
+from rl_bk.methods.ellm.goal_matching import (
     EpisodePiece,
     GoalMatcher,
     normalise,
 )
-from rl_bk.algorithms.ellm_ppo.vocabulary import novelty_goals
-from rl_bk.labeling.grammars import ENV_VOCABULARY
+from rl_bk.methods.ellm.vocabulary import novelty_goals
 
 WOOD, TREE, STONE, COW, TABLE = (
     "collect wood",

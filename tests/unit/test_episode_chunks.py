@@ -9,8 +9,6 @@ import numpy as np
 from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-from rl_bk.algorithms.ellm_ppo.goal_matching import GoalMatcher
-from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
 from rl_bk.callbacks.env_slot import tag_env_slot
 from rl_bk.connectors.learner.episode_chunks import (
     EpisodeChunk,
@@ -22,6 +20,8 @@ from rl_bk.connectors.learner.episode_chunks import (
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.connectors.learner.rllib_internals import episode_id_of
+from rl_bk.methods.ellm.goal_matching import GoalMatcher
+from rl_bk.methods.ellm.intrinsic_reward import ELLMIntrinsicReward
 
 
 class OneHotEmbedder:

@@ -5,11 +5,11 @@ episode leave the text."""
 import gymnasium as gym
 import numpy as np
 
-from rl_bk.algorithms.ellm_ppo import goal_observation
-from rl_bk.algorithms.ellm_ppo.goal_observation import EMBEDDING_DIM, GoalObservation, goal_text
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.labeling.queue import AsyncLabelQueue
 from rl_bk.labeling.tasks import GoalsLabel, GoalsRequest
+from rl_bk.methods.ellm import goal_observation
+from rl_bk.methods.ellm.goal_observation import EMBEDDING_DIM, GoalObservation, goal_text
 
 
 class CaptionEnv(gym.Env):

@@ -6,10 +6,10 @@ import pickle
 import numpy as np
 import pytest
 
-from rl_bk.algorithms.bk_ppo.goals.builder import GoalList, build_goal_list, normalize_goal
-from rl_bk.algorithms.bk_ppo.goals.potential import GoalPotential, sentences, transition_text
 from rl_bk.knowledge.trajectory import Chunk, caption_history, windows
 from rl_bk.labeling.tasks import GoalsLabel
+from rl_bk.methods.bk.goals.builder import GoalList, build_goal_list, normalize_goal
+from rl_bk.methods.bk.goals.potential import GoalPotential, sentences, transition_text
 
 E = np.eye(4, dtype=np.float32)
 CHUNK = Chunk(np.zeros((2, 3)), ["c0", "c1"], [0])
@@ -239,7 +239,7 @@ def test_fast_path_equals_the_whole_text_reference_on_real_captions():
 
 
 def test_saved_sentence_vectors_spare_the_trial_from_encoding_the_dataset(tmp_path):
-    from rl_bk.algorithms.bk_ppo.goals.potential import save_sentence_vectors
+    from rl_bk.methods.bk.goals.potential import save_sentence_vectors
 
     captions = ["You see a red ball 2 steps forward", "You see a wall 1 step left. You carry a key"]
     chunk = Chunk(np.zeros((3, 2)), [captions[0], captions[1], "You see a grey box"], [2, 0])

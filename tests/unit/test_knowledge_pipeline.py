@@ -5,12 +5,12 @@ import pickle
 import numpy as np
 import pytest
 
-from rl_bk.algorithms.bk_ppo.sources import LazySource, SourceSpec, UnknownSourceError
 from rl_bk.experiments import artifacts
 from rl_bk.experiments import knowledge_pipeline as pipeline
-from rl_bk.experiments.methods.bk import source_spec
 from rl_bk.experiments.task_config import load_task
 from rl_bk.knowledge.trajectory import Chunk
+from rl_bk.methods.bk.method import source_spec
+from rl_bk.methods.bk.sources import LazySource, SourceSpec, UnknownSourceError
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def test_lazy_source_builds_once_on_first_batch_and_pickles_without_it(monkeypat
 
 
 def test_bk_trial_parameters_pick_the_artifact_the_rest_reach_training(task, tmp_path, monkeypatch):
-    from rl_bk.experiments.methods import get_method
+    from rl_bk.methods.registry import get_method
 
     monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
     folder = pipeline.artifact_dir(task, "bk-code", "llamacpp")
@@ -114,9 +114,10 @@ def test_bk_trial_parameters_pick_the_artifact_the_rest_reach_training(task, tmp
     config = get_method("bk-code").build(task, 0, params)
     # Eureka-style: a sweep over `candidate` compares the writer's candidate codes as trials.
     assert config.potential == SourceSpec("bk-code", str(folder), {"candidate": 2})
-    assert config.shaping_coeff == 0.5
+    assert config.shaping.shaping_coeff == 0.5
     # The rest are BK's defaults, from the task's knowledge section.
-    assert (config.extrinsic_coeff, config.potential_normalization, config.shaping_convention) == (
+    s = config.shaping
+    assert (s.extrinsic_coeff, s.potential_normalization, s.shaping_convention) == (
         10.0,
         "discounted-sum-std",
         "bk",
@@ -141,7 +142,7 @@ def test_task_agnostic_knowledge_is_one_artifact_for_every_bk_task(task, tmp_pat
 
 
 def test_goal_aware_knowledge_is_one_artifact_per_mission(task, tmp_path, monkeypatch):
-    from rl_bk.experiments.methods import get_method, knowledge_task
+    from rl_bk.methods.registry import get_method, knowledge_task
 
     aware = knowledge_task(task, {"include_mission": True})
     purple = knowledge_task(load_task("babyai-gotolocal-purpleball-s20"), {"include_mission": True})
@@ -161,7 +162,7 @@ def test_goal_aware_knowledge_is_one_artifact_per_mission(task, tmp_path, monkey
 
 
 def test_ptgm_models_are_one_artifact_whatever_the_backend_or_rl_settings(tmp_path):
-    from rl_bk.experiments.methods import KNOWLEDGE_KINDS
+    from rl_bk.methods.registry import get_method
 
     task = load_task("babyai-gotolocal-redball-s20-ptgm")
     a = pipeline.artifact_dir(task, "ptgm", "oracle", tmp_path)
@@ -174,7 +175,7 @@ def test_ptgm_models_are_one_artifact_whatever_the_backend_or_rl_settings(tmp_pa
     assert a == pipeline.artifact_dir(rl, "ptgm", None, tmp_path)
     more = task.model_copy(update={"ptgm": task.ptgm.model_copy(update={"n_goals": 32})})
     assert a != pipeline.artifact_dir(more, "ptgm", None, tmp_path)
-    assert KNOWLEDGE_KINDS["ptgm"] == KNOWLEDGE_KINDS["ptgm-no-kl"] == "ptgm"
+    assert get_method("ptgm").knowledge is get_method("ptgm-no-kl").knowledge
 
 
 def _episode(actions, episode_id):

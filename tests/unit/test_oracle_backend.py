@@ -95,7 +95,7 @@ def test_babyai_preference_without_a_mission_uses_background_knowledge_only():
 
 def test_babyai_code_without_a_mission_is_the_task_agnostic_potential():
     from env_registry.babyai.oracle import task_agnostic_potential
-    from rl_bk.algorithms.bk_ppo.code.descriptions import SIGNATURE, describe_env
+    from rl_bk.methods.bk.code.descriptions import SIGNATURE, describe_env
 
     code = one(
         "reward_code",

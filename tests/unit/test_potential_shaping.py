@@ -11,14 +11,14 @@ from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-from rl_bk.algorithms.bk_ppo.potential_shaping import (
+from rl_bk.callbacks.env_slot import tag_env_slot
+from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, Stream, by_env_slot
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
+from rl_bk.methods.bk.potential_shaping import (
     PotentialScale,
     PotentialShaping,
     shaping_terms,
 )
-from rl_bk.callbacks.env_slot import tag_env_slot
-from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, Stream, by_env_slot
-from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 from rl_bk.running_stats import RunningStd
 
 

@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from rl_bk.algorithms.bk_ppo.preference.model import (
+from rl_bk.knowledge.dataset import sample_segments
+from rl_bk.knowledge.trajectory import Chunk, windows
+from rl_bk.labeling.backends.oracle import OracleBackend
+from rl_bk.labeling.config import LabelerConfig
+from rl_bk.labeling.labeler import LocalLabeler
+from rl_bk.labeling.tasks import PreferenceLabel, PreferenceRequest
+from rl_bk.methods.bk.preference.model import (
     ModelConfig,
     PreferenceTransformer,
     chunk_windows,
@@ -19,19 +25,13 @@ from rl_bk.algorithms.bk_ppo.preference.model import (
     preference_loss,
     script,
 )
-from rl_bk.algorithms.bk_ppo.preference.potential import PreferencePotential
-from rl_bk.algorithms.bk_ppo.preference.training import (
+from rl_bk.methods.bk.preference.potential import PreferencePotential
+from rl_bk.methods.bk.preference.training import (
     criteria_text,
     load_model,
     segment_steps,
     train_preference_potential,
 )
-from rl_bk.knowledge.dataset import sample_segments
-from rl_bk.knowledge.trajectory import Chunk, windows
-from rl_bk.labeling.backends.oracle import OracleBackend
-from rl_bk.labeling.config import LabelerConfig
-from rl_bk.labeling.labeler import LocalLabeler
-from rl_bk.labeling.tasks import PreferenceLabel, PreferenceRequest
 from rl_bk.reward_models.scoring import RewardModels
 
 MISSION = "go to the red ball"
@@ -239,7 +239,7 @@ def test_served_score_equals_the_local_potential(tmp_path, episodes):
 def test_a_labels_probability_reaches_the_loss_only_when_soft(
     tmp_path, episodes, monkeypatch, soft
 ):
-    from rl_bk.algorithms.bk_ppo.preference import training
+    from rl_bk.methods.bk.preference import training
 
     def labeler(task, requests):  # A with p_a 0.7, B with p_a 0.1, a tie: in turn
         out = [

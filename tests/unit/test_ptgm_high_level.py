@@ -15,21 +15,21 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-from rl_bk.algorithms.ptgm_ppo.env_steps import (
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
+from rl_bk.methods.ptgm.env_steps import (
     EPISODE_DECISIONS,
     EPISODE_ENV_STEPS,
     HIGH_LEVEL_STEPS,
     LOW_LEVEL_STEPS,
     count_env_steps,
 )
-from rl_bk.algorithms.ptgm_ppo.high_level_env import HighLevelGoalEnv
-from rl_bk.algorithms.ptgm_ppo.prior_kl import (
+from rl_bk.methods.ptgm.high_level_env import HighLevelGoalEnv
+from rl_bk.methods.ptgm.prior_kl import (
     AGREEMENT,
     PRIOR_KL_MEAN,
     PriorKLPenalty,
     categorical_kl,
 )
-from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
 
 
 def test_categorical_kl_by_hand():

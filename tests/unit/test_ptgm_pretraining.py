@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from rl_bk.algorithms.ptgm_ppo.pretraining import (
+from rl_bk.knowledge.trajectory import Chunk
+from rl_bk.methods.ptgm.pretraining import (
     Codebook,
     PTGMModels,
     assign,
@@ -25,7 +26,6 @@ from rl_bk.algorithms.ptgm_ppo.pretraining import (
     state_embeddings,
     train_low_level,
 )
-from rl_bk.knowledge.trajectory import Chunk
 
 torch.set_num_threads(1)
 
@@ -298,8 +298,8 @@ def test_low_level_actions_sampled_and_greedy(tmp_path):
 
 
 def test_learned_encoder_embeds_alike_states_alike():
-    from rl_bk.algorithms.ptgm_ppo.pretraining.embeddings import learned_embeddings
     from rl_bk.knowledge.trajectory import Chunk
+    from rl_bk.methods.ptgm.pretraining.embeddings import learned_embeddings
 
     rng = np.random.default_rng(0)
     # Two kinds of states, far apart in observation space, with a little noise.

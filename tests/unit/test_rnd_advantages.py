@@ -7,7 +7,7 @@ the extrinsic head bootstraps only after the cut, the intrinsic head after both.
 import numpy as np
 import pytest
 
-from rl_bk.algorithms.rnd_ppo.advantages import (
+from rl_bk.methods.rnd.advantages import (
     RewardForwardFilter,
     combine_advantages,
     gae,
@@ -170,8 +170,8 @@ def test_rnd_reward_of_a_step_is_the_novelty_of_the_next_observation_scaled():
     from ray.rllib.core import DEFAULT_MODULE_ID
     from ray.rllib.core.columns import Columns
 
-    from rl_bk.algorithms.rnd_ppo.intrinsic_reward import ComputeIntrinsicRewards
-    from rl_bk.algorithms.rnd_ppo.rl_module import RND_MODULE_ID
+    from rl_bk.methods.rnd.intrinsic_reward import ComputeIntrinsicRewards
+    from rl_bk.methods.rnd.rl_module import RND_MODULE_ID
 
     episodes = chunks_with_artificial_steps(("a", 4, False), ("b", 2, True))
     # Rows: chunk a's observations 1, 2, 3 and its artificial row 4 (= its last observation);
@@ -214,7 +214,7 @@ def test_two_headed_gae_bootstraps_by_episode_end_and_standardizes_real_steps_on
     from ray.rllib.core.columns import Columns
     from ray.rllib.evaluation.postprocessing import Postprocessing
 
-    from rl_bk.algorithms.rnd_ppo.two_headed_gae import (
+    from rl_bk.methods.rnd.two_headed_gae import (
         INT_VALUE_TARGETS,
         TwoHeadedGeneralAdvantageEstimation,
     )

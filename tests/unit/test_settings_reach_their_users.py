@@ -1,16 +1,20 @@
 """Every setting of a method's section reaches the object that uses it: a value given in the
 task file (or swept) is the value the running part reads, with nothing copied by hand in
-between. ONI's and ELLM's sections, which their configs take whole."""
+between. ONI's, ELLM's and PTGM's sections and BK's shaping settings, which their configs take
+whole."""
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from rl_bk.algorithms.ellm_ppo.settings import ELLMSettings
-from rl_bk.algorithms.oni_ppo.settings import ONISettings
 from rl_bk.connectors.learner.reward_rewrite import RewriteRewards
-from rl_bk.experiments.methods import get_method
 from rl_bk.experiments.task_config import load_task
+from rl_bk.methods.bk.potential_shaping import PotentialShaping
+from rl_bk.methods.bk.settings import ShapingSettings
+from rl_bk.methods.ellm.settings import ELLMSettings
+from rl_bk.methods.oni.settings import ONISettings
+from rl_bk.methods.ptgm.settings import PTGMSettings
+from rl_bk.methods.registry import get_method
 
 OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 ACTIONS = gym.spaces.Discrete(3)
@@ -76,3 +80,103 @@ def test_ellm_goal_conditioning_reaches_the_env_it_wraps():
         {"backend": "oracle"},
     )
     assert conditioned.env != plain.env == task.env
+
+
+SHAPING_CHANGES = {
+    "shaping_coeff": 0.5,
+    "extrinsic_coeff": 3.0,
+    "potential_normalization": "std",
+    "shaping_convention": "ng",
+    "episode_start_window": "short",
+}
+
+
+def _what_the_shaping_term_reads(rewrite: RewriteRewards) -> dict:
+    term = next(t for t in rewrite.terms if isinstance(t, PotentialShaping))
+    return {
+        "shaping_coeff": term.coeff,
+        "extrinsic_coeff": rewrite.extrinsic_coeff,
+        "potential_normalization": term.scale.normalization,
+        "shaping_convention": term.convention,
+        "episode_start_window": term.history.episode_start,
+    }
+
+
+@pytest.mark.parametrize("field", sorted(ShapingSettings.model_fields))
+@pytest.mark.parametrize("how", ["task file", "sweep"])
+def test_every_bk_shaping_setting_reaches_the_shaping_term(field, how, tmp_path, monkeypatch):
+    from rl_bk.experiments import knowledge_pipeline as pipeline
+
+    assert set(SHAPING_CHANGES) == set(ShapingSettings.model_fields)
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
+    task = load_task("babyai-gotolocal-redball-s20")
+    folder = pipeline.artifact_dir(task, "bk-goal", "oracle")
+    folder.mkdir(parents=True)
+    (folder / pipeline.DONE).write_text("{}")
+    value, params = SHAPING_CHANGES[field], {"backend": "oracle"}
+    if how == "sweep":
+        params[field] = value
+    else:
+        task = task.model_copy(update={"knowledge": task.knowledge.updated({field: value})})
+    config = get_method("bk-goal").build(task, 0, params)
+    pipeline_ = config.build_learner_connector(OBS, ACTIONS)
+    rewrite = next(c for c in pipeline_.connectors if isinstance(c, RewriteRewards))
+    read = _what_the_shaping_term_reads(rewrite)
+    assert read[field] == value
+    defaults = ShapingSettings()
+    assert all(read[f] == getattr(defaults, f) for f in read if f != field)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("prior_kl_coeff", 0.2), ("low_level_steps", 3), ("greedy_low_level", True)],
+)
+def test_every_ptgm_rl_setting_reaches_the_penalty_or_the_high_level_env(
+    field, value, tmp_path, monkeypatch
+):
+    from rl_bk.experiments import knowledge_pipeline as pipeline
+    from rl_bk.methods.ptgm.prior_kl import PriorKLPenalty
+
+    rl_fields = {"prior_kl_coeff", "low_level_steps", "greedy_low_level", "high_level_ppo"}
+    assert rl_fields == set(PTGMSettings.model_fields) - set(PTGMSettings().pretraining())
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
+    task = load_task("babyai-gotolocal-redball-s20-ptgm")
+    folder = pipeline.artifact_dir(task, "ptgm")
+    folder.mkdir(parents=True)
+    (folder / pipeline.DONE).write_text("{}")
+    for params in ({field: value}, {}):  # swept, and from the task file
+        if not params:
+            task = task.model_copy(update={"ptgm": task.ptgm.updated({field: value})})
+        config = get_method("ptgm").build(task, 0, params)
+        rewrite = next(
+            c
+            for c in config.build_learner_connector(OBS, ACTIONS).connectors
+            if isinstance(c, RewriteRewards)
+        )
+        read = {
+            "prior_kl_coeff": next(
+                t for t in rewrite.terms if isinstance(t, PriorKLPenalty)
+            ).kl_coeff,
+            "low_level_steps": config.env_config["low_level_steps"],
+            "greedy_low_level": config.env_config["greedy_low_level"],
+        }
+        assert read[field] == value
+    # The ablation's KL weight is 0 whatever the file says.
+    assert get_method("ptgm-no-kl").build(task, 0, {}).ptgm.prior_kl_coeff == 0.0
+
+
+@pytest.mark.parametrize(
+    "field, value, read",
+    [
+        ("model", "tiny", lambda spec: spec["model"]),
+        ("lora_r", 4, lambda spec: spec["lora"]["r"]),
+        ("lora_alpha", 8, lambda spec: spec["lora"]["alpha"]),
+        ("max_prompt_tokens", 64, lambda spec: spec["max_prompt_tokens"]),
+        ("float32_matmul_precision", "high", lambda spec: spec["float32_matmul_precision"]),
+    ],
+)
+def test_every_glam_model_setting_reaches_the_policys_module(field, value, read):
+    task = load_task("babyai-gotoredball-glam")
+    task = task.model_copy(update={"glam": task.glam.updated({field: value})})
+    spec = get_method("glam").build(task, 0, {}).get_default_rl_module_spec()
+    assert read(spec.model_config) == value

@@ -2,9 +2,9 @@
 
 import pytest
 
-from rl_bk.experiments.methods import UnknownMethodError
 from rl_bk.experiments.sweep import Variant, expand_variants, trial_label
 from rl_bk.experiments.task_config import load_task
+from rl_bk.methods.registry import UnknownMethodError
 
 
 def test_grid_is_the_cartesian_product_per_method():
@@ -23,7 +23,7 @@ def test_method_without_grid_is_one_variant_and_unknown_method_fails():
     task = load_task("crafter-text")
     assert "ppo" not in task.sweep
     assert expand_variants(task, ["ppo"]) == [Variant("ppo")]
-    from rl_bk.experiments.methods import METHODS
+    from rl_bk.methods.registry import METHODS
 
     # the message lists every registered method, sorted (whatever methods there are)
     with pytest.raises(UnknownMethodError) as err:
@@ -59,12 +59,11 @@ def test_precollect_reaches_rnd_trials_only_and_stays_out_of_the_label():
 
 
 def test_each_declared_method_names_real_knowledge_and_settings():
-    from rl_bk.experiments.knowledge_pipeline import KINDS
-    from rl_bk.experiments.methods import KNOWLEDGE_METHODS, METHODS
     from rl_bk.experiments.task_config import TaskConfig
+    from rl_bk.methods.registry import KNOWLEDGE, KNOWLEDGE_METHODS, METHODS
 
     for m in METHODS.values():
-        assert m.knowledge is None or m.knowledge.kind in KINDS, m.name
+        assert m.knowledge is None or m.knowledge.kind in KNOWLEDGE, m.name
         assert m.settings is None or m.settings in TaskConfig.model_fields, m.name
     # A method whose knowledge a labeler made also has knowledge to build.
     assert all(METHODS[name].knowledge for name in KNOWLEDGE_METHODS)

@@ -82,7 +82,7 @@ def test_the_learner_uses_one_thread_unless_told():
 
 @pytest.mark.parametrize("method", ["ppo", "rnd"])  # every method builds on this base
 def test_learner_gpus_reach_rllib_and_the_trials_resource_request(method):
-    from rl_bk.experiments.methods import get_method
+    from rl_bk.methods.registry import get_method
 
     task = load_task("babyai-gotolocal-redball-s20", smoke=True)
     assert task.learner.num_gpus == 0  # every committed study updated on the CPU

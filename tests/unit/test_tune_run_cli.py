@@ -28,7 +28,7 @@ def test_unknown_task(capsys):
 def test_unknown_method(capsys):
     code, err = run(capsys, "--task", "babyai-gotolocal-redball-s20", "--methods", "ppo,magic")
     assert code == 2
-    from rl_bk.experiments.methods import METHODS
+    from rl_bk.methods.registry import METHODS
 
     assert f"unknown method 'magic'; valid methods: {', '.join(sorted(METHODS))}" in err
 

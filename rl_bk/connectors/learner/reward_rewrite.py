@@ -14,9 +14,9 @@ real steps. Every term reads the environment's rewards, not another term's. The 
 last step PPO appends (reward 0, masked out of the loss) is left untouched, and the env
 runners never see the rewrite: the episode return RLlib reports stays the environment's.
 
-The terms: BK's potential-based shaping (:mod:`rl_bk.algorithms.bk_ppo.potential_shaping`),
+The terms: BK's potential-based shaping (:mod:`rl_bk.methods.bk.potential_shaping`),
 ELLM's and ONI's intrinsic rewards (:mod:`.intrinsic_rewards`) and PTGM's KL penalty
-(:mod:`rl_bk.algorithms.ptgm_ppo.prior_kl`).
+(:mod:`rl_bk.methods.ptgm.prior_kl`).
 Each logs its own metrics (:meth:`RewardTerm.batch_metrics`), under the names it always had.
 """
 

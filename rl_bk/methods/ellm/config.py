@@ -1,0 +1,122 @@
+"""ELLM-PPO: RLlib's PPO (or APPO: :class:`ELLMAPPOConfig`) trained on ELLM's
+goal-suggestion reward.
+
+    config = (ELLMPPOConfig()
+              .environment("Crafter-Text-v0")
+              .training(suggester="llm", labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
+                        family="crafter", ellm_coeff=1.0, extrinsic_coeff=1.0))
+
+The learner connector gets :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
+right after PPO's artificial-step piece (before GAE), with an intrinsic-reward term whose
+reward function is :class:`ELLMIntrinsicReward` (suggestions, novelty filter and matching:
+see that module). The policy is PPO's own; for ELLM's goal-conditioned policy the env is
+wrapped instead (:mod:`rl_bk.methods.ellm.goal_observation`; the ``ellm`` method does it
+when the task's ``ellm.goal_conditioned`` is true).
+
+Departures from ELLM's reference (yuqingd/ellm): PPO instead of double DQN (every method
+of a task shares the task's PPO); the env's reward is kept (``extrinsic_coeff``, default 1;
+ELLM's pretraining zeroed it: set 0 for that); the match uses the packaged all-MiniLM-L6-v2
+at threshold 0.9 (ELLM: paraphrase-MiniLM-L3 at 0.99) on achieved texts the env writes in
+the goal vocabulary, not the successful action's name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.from_config import NotProvided
+
+from rl_bk.algorithms.appo.config import BaseAPPOConfig
+from rl_bk.algorithms.ppo.config import BasePPOConfig
+from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
+from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.methods.ellm.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
+from rl_bk.methods.ellm.settings import ELLMSettings
+
+
+class ELLMRewardMixin:
+    """ELLM's goal-suggestion reward: its ``training(...)`` parameters and the reward term, for
+    PPO (:class:`ELLMPPOConfig`) and APPO (:class:`ELLMAPPOConfig`) alike."""
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class=algo_class)
+        self.suggester: str = "llm"
+        self.labeler: LabelerSpec = LabelerSpec()
+        self.family: str | None = None
+        self.ellm: ELLMSettings = ELLMSettings()  # the task file's ellm: section, whole
+
+    @override(AlgorithmConfig)
+    def training(
+        self,
+        *,
+        ellm: ELLMSettings = NotProvided,
+        suggester: str = NotProvided,
+        labeler: LabelerSpec = NotProvided,
+        family: str | None = NotProvided,
+        **kwargs: Any,
+    ) -> ELLMPPOConfig:
+        """
+        Args:
+            ellm: ELLM's settings (:class:`~rl_bk.methods.ellm.settings.ELLMSettings`,
+                each field's meaning there); any of its fields may also be given by name
+                (``training(ellm_coeff=0.5)``: a sweep's values), and replaces that field.
+            suggester: "llm" (the labeler's goals; the oracle backend is ELLM's oracle) or
+                "novelty" (every goal of the vocabulary).
+            labeler: who suggests goals (LabelerSpec; oracle by default).
+            family: the env family ("crafter", "babyai"): its goal vocabulary.
+        """
+        fields = ELLMSettings.take_fields(kwargs)
+        super().training(**kwargs)
+        if ellm is not NotProvided:
+            self.ellm = ellm
+        self.ellm = self.ellm.updated(fields)
+        if suggester is not NotProvided:
+            self.suggester = suggester
+        if labeler is not NotProvided:
+            self.labeler = labeler
+        if family is not NotProvided:
+            self.family = family
+        return self
+
+    @override(AlgorithmConfig)
+    def validate(self) -> None:
+        super().validate()
+        if self.suggester not in SUGGESTERS:
+            self._value_error(
+                f"unknown ELLM suggester {self.suggester!r}; valid: {', '.join(SUGGESTERS)}"
+            )
+        if self.family is None:
+            self._value_error(
+                "ELLMPPOConfig needs training(family=...): the env family whose "
+                "goal vocabulary suggestions use (crafter or babyai)"
+            )
+        if self.suggester == "llm" and not isinstance(self.labeler, LabelerSpec):
+            self._value_error("the 'llm' suggester needs training(labeler=LabelerSpec(...))")
+
+    @override(AlgorithmConfig)
+    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
+        pipeline = super().build_learner_connector(
+            input_observation_space, input_action_space, device
+        )
+        reward_fn = ELLMIntrinsicReward(
+            suggester=self.suggester, labeler=self.labeler, family=self.family, settings=self.ellm
+        )
+        add_reward_rewrite(
+            pipeline,
+            RewriteRewards(
+                terms=[IntrinsicReward(reward_fn)], extrinsic_coeff=self.ellm.extrinsic_coeff
+            ),
+        )
+        return pipeline
+
+
+class ELLMPPOConfig(ELLMRewardMixin, BasePPOConfig):
+    """RLlib's PPO (with rl-bk's loss options) on ELLM's reward."""
+
+
+class ELLMAPPOConfig(ELLMRewardMixin, BaseAPPOConfig):
+    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread)
+    on ELLM's reward."""

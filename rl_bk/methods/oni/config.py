@@ -1,0 +1,190 @@
+"""ONI-PPO: RLlib's PPO (or APPO: :class:`ONIAPPOConfig`) trained on ONI's online intrinsic
+rewards from LLM feedback.
+
+    config = (ONIPPOConfig()
+              .environment("NetHack-Text-Score-v0")
+              .training(reward_type="classification",
+                        labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
+                        oni=ONISettings(caption_key="message", extrinsic_coeff=0.1)))
+
+What it wires:
+
+- the learner connector: :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
+  right after PPO's artificial-step piece (before GAE), with an intrinsic-reward term whose
+  reward function is :class:`OnlineIntrinsicReward` (see that module for every reward
+  type, the label queue and the count decay);
+- for ``classification`` and ``ranking``: the learner-only :class:`OnlineRewardModel` beside
+  the policy, and :class:`ONIPPOTorchLearner`, which fits it on the labels after each update.
+
+PPO (clipped surrogate, GAE, one value head) is unchanged: ONI's reference trains APPO with
+V-trace; here every method of a task shares the task's PPO, so comparisons stay fair. Defaults
+are ONI's (facebookresearch/oni): llm_coeff 0.4, beta 3, classification threshold 0.5, ranking
+threshold -0.5 on the normalised scale, reward-model lr 1e-4, minibatch 256, 32 steps per new
+labels below 25k labels. ``extrinsic_coeff`` defaults to 1: ONI used 0.1 on NetHack Score and
+10 elsewhere, so task files set it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.from_config import NotProvided
+
+from rl_bk.algorithms.appo.config import BaseAPPOConfig
+from rl_bk.algorithms.ppo.config import BasePPOConfig
+from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
+from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.methods.oni.intrinsic_reward import (
+    LABELLED_TYPES,
+    MODEL_TYPES,
+    REWARD_TYPES,
+    OnlineIntrinsicReward,
+)
+from rl_bk.methods.oni.learner import ONIAPPOTorchLearner, ONIPPOTorchLearner
+from rl_bk.methods.oni.rl_module import ONI_MODULE_ID, OnlineRewardModel
+from rl_bk.methods.oni.settings import ONISettings
+
+
+class ONIRewardMixin:
+    """ONI's online intrinsic reward: its ``training(...)`` parameters, the reward term and the
+    learner-only reward model's spec, for PPO (:class:`ONIPPOConfig`) and APPO
+    (:class:`ONIAPPOConfig`) alike."""
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class=algo_class)
+        self.reward_type: str = "retrieval"
+        self.labeler: LabelerSpec = LabelerSpec()
+        self.family: str | None = None
+        self.motif_dir: str | None = None
+        self.oni: ONISettings = ONISettings()  # the task file's oni: section, whole
+
+    @override(AlgorithmConfig)
+    def training(
+        self,
+        *,
+        oni: ONISettings = NotProvided,
+        reward_type: str = NotProvided,
+        labeler: LabelerSpec = NotProvided,
+        family: str | None = NotProvided,
+        motif_dir: str | None = NotProvided,
+        **kwargs: Any,
+    ) -> ONIPPOConfig:
+        """
+        Args:
+            oni: ONI's settings (:class:`~rl_bk.methods.oni.settings.ONISettings`,
+                each field's meaning there); any of its fields may also be given by name
+                (``training(llm_coeff=0.2)``: a sweep's values), and replaces that field.
+            reward_type: none | retrieval | classification | ranking | motif | cosine-bow.
+            labeler: which LLM labels captions online (LabelerSpec; oracle by default).
+            family: the env family, so labels are constrained to its vocabulary.
+            motif_dir: the offline Motif reward model (reward_type="motif").
+        """
+        fields = ONISettings.take_fields(kwargs)
+        super().training(**kwargs)
+        if oni is not NotProvided:
+            self.oni = oni
+        self.oni = self.oni.updated(fields)
+        if reward_type is not NotProvided:
+            self.reward_type = reward_type
+        if labeler is not NotProvided:
+            self.labeler = labeler
+        if family is not NotProvided:
+            self.family = family
+        if motif_dir is not NotProvided:
+            self.motif_dir = motif_dir
+        return self
+
+    @override(AlgorithmConfig)
+    def validate(self) -> None:
+        super().validate()
+        if self.reward_type not in REWARD_TYPES:
+            self._value_error(
+                f"unknown ONI reward_type {self.reward_type!r}; valid: {', '.join(REWARD_TYPES)}"
+            )
+        if self.reward_type in LABELLED_TYPES and not isinstance(self.labeler, LabelerSpec):
+            self._value_error(
+                f"reward_type {self.reward_type!r} needs training(labeler="
+                "LabelerSpec(...)): the LLM that labels captions"
+            )
+        if self.reward_type == "motif" and not self.motif_dir:
+            self._value_error(
+                "reward_type 'motif' needs training(motif_dir=...): a reward "
+                "model built by `rl-bk knowledge build --kinds motif`"
+            )
+        if self.reward_type in MODEL_TYPES and self.num_learners > 1:
+            self._value_error(
+                "ONI's online reward model lives on one learner; use num_learners <= 1"
+            )
+
+    @override(AlgorithmConfig)
+    def get_multi_rl_module_spec(
+        self, *, inference_only: bool = False, **kwargs: Any
+    ) -> MultiRLModuleSpec:
+        """PPO's spec, plus the learner-only reward model for classification and ranking
+        (added at call time, so a reward_type set by Tune applies)."""
+        spec = super().get_multi_rl_module_spec(inference_only=inference_only, **kwargs)
+        if (
+            inference_only
+            or self.reward_type not in MODEL_TYPES
+            or ONI_MODULE_ID in spec.rl_module_specs
+        ):
+            return spec
+        policy = spec.rl_module_specs[DEFAULT_MODULE_ID]
+        spec.add_modules(
+            {
+                ONI_MODULE_ID: RLModuleSpec(
+                    module_class=OnlineRewardModel,
+                    observation_space=policy.observation_space,
+                    action_space=policy.action_space,
+                    learner_only=True,
+                    model_config={"kind": self.reward_type},
+                )
+            }
+        )
+        return spec
+
+    @override(AlgorithmConfig)
+    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
+        pipeline = super().build_learner_connector(
+            input_observation_space, input_action_space, device
+        )
+        reward_fn = OnlineIntrinsicReward(
+            reward_type=self.reward_type,
+            labeler=self.labeler,
+            family=self.family,
+            motif_dir=self.motif_dir,
+            seed=self.seed or 0,
+            settings=self.oni,
+        )
+        # Right after the artificial-step piece: rewritten before GAE or V-trace reads them.
+        add_reward_rewrite(
+            pipeline,
+            RewriteRewards(
+                terms=[IntrinsicReward(reward_fn)], extrinsic_coeff=self.oni.extrinsic_coeff
+            ),
+        )
+        return pipeline
+
+
+class ONIPPOConfig(ONIRewardMixin, BasePPOConfig):
+    """RLlib's PPO (with rl-bk's loss options) on ONI's reward; its learner also fits the
+    learner-only reward model (classification, ranking)."""
+
+    @override(BasePPOConfig)
+    def get_default_learner_class(self) -> type:
+        return ONIPPOTorchLearner
+
+
+class ONIAPPOConfig(ONIRewardMixin, BaseAPPOConfig):
+    """RLlib's APPO on ONI's reward; its learner also fits the learner-only reward model
+    (classification, ranking), in APPO's learner thread."""
+
+    @override(BaseAPPOConfig)
+    def get_default_learner_class(self) -> type:
+        return ONIAPPOTorchLearner

@@ -1,0 +1,136 @@
+"""PTGM-PPO: a high-level PPO (or APPO: :class:`PTGMAPPOConfig`) over a codebook of goals,
+regularised by a goal prior.
+
+    config = (PTGMPPOConfig()
+              .training(ptgm_dir=folder, prior_kl_coeff=0.05, low_level_steps=8)
+              .goal_environment("BabyAI-Text-GoToLocal-RedBall-S20-v0"))
+
+``folder`` holds PTGM's pre-trained models (``rl-bk knowledge build --kinds ptgm``:
+:mod:`rl_bk.methods.ptgm.pretraining`): the goal codebook, the frozen goal-conditioned
+low-level policy
+and the goal prior. What this config wires:
+
+- the env: ``goal_environment`` registers ``<env>+ptgm``
+  (:class:`~rl_bk.methods.ptgm.high_level_env.HighLevelGoalEnv`): PPO's action is a
+  goal index, and each runs the low-level policy for ``low_level_steps`` env steps;
+- the learner connector: :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` with
+  :class:`~rl_bk.methods.ptgm.prior_kl.PriorKLPenalty`
+  after PPO's artificial-step piece, before GAE: ``r − prior_kl_coeff·KL(π_θ ‖ π_p)``;
+- the callback: env steps, not high-level decisions, are the results' env steps
+  (:mod:`rl_bk.methods.ptgm.env_steps`).
+
+PTGM's reference (PKU-RL/PTGM) trains its high level with PPO (lr 1e-4, γ 0.999, 5
+epochs, batch 40 on one env) over 100 goals of 100 env steps each, with ``kl_reward`` 0.05 in
+its README command. The task file sets the PPO side; ``prior_kl_coeff=0`` is the "no KL"
+ablation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.from_config import NotProvided
+
+from rl_bk.algorithms.appo.config import BaseAPPOConfig
+from rl_bk.algorithms.ppo.config import BasePPOConfig
+from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
+from rl_bk.methods.ptgm.env_steps import PTGMMetricsCallback
+from rl_bk.methods.ptgm.high_level_env import register_high_level_env
+from rl_bk.methods.ptgm.prior_kl import PriorKLPenalty, PriorLogits
+from rl_bk.methods.ptgm.settings import PTGMSettings
+
+
+class PriorKLMixin:
+    """PTGM's high level: its ``training(...)`` parameters and the prior-KL reward term, for PPO
+    (:class:`PTGMPPOConfig`) and APPO (:class:`PTGMAPPOConfig`) alike."""
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class=algo_class)
+        self.ptgm_dir: str | None = None
+        # The task file's ``ptgm:`` section, declared once, in PTGMSettings (the high level
+        # reads its RL fields: prior_kl_coeff, low_level_steps, greedy_low_level).
+        self.ptgm = PTGMSettings()
+        self.callbacks(PTGMMetricsCallback)
+
+    @override(AlgorithmConfig)
+    def training(
+        self,
+        *,
+        ptgm_dir: str = NotProvided,
+        ptgm: PTGMSettings = NotProvided,
+        **kwargs: Any,
+    ) -> PTGMPPOConfig:
+        """
+        Args:
+            ptgm_dir: the folder of the pre-trained PTGM models.
+            ptgm: PTGM's settings (:class:`~rl_bk.methods.ptgm.settings.PTGMSettings`, each
+                field's meaning there; ``prior_kl_coeff`` 0 is the no-KL ablation); any of
+                its fields may also be given by name (``training(prior_kl_coeff=0.1)``).
+        """
+        fields = PTGMSettings.take_fields(kwargs)
+        super().training(**kwargs)
+        if ptgm_dir is not NotProvided:
+            self.ptgm_dir = ptgm_dir
+        if ptgm is not NotProvided:
+            self.ptgm = ptgm
+        self.ptgm = self.ptgm.updated(fields)
+        return self
+
+    def goal_environment(
+        self, env: str, env_config: Mapping[str, Any] | None = None
+    ) -> PTGMPPOConfig:
+        """Runs on ``env`` through goals: registers ``<env>+ptgm`` and points the config at
+        it, with the callback that counts env steps (call after ``training(ptgm_dir=...,
+        low_level_steps=...)``, and after any ``callbacks(...)``)."""
+        if self.ptgm_dir is None:
+            raise ValueError(
+                "call training(ptgm_dir=...) before goal_environment(): the "
+                "high-level env needs the pre-trained models"
+            )
+        config = {
+            **dict(env_config or {}),
+            "ptgm_env": env,
+            "ptgm_dir": str(self.ptgm_dir),
+            "low_level_steps": self.ptgm.low_level_steps,
+            "greedy_low_level": self.ptgm.greedy_low_level,
+        }
+        # The env counts its env steps in info; this callback makes them the results' count.
+        self.callbacks(PTGMMetricsCallback)
+        return self.environment(register_high_level_env(env), env_config=config)
+
+    @override(AlgorithmConfig)
+    def validate(self) -> None:
+        super().validate()
+        if self.ptgm_dir is None:
+            self._value_error(
+                "PTGMPPOConfig needs training(ptgm_dir=...): the folder of the "
+                "pre-trained PTGM models (rl-bk knowledge build --kinds ptgm)"
+            )
+        if not str(self.env or "").endswith("+ptgm"):
+            self._value_error(
+                "PTGMPPOConfig runs on the high-level env: call "
+                "goal_environment(env) instead of environment(env)"
+            )
+
+    @override(AlgorithmConfig)
+    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
+        pipeline = super().build_learner_connector(
+            input_observation_space, input_action_space, device
+        )
+        penalty = PriorKLPenalty(
+            prior_logits=PriorLogits(str(self.ptgm_dir)), kl_coeff=self.ptgm.prior_kl_coeff
+        )
+        add_reward_rewrite(pipeline, RewriteRewards(terms=[penalty]))
+        return pipeline
+
+
+class PTGMPPOConfig(PriorKLMixin, BasePPOConfig):
+    """RLlib's PPO (with rl-bk's loss options) over PTGM's goals."""
+
+
+class PTGMAPPOConfig(PriorKLMixin, BaseAPPOConfig):
+    """RLlib's APPO (asynchronous sampling, V-trace; rl-bk's waiting learner thread)
+    over PTGM's goals."""

@@ -1,0 +1,79 @@
+"""The one registry of methods and of knowledge kinds: every name a task file, a sweep or the
+command line gives is looked up here.
+
+Each family's ``method.py`` (``rl_bk/methods/<family>/method.py``) declares its methods
+(``METHODS``, a list of :class:`Method`): the build function, the knowledge kind its trials
+need built before the sweep (:class:`~rl_bk.experiments.artifacts.Knowledge`, with its
+builder), whether a labeler is part of it, its settings section and its results columns.
+:data:`FAMILIES` is the one list of those modules; everything else that names methods or
+knowledge kinds (the sweep, the knowledge pipeline, the results tables, the command line)
+reads the declarations collected here.
+
+Every build function starts from :func:`~rl_bk.experiments.ppo_config.base_ppo_config`, so
+every method of a task shares its env, model, PPO hyper-parameters and runner layout, and
+comparisons are fair. The declarations import RLlib only inside the build functions, so that
+they load fast (the command line's help reads them).
+"""
+
+from __future__ import annotations
+
+from rl_bk.experiments.artifacts import Knowledge
+from rl_bk.methods.base import KNOWLEDGE_PARAMS, Method, UnknownMethodError, knowledge_task
+from rl_bk.methods.bc import method as bc
+from rl_bk.methods.bk import method as bk
+from rl_bk.methods.bk.method import REWARD_MODEL_APP
+from rl_bk.methods.ellm import method as ellm
+from rl_bk.methods.glam import method as glam
+from rl_bk.methods.oni import method as oni
+from rl_bk.methods.ppo import method as ppo
+from rl_bk.methods.ptgm import method as ptgm
+from rl_bk.methods.rnd import method as rnd
+
+__all__ = [
+    "BK_KINDS",
+    "FAMILIES",
+    "KNOWLEDGE",
+    "KNOWLEDGE_METHODS",
+    "KNOWLEDGE_PARAMS",
+    "LABELLING_METHODS",
+    "METHODS",
+    "REWARD_MODEL_APP",
+    "Method",
+    "UnknownMethodError",
+    "get_method",
+    "knowledge_of",
+    "knowledge_task",
+]
+
+#: The method families, in the order ``tune_run.py --list`` shows their methods.
+FAMILIES = (ppo, rnd, bk, ellm, oni, ptgm, bc, glam)
+
+METHODS: dict[str, Method] = {m.name: m for family in FAMILIES for m in family.METHODS}
+
+#: Every knowledge kind, by name, in the order the methods are declared (methods may share
+#: one: ``ptgm`` and ``ptgm-no-kl``).
+KNOWLEDGE: dict[str, Knowledge] = {
+    m.knowledge.kind: m.knowledge for m in METHODS.values() if m.knowledge
+}
+#: BK's kinds: what ``rl-bk knowledge`` builds for a task whose methods need none.
+BK_KINDS = tuple(m.knowledge.kind for m in bk.METHODS)
+#: Methods whose knowledge came from a labeler (their ``backend`` picks it).
+KNOWLEDGE_METHODS = tuple(m.name for m in METHODS.values() if m.labels == "offline")
+#: Methods whose trials ask a labeler while they train (their ``backend`` picks it).
+LABELLING_METHODS = tuple(m.name for m in METHODS.values() if m.labels == "online")
+
+
+def get_method(name: str) -> Method:
+    try:
+        return METHODS[name]
+    except KeyError:
+        valid = ", ".join(sorted(METHODS))
+        raise UnknownMethodError(f"unknown method {name!r}; valid methods: {valid}") from None
+
+
+def knowledge_of(kind: str) -> Knowledge:
+    try:
+        return KNOWLEDGE[kind]
+    except KeyError:
+        valid = ", ".join(KNOWLEDGE)
+        raise ValueError(f"unknown knowledge kind {kind!r}; valid: {valid}") from None
