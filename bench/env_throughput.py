@@ -892,7 +892,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}"
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / "env_throughput.json", args.out / "env_throughput.md"
-    from bench.study import replace_section, write_keeping_reading
+    from bench.results_files import replace_section, write_keeping_reading
 
     def appo_part() -> tuple[dict, list[str]]:
         appo = ppo_vs_appo(families, iters, rounds, scale, pairs)

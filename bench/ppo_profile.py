@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *_rows(r),
     ]
-    from bench.study import write_keeping_reading
+    from bench.results_files import write_keeping_reading
 
     write_keeping_reading(args.out / "ppo_profile.md", "\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| `{task}` | `{r.get('old')}` | `{r.get('new')}` | "
             f"{same}/{len(r['trials'])} | {differ} | `{r['command']}`, {r['date']} |"
         )
-    from bench.study import write_keeping_reading
+    from bench.results_files import write_keeping_reading
 
     write_keeping_reading(path.with_suffix(".md"), "\n".join(lines) + "\n")
     print("\n".join(lines))

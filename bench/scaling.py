@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     lines += ["", "## Env runners on another node", ""]
     lines += cluster_rows(cluster, raw)
-    from bench.study import write_keeping_reading
+    from bench.results_files import write_keeping_reading
 
     write_keeping_reading(args.out / "scaling.md", "\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -39,7 +39,7 @@ model_config. Under LoRA the pretrained LM's weights are frozen, and each module
 itself from the same model (the packaged SmolLM2's cache, a folder every node sees, or the tiny
 model's seed), so that state leaves them out: it holds the adapters, the value head and
 anything else that trains (:meth:`GLAMTorchRLModule.frozen_state_keys`): 10 MB for
-SmolLM2-135M with r=16 instead of 662 MB (``bench/results/glam_prior.md``). With it goes a
+SmolLM2-135M with r=16 instead of 662 MB (``studies/results/glam_prior.md``). With it goes a
 fingerprint of the frozen weights, so a runner whose own copy differs (another model or
 conversion under the same name) refuses the state instead of acting on other weights. Full
 fine-tuning (``lora`` None) trains every weight, so everything travels. Checkpoints
