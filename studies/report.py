@@ -119,7 +119,7 @@ def plan_lines(plan: StudyPlan, facts: dict, smoke: bool = False) -> list[str]:
 
 
 def _grid(grid: dict[str, list]) -> str:
-    return ", ".join(f"{k}={'|'.join(str(v) for v in vs)}" for k, vs in grid.items())
+    return ", ".join(f"{k}={'/'.join(str(v) for v in vs)}" for k, vs in grid.items())
 
 
 # --------------------------------------------------------------------------- the numbers
