@@ -411,3 +411,23 @@ def test_the_last_state_shortcut_equals_the_full_forward_pass(n_layers):
             rtol=1e-5,
             atol=1e-6,
         )
+
+
+def test_preference_pairs_are_the_pairs_a_build_labels(tmp_path, episodes):
+    # Two builds' labels (an LLM's and the oracle's) are compared pair by pair by drawing the
+    # pairs again (studies/bk_knowledge.py): the draw must be the build's own.
+    from rl_bk.methods.bk.preference.training import preference_pairs
+
+    asked = []
+
+    def labeler(task, requests):
+        asked.extend(requests)
+        return [PreferenceLabel(choice="A") for _ in requests]
+
+    train_preference_potential(
+        labeler, episodes[:3], tmp_path / "pref", family="babyai", pairs=12, epochs=1, seed=5
+    )
+    _, _, again = preference_pairs(episodes[:3], 12, 5, "babyai", None, np.random.default_rng(5))
+    assert again == asked
+    _, _, other = preference_pairs(episodes[:3], 12, 5, "babyai", None, np.random.default_rng(6))
+    assert other != asked

@@ -7,43 +7,9 @@ For a prompt p and an action text a of tokens a_1..a_n (GLAM's ``LogScoringModul
 The value is GLAM's ``ValueHeadModuleFn``: Linear(h, 1024) → Sigmoid → Linear(1024, 1024) →
 Sigmoid → Linear(1024, 1) on the final hidden state of the prompt's last token.
 
-How it is computed, per batch of B prompts and A actions:
-
-1. the prompts are decoded from the observation bytes (:func:`decode_prompts`), tokenised,
-   left-truncated to ``max_prompt_tokens`` and left-padded, and run through the LM ONCE, with
-   explicit position ids (``cumsum(mask) - 1``) so a padded prompt sees the positions an
-   unpadded one would, keeping the key/value cache. Only the last position's logits are
-   computed: they give every action's first-token log-prob, and its hidden state is the value
-   head's input (returned as ``Columns.EMBEDDINGS``);
-2. the cache is repeated A times per prompt and the A action texts (all but their last token,
-   which predicts nothing) run on top of it as a (B·A, La - 1) batch, with the prompt mask
-   extended and the positions continued, giving the log-probs of action tokens 2..n. Tokens
-   that pad a shorter action are masked out and add 0.
-
-So a step costs one prompt pass plus a short action pass, not A full passes. The action texts
-are scored with a leading space (``" " + text``, ``action_prefix``) since the prompt ends on
-``"Action k:"`` (see ``prompt_observation``). ``compute_values`` reuses the embeddings PPO's
-loss passes; without them (the GAE pass of RLlib's learner connector) it runs the prompt pass
-alone, without gradients and in chunks (see :meth:`GLAMTorchRLModule.compute_values`).
-
-model_config keys (defaults in :data:`GLAM_MODEL_DEFAULTS`): ``model`` ("tiny", "smollm2" or a
-Hugging Face causal-LM folder, see ``language_model``), ``action_texts``, ``action_prefix``,
-``lora`` (None: the whole LLM is fine-tuned, as in GLAM; a dict of r, alpha, dropout,
-target_modules: LoRA adapters only, as lamorel's LoRA example), ``max_prompt_tokens``,
-``value_hidden``, ``value_chunk`` (prompts per gradient-free value pass), ``dtype``,
-``float32_matmul_precision`` (PyTorch's, set for the whole process) and ``seed``.
-
-Weight sync. After each update RLlib sends the learner module's ``get_state(inference_only=True)``
-to every env runner, which ``set_state``s it into a module it built itself from the same
-model_config. Under LoRA the pretrained LM's weights are frozen, and each module loads them
-itself from the same model (the packaged SmolLM2's cache, a folder every node sees, or the tiny
-model's seed), so that state leaves them out: it holds the adapters, the value head and
-anything else that trains (:meth:`GLAMTorchRLModule.frozen_state_keys`): 10 MB for
-SmolLM2-135M with r=16 instead of 662 MB (``studies/results/glam_prior.md``). With it goes a
-fingerprint of the frozen weights, so a runner whose own copy differs (another model or
-conversion under the same name) refuses the state instead of acting on other weights. Full
-fine-tuning (``lora`` None) trains every weight, so everything travels. Checkpoints
-(``inference_only=False``) keep the whole state.
+One prompt pass and a short action pass per batch (not one pass per action), and under
+LoRA a weight sync that leaves the frozen LM out (with a fingerprint of it): how, and why,
+in docs/methods.md, "GLAM's module". model_config keys: :data:`GLAM_MODEL_DEFAULTS`.
 """
 
 from __future__ import annotations

@@ -1,38 +1,10 @@
 """Running untrusted, LLM-written Python: a locked-down worker process, one round trip per batch.
 
-BK-Code executes code an LLM wrote, on every train batch, inside the learner. A Python-level
-jail alone cannot hold such code (``().__class__.__base__.__subclasses__()`` reaches ``os`` in
-one line), so the code runs in a separate, persistent worker process, and several layers
-stand between it and the machine:
-
-1. **Process.** The worker is ``python -I -B`` (no user site, no ``PYTHON*`` variables, no
-   bytecode written) with a minimal environment (no inherited secrets), ``cwd=/``, and no
-   stdin/stdout/stderr: it talks to us over two private pipes, in length-prefixed JSON (never
-   pickle: the parent never unpickles what untrusted code could have written).
-2. **Limits.** ``RLIMIT_AS`` caps its address space (its own baseline plus ``memory_mb``),
-   ``RLIMIT_FSIZE=0`` and ``RLIMIT_CORE=0`` stop file growth and core dumps, ``RLIMIT_NPROC=0``
-   stops forks for non-root users. Every call has a wall-clock limit: on overrun the parent
-   kills the worker.
-3. **Imports.** The code's builtins carry an ``__import__`` that admits only an allow-list
-   (:data:`ALLOWED_MODULES`: maths, text, containers, numpy), and ``exec``/``eval``/``compile``
-   are gone. Everything on the list is imported before the lock, so no module is ever loaded
-   afterwards.
-4. **Audit hook (the backstop).** ``sys.addaudithook`` installs a hook that cannot be
-   removed. After the lock it refuses, whatever route the code took to get there: every file
-   open and directory listing, every change to files, sockets and other network clients,
-   starting or signalling processes, ``ctypes``, loading any module, building code objects
-   (``marshal``, ``code.__new__``), walking the heap (``gc``), and changing the rlimits.
-   The hook keeps no state the code could reach or change: its tables are constants of its
-   own code object, it runs with empty builtins, and nothing references it but the
-   interpreter.
-
-Errors are typed, and each says what happened in one sentence: :class:`SandboxRefusal`,
-:class:`SandboxTimeout`, :class:`SandboxMemoryError`, :class:`SandboxCrash` (the worker
-died), :class:`CodeError` (the code raised, or returned something other than a finite
-number; ``.traceback`` holds a trimmed traceback a LLM can read) and
-:class:`CodeDefinitionError` (the code does not compile or lacks the function). After any of
-them the sandbox is usable again: a worker that was killed, refused or ran out of memory is
-replaced on the next call, and the last loaded code is loaded into the new one.
+BK-Code executes code an LLM wrote, on every train batch, inside the learner; a Python-level
+jail alone cannot hold such code, so it runs in a persistent worker process behind four
+layers (process, limits, an import allow-list, an audit hook that cannot be removed) and every
+failure is a typed error after which the sandbox is usable again: docs/methods.md, "BK-Code's
+sandbox", says what each layer refuses.
 
 This file is also the worker's program (``python -I -B sandbox.py --worker R W``), so its
 module-level imports are the standard library only, and never ``subprocess``.

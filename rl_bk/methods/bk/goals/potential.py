@@ -12,45 +12,10 @@ plus the current state):
 3. Phi = the largest cosine similarity between it and a candidate goal if above
    ``threshold``, else 0.
 
-How texts become vectors (``embedding``):
-
-- ``"texts"``: BK's way, each whole text through the sentence model. On this 2-core CPU
-  MiniLM encodes the ~80-token transitions at ~25-100 texts/s and the ~140-token histories at
-  ~20-27/s (the spread: other processes on the cores), and most texts are new: of 4000
-  random-policy windows, 3671 histories and 2248 transitions were distinct. A 2080-state batch
-  cost 36-49 s for the transitions alone; the histories would add ~80 s.
-- ``"sentences"`` (default): a text's vector is the normalised mean of the vectors of its
-  sentences (without the "Step i:" / "Current observation:" markers). Captions are made of a
-  small set of sentences (1643 distinct in 14763 random-policy states), so the embedder's
-  LRU cache soon holds them all. Against the exact texts on 3198 states, the similarity of the
-  transition to "go to the red ball" correlates at 0.959, and separates states that show the
-  red ball from those that do not at least as well (ROC AUC 0.963 vs 0.953).
-  Cost per 2080-state batch (32 chunks of 64 steps; keys and goals embedded once before):
-  2.2-2.6 s from a cold cache (776 sentences encoded), then 0.6-1.3 s, 0.5 s, and 0.25-0.43 s
-  from the fourth batch on (the cache's hit rate passes 70%); most of the warm cost is Python
-  (building and splitting the texts).
-
-Threshold. BK used 0.85 with bert-small; MiniLM's scale differs. Measured in the default
-mode on a random-policy dataset (BabyAI GoToLocal-RedBall-S20, 40 episodes, 14763 states)
-with the oracle's goal list for the mission ("go to the red ball"), the max similarity per
-state, split by whether caption_t shows the red ball:
-
-    =================  =====  ====  ====  ====  ====  ====  ====  ====
-    caption_t          n      p1    p5    p25   p50   p75   p95   p99
-    =================  =====  ====  ====  ====  ====  ====  ====  ====
-    shows red ball       832  .357  .371  .417  .462  .502  .583  .604
-    does not           11648  .236  .247  .280  .312  .363  .460  .499
-    =================  =====  ====  ====  ====  ====  ====  ====  ====
-
-    threshold            0.44    0.46    0.48    0.50    0.52    0.54
-    Phi > 0, shows       64%     51%     40%     26%     18%     10%
-    Phi > 0, does not    7.5%    5.1%    2.9%    0.96%   0.37%   0.12%
-
-The default 0.5 is the 99th percentile of the states without the target in view: Phi stays 0
-on 99% of them and is positive on a quarter of the states that show it (the similarity barely
-tracks the distance: median .487 at <= 3 steps, .458 farther). ``embedding="texts"`` has
-nearly the same scale (99th percentile .495 on 3198 states, .498 in this mode), so 0.5 serves
-both modes.
+How texts become vectors (``embedding``: BK's whole ``"texts"``, or the default
+``"sentences"``, a text's vector the normalised mean of its sentences' cached vectors) and why
+the threshold is 0.5 for MiniLM where BK used 0.85 with bert-small, measured: docs/methods.md,
+"BK-Goal's potential".
 
 Every batch is one ``encode`` call over its distinct texts (or sentences).
 """

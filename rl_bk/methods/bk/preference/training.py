@@ -105,7 +105,33 @@ class PreferenceReport:
         return asdict(self)
 
 
-def _label_pairs(labeler: Labeler, requests: Sequence[PreferenceRequest]) -> list:
+def preference_pairs(
+    episodes: Sequence[Chunk],
+    pairs: int,
+    horizon: int,
+    family: str | None,
+    mission: str | None,
+    rng: np.random.Generator,
+) -> tuple[list[Chunk], list[Chunk], list[PreferenceRequest]]:
+    """The ``pairs`` segment pairs a build labels (drawn with ``rng``, which a build seeds with
+    the dataset's seed) and the question asked of each: the same pairs for every labeller, so
+    two builds' labels can be compared pair by pair."""
+    segments = sample_segments(episodes, horizon - 1, 2 * pairs, rng)
+    seg_a, seg_b = segments[0::2], segments[1::2]
+    criteria = criteria_text(mission)
+    requests = [
+        PreferenceRequest(
+            segment_a=segment_steps(a, family),
+            segment_b=segment_steps(b, family),
+            criteria=criteria,
+            env=family,
+        )  # type: ignore[arg-type]
+        for a, b in zip(seg_a, seg_b)
+    ]
+    return seg_a, seg_b, requests
+
+
+def label_pairs(labeler: Labeler, requests: Sequence[PreferenceRequest]) -> list:
     """One PreferenceLabel per request; None where the labeler failed on it (those pairs are
     dropped)."""
     return label_in_batches(
@@ -167,20 +193,9 @@ def train_preference_potential(
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
 
-    segments = sample_segments(episodes, horizon - 1, 2 * pairs, rng)
-    seg_a, seg_b = segments[0::2], segments[1::2]
-    criteria = criteria_text(mission)
-    requests = [
-        PreferenceRequest(
-            segment_a=segment_steps(a, family),
-            segment_b=segment_steps(b, family),
-            criteria=criteria,
-            env=family,
-        )  # type: ignore[arg-type]
-        for a, b in zip(seg_a, seg_b)
-    ]
+    seg_a, seg_b, requests = preference_pairs(episodes, pairs, horizon, family, mission, rng)
     started = time.perf_counter()
-    labels = _label_pairs(labeler, requests)
+    labels = label_pairs(labeler, requests)
     seconds_labelling = time.perf_counter() - started
     choices = [None if lab is None else lab.choice for lab in labels]
 
