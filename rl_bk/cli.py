@@ -22,6 +22,9 @@ and the template version it was asked under, so imported labels key exactly as m
 
 ``knowledge`` runs the BK pipeline's stages alone (``tune_run.py`` runs whatever is missing
 before a sweep); settings come from the task's ``knowledge:`` section.
+
+Each subcommand imports what it uses inside its function, so that ``rl-bk --help`` and the
+label-store commands answer without loading Ray, torch or a model.
 """
 
 from __future__ import annotations

@@ -98,9 +98,9 @@ def preference_lines(task: TaskConfig, backends: list[str], reference: str, epis
     folders = {b: pipeline.artifact_dir(task, "bk-pref", b) for b in backends}
     built = [b for b in backends if is_built(folders[b])]
     lines = ["## BK-Pref", ""]
-    lines += [f"{b}: not built." for b in backends if b not in built]
+    lines += [line for b in backends if b not in built for line in (f"{b}: not built.", "")]
     if not built:
-        return [*lines, ""]
+        return lines
     rng = np.random.default_rng(task.knowledge.dataset.seed)
     _, _, requests = preference_pairs(episodes, p.pairs, p.horizon, family, task_mission(task), rng)
     choices = {}

@@ -18,7 +18,9 @@ else ``$RLBK_KNOWLEDGE_DIR`` or ``~/.cache/rl-bk/knowledge`` (on a cluster, stor
 sees).
 
 The kinds themselves are declared with their methods (:mod:`rl_bk.methods.registry`); the
-stages that build them are :mod:`rl_bk.experiments.knowledge_pipeline`'s.
+stages that build them are :mod:`rl_bk.experiments.knowledge_pipeline`'s. The method
+registry imports this module, so the env families (and their simulators) load inside the
+functions that need them.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import ray
+
+import env_registry
 from rl_bk.experiments.artifacts import (
     DONE,
     dataset_dir,
@@ -40,8 +43,14 @@ from rl_bk.experiments.artifacts import (
     is_built,
 )
 from rl_bk.experiments.labelers import labeler_for
+from rl_bk.experiments.ppo_config import base_ppo_config
 from rl_bk.experiments.task_config import TaskConfig
+from rl_bk.knowledge.collect import collect_bot_episodes, collect_episodes
+from rl_bk.knowledge.dataset import read_episodes, write_episodes
+from rl_bk.knowledge.numerics import numerics_in_effect, one_torch_thread, ray_runtime_env
 from rl_bk.methods.registry import knowledge_of
+from rl_bk.methods.rnd import RNDPPOConfig
+from rl_bk.storage import publish
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +70,6 @@ def published_location(
 
 
 def _finish(folder: Path, started: float, **facts: Any) -> Path:
-    from rl_bk.knowledge.numerics import numerics_in_effect
 
     facts = {
         "seconds": round(time.time() - started, 1),
@@ -85,7 +93,6 @@ def collect_dataset(task: TaskConfig, *, force: bool = False, root: Path | None 
     folder = dataset_dir(task, root)
     if is_built(folder) and not force:
         return folder
-    from rl_bk.knowledge.numerics import one_torch_thread
 
     with one_torch_thread():
         return _collect(task, folder)
@@ -97,9 +104,6 @@ def _collect(task: TaskConfig, folder: Path) -> Path:
     env = dataset_env(task)
     per_round = max(1, d.episodes // d.collections)
     if d.collector == "bot":
-        from rl_bk.knowledge.collect import collect_bot_episodes
-        from rl_bk.knowledge.dataset import write_episodes
-
         meta = {"env": env, "collector": "bot", "bot_epsilon": d.bot_epsilon, "task": task.name}
         for i in range(d.collections):
             episodes = collect_bot_episodes(
@@ -107,9 +111,6 @@ def _collect(task: TaskConfig, folder: Path) -> Path:
             )
             write_episodes(folder, episodes, meta, part=f"{i:03d}")
     elif d.collector == "random":
-        from rl_bk.knowledge.collect import collect_episodes
-        from rl_bk.knowledge.dataset import write_episodes
-
         meta = {"env": env, "collector": "random", "task": task.name}
         for i in range(d.collections):
             episodes = collect_episodes(
@@ -118,7 +119,6 @@ def _collect(task: TaskConfig, folder: Path) -> Path:
             write_episodes(folder, episodes, meta, part=f"{i:03d}")
     else:
         _collect_with_rnd(task, folder, env, per_round)
-    from rl_bk.knowledge.dataset import read_episodes
 
     n = len(read_episodes(folder))
     logger.info("dataset for %s: %d episodes in %s", task.name, n, folder)
@@ -126,11 +126,6 @@ def _collect(task: TaskConfig, folder: Path) -> Path:
 
 
 def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) -> None:
-    import ray
-
-    import env_registry
-    from rl_bk.experiments.ppo_config import base_ppo_config
-    from rl_bk.methods.rnd import RNDPPOConfig
 
     d = task.knowledge.dataset
     # No greedy evaluation while collecting: the dataset is the stochastic policy's episodes.
@@ -142,8 +137,6 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
         precollect_episodes=per_round,
     )
     if not ray.is_initialized():
-        from rl_bk.knowledge.numerics import ray_runtime_env
-
         ray.init(
             address="local",
             include_dashboard=False,
@@ -183,14 +176,12 @@ def build_knowledge(
     folder = artifact_dir(task, kind, backend, root)
     if is_built(folder) and not force:
         return folder
-    from rl_bk.knowledge.dataset import read_episodes
 
     # Knowledge written by hand (BK-Code's code.path) learns nothing from the dataset: none
     # is collected.
     hand = knowledge_of(kind).hand_written
     hand_written = hand is not None and hand(task) is not None
     episodes = [] if hand_written else read_episodes(collect_dataset(task, root=root))
-    from rl_bk.knowledge.numerics import one_torch_thread
 
     with one_torch_thread():
         return _build(task, kind, backend, folder, episodes)
@@ -214,7 +205,6 @@ def _build(task: TaskConfig, kind: str, backend: str | None, folder: Path, episo
 
 def publish_artifact(task: TaskConfig, kind: str, backend: str | None = None) -> str:
     """Copies a built artifact to the task's storage (nothing to do without one); where."""
-    from rl_bk.storage import publish
 
     location = published_location(task, kind, backend)
     return publish(artifact_dir(task, kind, backend), location)

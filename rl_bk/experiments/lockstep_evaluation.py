@@ -22,6 +22,17 @@ task metrics of ``rl_bk.callbacks.episode_metrics``.
 from __future__ import annotations
 
 import numpy as np
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.env.env_context import EnvContext
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    EVALUATION_RESULTS,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+)
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 from rl_bk.callbacks.episode_metrics import episode_end_metrics
 
@@ -71,8 +82,6 @@ class LockstepEvaluation:
         self.episodes, self.greedy, self.sampled = int(episodes), bool(greedy), bool(sampled)
 
     def _policy(self, module, greedy: bool):
-        import torch
-        from ray.rllib.core.columns import Columns
 
         if module.is_stateful():
             raise ValueError("lockstep evaluation needs a stateless RLModule (no LSTM state)")
@@ -88,15 +97,6 @@ class LockstepEvaluation:
         return act
 
     def __call__(self, algorithm, eval_env_runner_group) -> tuple[dict, int, int]:
-        from ray.rllib.env.env_context import EnvContext
-        from ray.rllib.utils.metrics import (
-            ENV_RUNNER_RESULTS,
-            EVALUATION_RESULTS,
-            NUM_ENV_STEPS_SAMPLED,
-            NUM_ENV_STEPS_SAMPLED_LIFETIME,
-            NUM_EPISODES,
-        )
-        from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
         runner = eval_env_runner_group.local_env_runner
         config = algorithm.config
@@ -104,7 +104,6 @@ class LockstepEvaluation:
             algorithm.env_creator(EnvContext(dict(config.env_config), worker_index=0))
             for _ in range(self.episodes)
         ]
-        import torch
 
         try:
             # The training iteration names the evaluation: a resumed trial replays the same seeds.

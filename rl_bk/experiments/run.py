@@ -24,10 +24,35 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ray
 import yaml
+from ray import tune
+from ray.air.integrations.wandb import WandbLoggerCallback
 
+import env_registry
 from rl_bk import metrics as M
-from rl_bk.experiments.results import TrialRecord, without_superseded_reports, write_results
+from rl_bk.console import WORKER_SETUP_HOOK, quiet_ray_logs, verbose
+from rl_bk.experiments import labelers
+from rl_bk.experiments.artifacts import DONE as BUILT_FILE
+from rl_bk.experiments.artifacts import (
+    artifact_fingerprint,
+    dataset_dir,
+    dataset_fingerprint,
+    is_built,
+    knowledge_root,
+)
+from rl_bk.experiments.cluster_preflight import check_cluster_paths
+from rl_bk.experiments.knowledge_pipeline import build_knowledge, publish_artifact
+from rl_bk.experiments.labelers import start_labeler_apps, uses_labeler_app
+from rl_bk.experiments.progress import TrialProgress
+from rl_bk.experiments.results import (
+    DONE,
+    ERROR,
+    STOPPED_EARLY,
+    TrialRecord,
+    without_superseded_reports,
+    write_results,
+)
 from rl_bk.experiments.sweep import (
     expand_variants,
     param_space,
@@ -35,7 +60,16 @@ from rl_bk.experiments.sweep import (
     trainable_for,
     trial_label,
 )
-from rl_bk.experiments.task_config import TaskConfig
+from rl_bk.experiments.task_config import TaskConfig, load_task
+from rl_bk.labeling.store import default_path
+from rl_bk.methods.registry import (
+    KNOWLEDGE_METHODS,
+    KNOWLEDGE_PARAMS,
+    LABELLING_METHODS,
+    get_method,
+    knowledge_task,
+)
+from rl_bk.storage import is_uri, join
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +118,6 @@ def _require_wandb() -> None:
 
 
 def _wandb_callback(project: str, run_dir: Path):
-    from ray.air.integrations.wandb import WandbLoggerCallback
 
     # wandb writes straight into the run folder (Tune's copy of its staging folder can race
     # wandb's last flush). Without a key, log offline (`wandb sync <run>/wandb/offline-run-*`
@@ -106,11 +139,9 @@ def cuda_alloc_conf() -> str:
 def init_ray(address: str | None) -> None:
     """Starts Ray (or attaches to ``address``) with the runtime environment every trial of a
     run gets; a no-op when Ray is already up."""
-    import ray
 
     if ray.is_initialized():
         return
-    from rl_bk.console import WORKER_SETUP_HOOK, quiet_ray_logs, verbose
 
     quiet_ray_logs()
     common = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": True}
@@ -137,7 +168,6 @@ def _check_fits(task: TaskConfig, variants: list, seed: int, address: str | None
     """A trial that asks for more than Ray has would wait forever: refuse it now. GPUs are
     checked on this machine alone (no ``address``): a cluster's autoscaler adds GPU nodes
     when a trial asks for one (cluster.yaml starts with none)."""
-    import ray
 
     have = ray.cluster_resources()
     for variant in variants:
@@ -171,10 +201,6 @@ def _preflight(task: TaskConfig, variants: list, address: str | None) -> None:
     (:mod:`rl_bk.experiments.cluster_preflight`), checked before any build or trial."""
     if not address:
         return
-    from rl_bk.experiments.cluster_preflight import check_cluster_paths
-    from rl_bk.experiments.labelers import uses_labeler_app
-    from rl_bk.labeling.store import default_path
-    from rl_bk.methods.registry import LABELLING_METHODS
 
     labels_in_trials = any(
         v.method in LABELLING_METHODS for v in variants
@@ -193,7 +219,6 @@ def tune_location(task: TaskConfig, run_dir: Path) -> str:
     """Where Tune keeps the run's experiment: the run folder, or the task's storage."""
     if task.storage is None:
         return str(run_dir / "tune")
-    from rl_bk.storage import join
 
     return join(task.storage, "results", task.name, run_dir.name, "tune")
 
@@ -204,8 +229,6 @@ def with_knowledge_dir(task: TaskConfig, knowledge_dir: Path | None = None) -> T
     shared mount ``<storage>/knowledge`` (every node reads it there, no copies; behind a URI
     artifacts are built locally and published), else ``knowledge_dir`` (``--knowledge-dir``),
     else the task file's, else ``$RLBK_KNOWLEDGE_DIR`` or the default."""
-    from rl_bk.experiments.artifacts import knowledge_root
-    from rl_bk.storage import is_uri, join
 
     if task.storage is not None and not is_uri(task.storage):
         root = join(task.storage, "knowledge")
@@ -217,12 +240,10 @@ def with_knowledge_dir(task: TaskConfig, knowledge_dir: Path | None = None) -> T
 
 
 def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callbacks: list):
-    from ray import tune
 
     stop = {M.ENV_STEPS: stop_steps}
     if task.stop.time_budget_s:
         stop["time_total_s"] = task.stop.time_budget_s
-    from rl_bk.console import verbose
 
     if verbose():  # Tune's own status table
         reporter, tune_verbosity = (
@@ -240,8 +261,6 @@ def _tuner_run_config(task: TaskConfig, run_dir: Path, stop_steps: int, callback
             1,
         )
     else:  # one line per trial
-        from rl_bk.experiments.progress import TrialProgress
-
         reporter, tune_verbosity = None, 0
         main = M.MAIN_METRICS[task.metric]
         callbacks = [*callbacks, TrialProgress(stop_steps, _trial_title, main)]
@@ -285,20 +304,6 @@ def _trial_name(trial) -> str:
 def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
     """Builds whatever knowledge the bk-* variants need and is missing (the dataset first),
     and records in ``knowledge.json`` which artifacts the run used and whose labels they hold."""
-    import json
-
-    from rl_bk.experiments.artifacts import (
-        artifact_fingerprint,
-        dataset_dir,
-        dataset_fingerprint,
-        is_built,
-    )
-    from rl_bk.experiments.knowledge_pipeline import DONE, build_knowledge, publish_artifact
-    from rl_bk.methods.registry import (
-        KNOWLEDGE_PARAMS,
-        get_method,
-        knowledge_task,
-    )
 
     used, datasets = {}, {}
     for v in variants:
@@ -318,7 +323,7 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
             datasets[data] = dataset_fingerprint(data)
         used[f"{v.method} {chosen}".strip()] = {
             "path": location,
-            **json.loads((folder / DONE).read_text()),
+            **json.loads((folder / BUILT_FILE).read_text()),
             "fingerprint": artifact_fingerprint(folder),
             "dataset_fingerprint": datasets.get(data),
         }
@@ -331,8 +336,6 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
 def check_labelers(task: TaskConfig, variants: list) -> None:
     """The labelers the sweep's variants use, checked before Ray starts
     (:func:`rl_bk.experiments.labelers.check_labelers`)."""
-    from rl_bk.experiments import labelers
-    from rl_bk.methods.registry import KNOWLEDGE_METHODS, LABELLING_METHODS
 
     needs: dict[str | None, list[str]] = {}  # backend -> the variants that label with it
     for v in variants:
@@ -345,8 +348,6 @@ def check_labelers(task: TaskConfig, variants: list) -> None:
 def _start_labeler_apps(task: TaskConfig, variants: list) -> None:
     """With ``labeler: {mode: serve}``: the Serve app of every labeler backend the sweep
     uses, started (or found) before any knowledge build or trial needs it."""
-    from rl_bk.experiments.labelers import start_labeler_apps, uses_labeler_app
-    from rl_bk.methods.registry import KNOWLEDGE_METHODS, LABELLING_METHODS
 
     if not uses_labeler_app(task):
         return
@@ -362,9 +363,6 @@ def _start_labeler_apps(task: TaskConfig, variants: list) -> None:
 
 def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
     """Runs the sweep and writes the run folder; returns its path."""
-    from ray import tune
-
-    import env_registry
 
     methods = options.methods or list(task.methods)
     variants = expand_variants(task, methods)
@@ -410,10 +408,6 @@ def run_experiment(task: TaskConfig, options: RunOptions) -> Path:
 
 def resume_experiment(run_dir: Path, options: RunOptions) -> Path:
     """Continues an interrupted run from its trials' last checkpoints; rewrites its results."""
-    from ray import tune
-
-    import env_registry
-    from rl_bk.experiments.task_config import load_task
 
     run_dir = run_dir.resolve()
     if not (run_dir / RESOLVED_TASK_FILE).is_file():
@@ -473,7 +467,6 @@ def _trial_outcome(
 ) -> tuple[str, FailedTrial | None]:
     """A Tune result's status, and what to say of it when it did not finish: it reached
     ``stop_steps`` env steps (or ran out its time budget), it raised, or it ended before."""
-    from rl_bk.experiments.results import DONE, ERROR, STOPPED_EARLY
 
     title = _title(_result_config(result))
     if result.error:

@@ -25,7 +25,12 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
+from minigrid.envs.babyai.core.roomgrid_level import RoomGridLevel
+from minigrid.utils.baby_ai_bot import BabyAIBot
+from ray.rllib.core.columns import Columns
 
+import env_registry
 from rl_bk.knowledge.trajectory import Chunk
 
 
@@ -45,8 +50,6 @@ class _ModulePolicy:
     """Actions from an RLModule: sampled (``explore``) or its distribution's mode."""
 
     def __init__(self, module: Any, explore: bool):
-        import torch
-        from ray.rllib.core.columns import Columns
 
         self.torch, self.columns, self.module, self.explore = torch, Columns, module, explore
         params = list(module.parameters()) if hasattr(module, "parameters") else []
@@ -91,7 +94,6 @@ def collect_episodes(
             sampling, so a collection is reproducible without touching the global RNGs.
         explore: sample actions from the policy (True, BK's collection) or take the mode.
     """
-    import env_registry
 
     if num_episodes < 0:
         raise ValueError(f"num_episodes must be >= 0, got {num_episodes}")
@@ -119,7 +121,6 @@ def collect_episodes(
 @contextlib.contextmanager
 def _seeded_torch(seed: int) -> Iterator[None]:
     """Seeds torch's sampling for the collection, leaving the caller's RNG state as it was."""
-    import torch
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -143,13 +144,11 @@ def collect_bot_episodes(
     replans from wherever that leaves it), so the data also shows recoveries; PTGM's
     low-level policy is cloned from such demonstrations.
     """
-    import env_registry
 
     if not 0.0 <= epsilon <= 1.0:
         raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
     env_registry.register_all()
     env = gym.make(env_name, **dict(env_config or {}))
-    from minigrid.envs.babyai.core.roomgrid_level import RoomGridLevel
 
     if not isinstance(getattr(env.unwrapped, "level", None), RoomGridLevel):
         env.close()
@@ -176,7 +175,6 @@ class _BotPolicy:
         self.bot: Any = None
 
     def reset(self) -> None:
-        from minigrid.utils.baby_ai_bot import BabyAIBot
 
         self.bot = BabyAIBot(self.env.unwrapped.level)
 

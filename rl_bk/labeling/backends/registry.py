@@ -1,4 +1,6 @@
-"""Builds the backend a labeler config names. Heavy packages are imported only here, on use."""
+"""Builds the backend a labeler config names. Each backend's packages (llama-cpp-python, vLLM,
+an HTTP client, the packaged models) are optional dependencies: they are imported inside the
+function that builds that backend, so a missing one is a clear error only for its users."""
 
 from __future__ import annotations
 

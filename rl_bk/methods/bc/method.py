@@ -1,7 +1,11 @@
 """BC-PPO: flat PPO whose policy starts from behaviour cloning on PTGM's dataset, so that PTGM's
 lead over it, if any, is the hierarchy's, not the data's. The algorithm is
 :mod:`rl_bk.methods.bc`'s; the state-action pairs are a knowledge kind built without a
-labeler."""
+labeler.
+
+RLlib and the family's classes are imported inside the build functions, so the registry
+(and ``tune_run.py --list``) loads these declarations without them.
+"""
 
 from __future__ import annotations
 

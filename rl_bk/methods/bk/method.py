@@ -6,6 +6,9 @@ BK-Goal), each a knowledge kind built before the sweep. The algorithm and the bu
 
 A trial's ``backend``, ``candidate`` and ``include_mission`` pick which artifact, ``served``
 whether Phi comes from the reward-model app; the rest go to ``ShapedPPOConfig.training``.
+
+RLlib and the family's classes are imported inside the build functions, so the registry
+(and ``tune_run.py --list``) loads these declarations without them.
 """
 
 from __future__ import annotations

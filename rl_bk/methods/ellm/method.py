@@ -1,6 +1,10 @@
 """ELLM (Du et al. 2023, "Guiding Pretraining in Reinforcement Learning with Large Language
 Models"): PPO rewarded for achieving goals an LLM suggests for the caption, and its novelty
-baseline. The algorithm is :mod:`rl_bk.methods.ellm`'s; its settings, ``ellm:``."""
+baseline. The algorithm is :mod:`rl_bk.methods.ellm`'s; its settings, ``ellm:``.
+
+RLlib and the family's classes are imported inside the build functions, so the registry
+(and ``tune_run.py --list``) loads these declarations without them.
+"""
 
 from __future__ import annotations
 

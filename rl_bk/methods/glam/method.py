@@ -1,6 +1,10 @@
 """GLAM (Carta et al. 2023, "Grounding Large Language Models in Interactive Environments with
 Online Reinforcement Learning"): a causal language model is the policy, fine-tuned by PPO. The
-algorithm is :mod:`rl_bk.methods.glam`'s; its settings, ``glam:``."""
+algorithm is :mod:`rl_bk.methods.glam`'s; its settings, ``glam:``.
+
+RLlib and the family's classes are imported inside the build functions, so the registry
+(and ``tune_run.py --list``) loads these declarations without them.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,9 @@ Language Model Feedback") and Motif (Klissarov et al. 2023, "Motif: Intrinsic Mo
 Artificial Intelligence Feedback"): PPO on an intrinsic reward from LLM feedback on captions,
 labelled while training (ONI) or offline into a reward model (Motif, a knowledge kind). The
 algorithm is :mod:`rl_bk.methods.oni`'s; the settings, ``oni:`` and ``knowledge.motif``.
+
+RLlib and the family's classes are imported inside the build functions, so the registry
+(and ``tune_run.py --list``) loads these declarations without them.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """The baseline every comparison has: plain PPO on the env reward (or on a multiple of it, as
-BK's PPO)."""
+BK's PPO).
+
+RLlib and the family's classes are imported inside the build functions, so the registry
+(and ``tune_run.py --list``) loads these declarations without them.
+"""
 
 from __future__ import annotations
 

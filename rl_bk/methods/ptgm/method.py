@@ -1,7 +1,11 @@
 """PTGM (Yuan et al. 2024, "Pre-Training Goal-based Models for Sample-Efficient Reinforcement
 Learning"): a high-level PPO over goals pre-trained from the dataset (a knowledge kind, built
 without a labeler), with or without the goal prior's KL term. The algorithm is
-:mod:`rl_bk.methods.ptgm`'s; its settings, ``ptgm:``."""
+:mod:`rl_bk.methods.ptgm`'s; its settings, ``ptgm:``.
+
+RLlib and the family's classes are imported inside the build functions, so the registry
+(and ``tune_run.py --list``) loads these declarations without them.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """RND-PPO (Burda et al. 2018, "Exploration by Random Network Distillation"): the exploration
-baseline."""
+baseline.
+
+RLlib and the family's classes are imported inside the build functions, so the registry
+(and ``tune_run.py --list``) loads these declarations without them.
+"""
 
 from __future__ import annotations
 

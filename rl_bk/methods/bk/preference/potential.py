@@ -19,10 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from rl_bk.knowledge.trajectory import Chunk
+from rl_bk.labeling.transport import transport_to
 from rl_bk.methods.bk.potential import split_by_chunk
+from rl_bk.methods.bk.preference.model import ModelConfig, chunk_windows, flat_inputs
+from rl_bk.methods.bk.preference.training import load_model
 from rl_bk.methods.bk.window_memo import WindowMemo
+from rl_bk.reward_models.scoring import RewardModels
 
 #: The reward-model app takes at most this many inputs per request (its MAX_ITEMS).
 SERVED_BATCH = 4096
@@ -74,8 +79,6 @@ class PreferencePotential:
     def _load(self) -> None:
         if self._config is not None:
             return
-        from rl_bk.methods.bk.preference.model import ModelConfig
-        from rl_bk.methods.bk.preference.training import load_model
 
         if self.served:
             saved = json.loads((self.model_dir / "report.json").read_text())["config"]
@@ -109,7 +112,6 @@ class PreferencePotential:
 
     # --------------------------------------------------------------------------- scoring
     def __call__(self, chunks: Sequence[Chunk]) -> list[np.ndarray]:
-        from rl_bk.methods.bk.preference.model import chunk_windows
 
         if not chunks:
             return []
@@ -151,7 +153,6 @@ class PreferencePotential:
     def _local_by_id(self, obs, ids, slots, actions, valid) -> np.ndarray:
         """Phi of windows given as state ids (``slots``, -1: padding): states encoded in an
         earlier batch are not encoded again (the conv encoder was ~40% of the model's cost)."""
-        import torch
 
         if self._encoded_clears != self._memo.clears:  # the ids were reset
             self._encoded, self._encoded_clears = None, self._memo.clears
@@ -192,7 +193,6 @@ class PreferencePotential:
         return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
 
     def _served(self, obs, index, actions, valid) -> np.ndarray:
-        from rl_bk.methods.bk.preference.model import flat_inputs
 
         windows_obs = np.where(valid[..., None], obs[np.clip(index, 0, None)], 0.0)
         rows = flat_inputs(windows_obs.astype(np.float32), actions, valid)
@@ -205,12 +205,8 @@ class PreferencePotential:
         name, version = self.served  # type: ignore[misc]
         if self._scorer is None:
             if self.endpoint is not None:  # the reward-model app: handle or HTTP
-                from rl_bk.labeling.transport import transport_to
-
                 self._scorer = transport_to(self.endpoint)
             else:
-                from rl_bk.reward_models.scoring import RewardModels
-
                 root = self.reward_models_root
                 self._scorer = RewardModels(str(root) if root else None)
         if self.endpoint is not None:
