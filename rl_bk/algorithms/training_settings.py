@@ -8,7 +8,7 @@ new setting is one field here plus the line that uses it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,14 +19,24 @@ class SettingsSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def updated(self, changes: dict[str, Any]) -> SettingsSection:
+    def updated(self, changes: dict[str, Any]) -> Self:
         """A copy with ``changes`` in place, validated as the task file's values are."""
         if not changes:
             return self
         return type(self).model_validate({**self.model_dump(), **changes})
 
+    #: fields a ``training()`` call cannot take by name (they clash with RLlib's own arguments)
+    not_by_name: ClassVar[tuple[str, ...]] = ()
+
     @classmethod
     def take_fields(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Removes this section's fields from ``kwargs`` and returns them (a ``training()``
         that also takes the section's fields by name)."""
-        return {name: kwargs.pop(name) for name in list(kwargs) if name in cls.model_fields}
+        names = [n for n in kwargs if n in cls.model_fields and n not in cls.not_by_name]
+        return {name: kwargs.pop(name) for name in names}
+
+    def take_from(self, kwargs: dict[str, Any]) -> Self:
+        """A copy with the fields ``kwargs`` names taken out of it and put in place: what a
+        config's ``training(section=..., **kwargs)`` keeps, before it hands the rest of
+        ``kwargs`` to RLlib's ``training()``."""
+        return self.updated(self.take_fields(kwargs))

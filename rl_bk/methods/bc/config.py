@@ -41,13 +41,10 @@ class BCPPOConfig(BasePPOConfig):
                 each field's meaning there); any of its fields may also be given by name
                 (``training(bc_epochs=5)``).
         """
-        fields = BCSettings.take_fields(kwargs)
+        self.bc = (self.bc if bc is NotProvided else bc).take_from(kwargs)
         super().training(**kwargs)
         if bc_dir is not NotProvided:
             self.bc_dir = bc_dir
-        if bc is not NotProvided:
-            self.bc = bc
-        self.bc = self.bc.updated(fields)
         return self
 
     @override(PPOConfig)

@@ -66,13 +66,10 @@ class PotentialShapingMixin:
                 there); any of its fields may also be given by name
                 (``training(shaping_coeff=0.5)``), and is checked as the task file's is.
         """
-        fields = ShapingSettings.take_fields(kwargs)
+        self.shaping = (self.shaping if shaping is NotProvided else shaping).take_from(kwargs)
         super().training(**kwargs)
         if potential is not NotProvided:
             self.potential = potential
-        if shaping is not NotProvided:
-            self.shaping = shaping
-        self.shaping = self.shaping.updated(fields)
         return self
 
     @override(AlgorithmConfig)

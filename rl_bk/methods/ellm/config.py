@@ -68,11 +68,8 @@ class ELLMRewardMixin:
             labeler: who suggests goals (LabelerSpec; oracle by default).
             family: the env family ("crafter", "babyai"): its goal vocabulary.
         """
-        fields = ELLMSettings.take_fields(kwargs)
+        self.ellm = (self.ellm if ellm is NotProvided else ellm).take_from(kwargs)
         super().training(**kwargs)
-        if ellm is not NotProvided:
-            self.ellm = ellm
-        self.ellm = self.ellm.updated(fields)
         if suggester is not NotProvided:
             self.suggester = suggester
         if labeler is not NotProvided:

@@ -30,7 +30,7 @@ def _ellm(suggester: str) -> BuildFn:
         from rl_bk.methods.ellm.settings import ELLMSettings
 
         training = training_params(params)
-        settings = task.ellm.updated(ELLMSettings.take_fields(training))
+        settings = task.ellm.take_from(training)
         family = family_of(task.env)
         labeler = labeler_for(task, params.get("backend"), online=True)
         online = {"suggester": suggester, "family": family, "labeler": labeler, "ellm": settings}

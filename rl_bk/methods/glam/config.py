@@ -81,13 +81,11 @@ class GLAMPPOConfig(BasePPOConfig):
                 tests), "smollm2" (the packaged SmolLM2-135M-Instruct) or a Hugging Face
                 causal-LM folder.
         """
-        fields = {k: v for k, v in GLAMSettings.take_fields(kwargs).items() if k != "model"}
-        super().training(**kwargs)
-        if glam is not NotProvided:
-            self.glam = glam
+        glam = self.glam if glam is NotProvided else glam
         if glam_model is not NotProvided:
-            fields["model"] = glam_model
-        self.glam = self.glam.updated(fields)
+            glam = glam.updated({"model": glam_model})
+        self.glam = glam.take_from(kwargs)
+        super().training(**kwargs)
         return self
 
     @override(PPOConfig)

@@ -6,7 +6,7 @@ task runs LoRA unless it says otherwise.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -15,6 +15,9 @@ from rl_bk.algorithms.training_settings import SettingsSection
 
 class GLAMSettings(SettingsSection):
     """GLAM (the ``glam`` method): the language model is the policy, PPO fine-tunes it."""
+
+    #: ``model`` is also RLlib's ``training()`` argument: a config takes this one as ``glam_model``
+    not_by_name: ClassVar[tuple[str, ...]] = ("model",)
 
     model: str = "smollm2"  # "smollm2" (packaged), "tiny" (random, plumbing) or a HF folder
     lora_r: int | None = Field(16, gt=0)  # None: fine-tune every weight (GLAM's paper)

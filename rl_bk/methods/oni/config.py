@@ -85,11 +85,8 @@ class ONIRewardMixin:
             family: the env family, so labels are constrained to its vocabulary.
             motif_dir: the offline Motif reward model (reward_type="motif").
         """
-        fields = ONISettings.take_fields(kwargs)
+        self.oni = (self.oni if oni is NotProvided else oni).take_from(kwargs)
         super().training(**kwargs)
-        if oni is not NotProvided:
-            self.oni = oni
-        self.oni = self.oni.updated(fields)
         if reward_type is not NotProvided:
             self.reward_type = reward_type
         if labeler is not NotProvided:

@@ -70,13 +70,10 @@ class PriorKLMixin:
                 field's meaning there; ``prior_kl_coeff`` 0 is the no-KL ablation); any of
                 its fields may also be given by name (``training(prior_kl_coeff=0.1)``).
         """
-        fields = PTGMSettings.take_fields(kwargs)
+        self.ptgm = (self.ptgm if ptgm is NotProvided else ptgm).take_from(kwargs)
         super().training(**kwargs)
         if ptgm_dir is not NotProvided:
             self.ptgm_dir = ptgm_dir
-        if ptgm is not NotProvided:
-            self.ptgm = ptgm
-        self.ptgm = self.ptgm.updated(fields)
         return self
 
     def goal_environment(

@@ -76,11 +76,8 @@ class RNDPPOConfig(BasePPOConfig):
                 policy's episodes are appended to it during training (BK's stage 1).
                 A relative path is made absolute here (Tune trials run elsewhere).
         """
-        fields = RNDSettings.take_fields(kwargs)
+        self.rnd = (self.rnd if rnd is NotProvided else rnd).take_from(kwargs)
         super().training(**kwargs)
-        if rnd is not NotProvided:
-            self.rnd = rnd
-        self.rnd = self.rnd.updated(fields)
         if precollect_dir is not NotProvided:
             self.precollect_dir = str(Path(precollect_dir).resolve()) if precollect_dir else None
         return self
