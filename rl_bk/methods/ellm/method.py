@@ -27,7 +27,6 @@ def _ellm(suggester: str) -> BuildFn:
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
         from rl_bk.experiments.ppo_config import base_config
         from rl_bk.methods.ellm import ELLMAPPOConfig, ELLMPPOConfig
-        from rl_bk.methods.ellm.settings import ELLMSettings
 
         training = training_params(params)
         settings = task.ellm.take_from(training)
