@@ -228,3 +228,37 @@ def test_seed_major_order_runs_every_method_of_a_seed_before_the_next_seed():
         "b/x/100",
         "b/x/101",
     ]
+
+
+def test_the_driver_runs_the_plans_trials_in_order_keeps_each_and_continues(tmp_path, monkeypatch):
+    import json
+
+    from studies import run
+
+    ran = []
+
+    def fake_run(task, methods, home):
+        ran.append(home.relative_to(tmp_path / "runs").as_posix())
+        return home
+
+    def fake_finish(task, run_dir, plan):
+        return {"rows": [], "curves": [], "commit": "test"}
+
+    monkeypatch.setattr(run, "run_or_resume", fake_run)
+    monkeypatch.setattr(run, "finished_trial", fake_finish)
+    assert run.main(["qwen-bk", "--out", str(tmp_path), "--only", "ppo"]) == 0
+    # seed-major, ppo only: each part's seeds in turn
+    assert ran[:3] == [
+        "qwen-bk/redball-s20/ppo/100",
+        "qwen-bk/redball-s20/ppo/101",
+        "qwen-bk/redball-s20/ppo/102",
+    ]
+    assert len(ran) == 10 and ran[5] == "qwen-bk/purplekey-s25/ppo/100"
+    kept = json.loads((tmp_path / "results" / "qwen-bk.json").read_text())["finished"]
+    assert sorted(kept) == sorted(p.removeprefix("qwen-bk/") for p in ran)
+    report = (tmp_path / "results" / "qwen-bk.md").read_text()
+    assert "Still to run: bk-code (seeds 100, 101, 102, 103, 104)" in report
+    # Run again: the finished trials are kept, none runs twice.
+    ran.clear()
+    assert run.main(["qwen-bk", "--out", str(tmp_path), "--only", "ppo"]) == 0
+    assert ran == []
