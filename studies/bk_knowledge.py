@@ -80,15 +80,23 @@ def code_lines(task: TaskConfig, backends: list[str], reference: str, episodes) 
         for b, values in potentials.items():
             if b == reference:
                 continue
-            if np.ptp(values) == 0 or np.ptp(ref) == 0:
-                rho = "undefined (a constant potential)"
+            where = f"over the {len(ref):,} states of the dataset's first {CODE_EPISODES} episodes"
+            if np.ptp(values) == 0:
+                text = (
+                    f"{b}'s potential is the constant {values[0]:g} on every one of the "
+                    f"{len(values):,} states of the dataset's first {CODE_EPISODES} episodes: "
+                    + ("it shapes nothing" if values[0] == 0 else "no state ranks above another")
+                    + " (no rank correlation with the reference's)."
+                )
+            elif np.ptp(ref) == 0:
+                text = f"{reference}'s potential is constant {where}: no rank correlation."
             else:
-                rho = f"{stats.spearmanr(values, ref).statistic:+.3f}"
-            lines.append(
-                f"Spearman rank correlation of {b}'s potential with {reference}'s over the "
-                f"{len(ref):,} states of the dataset's first {CODE_EPISODES} episodes: {rho} "
-                f"({b}'s potential takes {len(np.unique(values))} distinct values)."
-            )
+                rho = stats.spearmanr(values, ref).statistic
+                text = (
+                    f"Spearman rank correlation of {b}'s potential with {reference}'s {where}: "
+                    f"{rho:+.3f} ({b}'s takes {len(np.unique(values))} distinct values)."
+                )
+            lines.append(text)
         lines.append("")
     return lines
 
