@@ -27,5 +27,5 @@ class RNDSettings(SettingsSection):
     @model_validator(mode="after")
     def _some_advantage(self) -> RNDSettings:
         if self.int_coeff + self.ext_coeff == 0:
-            raise ValueError("int_coeff and ext_coeff must not both be 0")
+            raise ValueError("int_coeff and ext_coeff must be >= 0, and not both 0")
         return self
