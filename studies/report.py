@@ -314,7 +314,9 @@ def knowledge_lines(finished: dict) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for (variant, art, data, labels), seeds in sorted(seen.items(), key=str):
-        lines.append(f"| {variant} | `{art}` | `{data}` | {labels} | {', '.join(seeds)} |")
+        art = f"`{art}`" if art else "– (asked while training)"
+        data = f"`{data}`" if data else "–"
+        lines.append(f"| {variant} | {art} | {data} | {labels} | {', '.join(seeds)} |")
     return lines
 
 

@@ -49,6 +49,14 @@ def labeler_config(
     return config.model_copy(update=update) if update else config
 
 
+def whose_labels(task: TaskConfig, backend: str | None = None) -> tuple[str, bool]:
+    """Whose labels ``task``'s labeler (with ``backend``) gives, as its labels name it, and
+    whether that is the oracle, without building it."""
+    from rl_bk.labeling.backends.registry import labeler_identity
+
+    return labeler_identity(labeler_config(task, backend))
+
+
 def app_name(task: TaskConfig, backend: str | None = None) -> str:
     b = backend or task.knowledge.labeler.backend
     base = task.labeler.app_name

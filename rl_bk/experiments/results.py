@@ -71,7 +71,7 @@ def whose_knowledge(run_dir: Path) -> str:
         else:
             who = f"LLM `{labels}`"
         lines.append(f"- `{variant}`: {who}")
-    return "Whose knowledge each knowledge variant used:\n\n" + "\n".join(lines) + "\n\n"
+    return "Whose knowledge or labels each variant used:\n\n" + "\n".join(lines) + "\n\n"
 
 
 def display_label(variant: str) -> str:

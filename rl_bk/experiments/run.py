@@ -303,11 +303,21 @@ def _trial_name(trial) -> str:
 
 def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
     """Builds whatever knowledge the bk-* variants need and is missing (the dataset first),
-    and records in ``knowledge.json`` which artifacts the run used and whose labels they hold."""
+    and records in ``knowledge.json`` which artifacts the run used and whose labels they hold,
+    and whose labels the variants that label while training ask for."""
 
     used, datasets = {}, {}
     for v in variants:
         knowledge = get_method(v.method).knowledge
+        if get_method(v.method).labels == "online":  # whose labels it asks for while it trains
+            params = dict(v.params)
+            chosen = " ".join(f"{k}={params[k]}" for k in KNOWLEDGE_PARAMS if k in params)
+            who, is_oracle = labelers.whose_labels(task, params.get("backend"))
+            used[f"{v.method} {chosen}".strip()] = {
+                "labels": who,
+                "is_oracle": is_oracle,
+                "asked": "while training",
+            }
         if knowledge is None:
             continue
         params = dict(v.params)

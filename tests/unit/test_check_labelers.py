@@ -39,3 +39,35 @@ def test_an_openai_labeller_without_its_server_fails_before_ray(no_llama_cpp):
     task = task.model_copy(update={"knowledge": knowledge})
     with pytest.raises(ValueError, match="needs --base-url and --model"):
         check_labelers(task, expand_variants(task, ["bk-code"]))
+
+
+def test_a_run_names_whose_labels_its_online_variants_ask_for(tmp_path):
+    # ELLM asks its labeller while it trains: the run's knowledge.json (and so its summary)
+    # names the oracle, or the model file by name and the start of its SHA-256.
+    import hashlib
+    import json
+
+    from rl_bk.experiments.results import whose_knowledge
+    from rl_bk.experiments.run import _prepare_knowledge
+
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"not really a model")
+    task = load_task("crafter-text-ellm")
+    labeler = task.knowledge.labeler.model_copy(update={"model_path": str(model)})
+    task = task.model_copy(
+        update={"knowledge": task.knowledge.model_copy(update={"labeler": labeler})}
+    )
+    variants = expand_variants(task, ["ellm"])
+    _prepare_knowledge(task, variants, tmp_path)
+    used = json.loads((tmp_path / "knowledge.json").read_text())
+    digest = hashlib.sha256(b"not really a model").hexdigest()[:12]
+    assert used["ellm backend=llamacpp"]["labels"] == f"llamacpp/tiny.gguf@sha256:{digest}"
+    assert used["ellm backend=llamacpp"]["is_oracle"] is False
+    assert used["ellm backend=oracle"] == {
+        "labels": "oracle/rules-v2",
+        "is_oracle": True,
+        "asked": "while training",
+    }
+    summary = whose_knowledge(tmp_path)
+    assert f"`ellm backend=llamacpp`: LLM `llamacpp/tiny.gguf@sha256:{digest}`" in summary
+    assert "`ellm backend=oracle`: ORACLE" in summary

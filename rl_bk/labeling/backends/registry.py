@@ -32,6 +32,30 @@ def preflight(config: LabelerConfig) -> None:
         raise ValueError(f"the {config.backend} backend needs --base-url and --model")
 
 
+def labeler_identity(config: LabelerConfig) -> tuple[str, bool]:
+    """Whose labels ``config`` gives, named as a built labeler names them (``backend/model``;
+    a GGUF file by name and the start of its SHA-256), and whether that is the oracle: for the
+    results of methods that label while they train, without loading a model."""
+    if config.backend == "oracle":
+        from rl_bk.labeling.backends.oracle import OracleBackend
+
+        return f"oracle/{OracleBackend.model}", True
+    if config.backend == "llamacpp":
+        from pathlib import Path
+
+        from rl_bk.labeling.backends.packaged_models import model_digest, packaged_model_path
+
+        path = (
+            Path(config.model_path).expanduser()
+            if config.model_path is not None
+            else packaged_model_path(config.packaged)
+        )
+        return f"llamacpp/{path.name}@sha256:{model_digest(path)[:12]}", False
+    if config.backend == "fake":
+        return "fake/fake-v1", False
+    return f"{config.backend}/{config.model}", False
+
+
 def make_backend(config: LabelerConfig) -> Backend:
     name = config.backend
     if name == "fake":
