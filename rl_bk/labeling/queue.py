@@ -176,9 +176,10 @@ class AsyncLabelQueue:
 
     def latency_metrics(self) -> dict[str, float]:
         """Seconds from a key's queueing to its label's arrival, over the latest 10,000
-        labels: median and 90th percentile (absent before the first label)."""
+        labels: median and 90th percentile; NaN before the first label (reported from the
+        start, as Tune's CSV keeps only the columns of its first row)."""
         if not self.latencies:
-            return {}
+            return {"label_latency_s_p50": float("nan"), "label_latency_s_p90": float("nan")}
         p50, p90 = np.percentile(np.fromiter(self.latencies, float), [50, 90])
         return {"label_latency_s_p50": float(p50), "label_latency_s_p90": float(p90)}
 
