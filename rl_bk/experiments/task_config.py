@@ -25,11 +25,13 @@ from pydantic import (
 )
 
 from rl_bk.labeling.config import LabelerConfig
+from rl_bk.methods.bc.settings import BCSettings
 from rl_bk.methods.bk.settings import BKSettings
 from rl_bk.methods.ellm.settings import ELLMSettings
 from rl_bk.methods.glam.settings import GLAMSettings
 from rl_bk.methods.oni.settings import MotifSettings, ONISettings
 from rl_bk.methods.ptgm.settings import PTGMSettings
+from rl_bk.methods.rnd.settings import RNDSettings
 from rl_bk.metrics import MAIN_METRICS
 
 TUNE_CONFIGS_DIR = Path(__file__).resolve().parents[2] / "tune_configs"
@@ -289,6 +291,8 @@ class TaskConfig(_Strict):
     ellm: ELLMSettings = ELLMSettings()
     ptgm: PTGMSettings = PTGMSettings()
     glam: GLAMSettings = GLAMSettings()
+    rnd: RNDSettings = RNDSettings()
+    bc: BCSettings = BCSettings()
     #: method -> {training parameter -> values}; the trials are their cartesian product.
     sweep: dict[str, dict[str, list[Any]]] = {}
 

@@ -180,3 +180,31 @@ def test_every_glam_model_setting_reaches_the_policys_module(field, value, read)
     task = task.model_copy(update={"glam": task.glam.updated({field: value})})
     spec = get_method("glam").build(task, 0, {}).get_default_rl_module_spec()
     assert read(spec.model_config) == value
+
+
+@pytest.mark.parametrize(
+    "method, section, field, value, read",
+    [
+        ("rnd", "rnd", "int_coeff", 0.5, lambda c: c.rnd.int_coeff),
+        ("rnd", "rnd", "rnd_hiddens", [64], lambda c: c.rnd.rnd_hiddens),
+        ("bc-ppo", "bc", "bc_epochs", 3, lambda c: c.bc.bc_epochs),
+    ],
+)
+def test_rnd_and_bc_sections_reach_their_configs_and_sweeps_are_checked(
+    method, section, field, value, read, tmp_path, monkeypatch
+):
+    from rl_bk.experiments import knowledge_pipeline as pipeline
+    from rl_bk.experiments.sweep import expand_variants
+
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
+    task = load_task("babyai-gotolocal-redkey-s20-ptgm")
+    if method == "bc-ppo":
+        folder = pipeline.artifact_dir(task, "bc")
+        folder.mkdir(parents=True)
+        (folder / pipeline.DONE).write_text("{}")
+    filed = task.model_copy(update={section: getattr(task, section).updated({field: value})})
+    assert read(get_method(method).build(filed, 0, {})) == value  # from the task file
+    assert read(get_method(method).build(task, 0, {field: value})) == value  # swept
+    bad = task.model_copy(update={"methods": [method], "sweep": {method: {field: [-1]}}})
+    with pytest.raises(ValueError, match=field):  # checked before any trial, as the file's
+        expand_variants(bad, [method])

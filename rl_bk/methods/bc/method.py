@@ -34,7 +34,7 @@ def build_bc_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algo
     from rl_bk.experiments.ppo_config import base_config
     from rl_bk.methods.bc import BCPPOConfig
 
-    bc = {"bc_dir": str(BC.built(task)), **training_params(params)}
+    bc = {"bc_dir": str(BC.built(task)), "bc": task.bc, **training_params(params)}
     # No APPO form: the cloned policy starts PPO's learner (BCPPO's algorithm, before the
     # first sample), which APPO's has no hook for here.
     return base_config(
@@ -55,6 +55,7 @@ METHODS = [
         "(PTGM's data without its hierarchy)",
         build_bc_ppo,
         knowledge=BC,
+        settings="bc",
         columns=("bc/held_out_accuracy", "bc/held_out_majority_accuracy"),
     ),
 ]

@@ -1,5 +1,6 @@
-"""BC-PPO's settings (``BCPPOConfig.training``; a sweep's ``bc-ppo:`` values): how the policy
-is cloned from the ``bc`` artifact before PPO starts."""
+"""BC-PPO's settings, as a task file's ``bc:`` section gives them (and
+``BCPPOConfig.training``): how the policy is cloned from the ``bc`` artifact before PPO
+starts."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def build_rnd(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> Algorit
     return base_config(
         task,
         seed,
-        training_params(params),
+        {"rnd": task.rnd, **training_params(params)},  # a swept field replaces its value
         algorithm=algorithm_of(task, params),
         ppo=RNDPPOConfig,
         appo=None,
@@ -46,6 +46,7 @@ METHODS = [
         "rnd",
         "PPO with random network distillation (two value heads): the exploration baseline",
         build_rnd,
+        settings="rnd",
         columns=("intrinsic_reward_mean",),  # scaled, as GAE sees it
         trial_params=_precollect,
     ),

@@ -1,5 +1,6 @@
-"""RND-PPO's settings (``RNDPPOConfig.training``; a sweep's ``rnd:`` values): the defaults are
-CleanRL's ``ppo_rnd_envpool.py`` and BK's stage 1 (mansicer/background-knowledge-rl)."""
+"""RND-PPO's settings, as a task file's ``rnd:`` section gives them (and
+``RNDPPOConfig.training``): the defaults are CleanRL's ``ppo_rnd_envpool.py`` and BK's stage 1
+(mansicer/background-knowledge-rl)."""
 
 from __future__ import annotations
 
