@@ -150,9 +150,18 @@ LEARNER_THREAD_TIMERS = {
     "learner thread update": "learner_thread_update_timer",
     "learner thread waiting": "learner_thread_in_queue_wait_timer",
 }
-#: The env runners' own (under ``env_runners``): time inside ``sample()``, between calls, and
-#: pulling APPO's weights from the env-runner state server (at the start of a call).
-RUNNER_TIMERS = ("sample", "time_between_sampling", "env_runner_state_server_pull")
+#: The env runners' own (under ``env_runners``): time inside ``sample()``, between calls,
+#: pulling APPO's weights from the env-runner state server (at the start of a call), and,
+#: inside ``sample()``, the policy's forward pass and the vector env's step and reset (the rest
+#: of ``sample()`` is the connectors and the episode bookkeeping).
+RUNNER_TIMERS = (
+    "sample",
+    "time_between_sampling",
+    "env_runner_state_server_pull",
+    "rlmodule_inference_timer",
+    "env_step_timer",
+    "env_reset_timer",
+)
 #: What the tables show of them, in order (NaN where RLlib reported none).
 TIMER_COLUMNS = (
     "sampling",

@@ -1,0 +1,384 @@
+"""rl-bk's throughput against the trainers a researcher would otherwise pick, side by side in
+one run on this machine: sample-factory's APPO on NetHack, CleanRL's ppo.py on BabyAI.
+
+    bash bench/peers/setup.sh            # the peers' own environments (never rl-bk's)
+    python -m bench.peer_throughput      # writes bench/results/peer_throughput.{md,json}
+    python -m bench.peer_throughput --quick --only babyai
+
+Both trainers step the same env code (rl-bk's captioned envs, imported from
+``env_registry``), with the same network, env count, batch and epochs, taken from the task file;
+evaluation off in both. Rounds alternate which trainer goes first; each run leaves out its
+start-up (rl-bk: the first iteration; sample-factory: up to its second throughput report;
+CleanRL: its first iteration). CPU time per env step is split into the env's step and reset,
+the policy's forward pass, the sampler's other work (connectors, episode bookkeeping, vector
+env), and learning (with the main loop). What each trainer does differently per step is in the
+results file's notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import env_registry
+from bench.env_throughput import ROUND_STEPS, network, raw_throughput, timed_variant
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = ROOT / "bench" / "peers" / ".venvs"
+SF_PYTHON = PEERS / "sample-factory" / "bin" / "python"
+CLEANRL_PYTHON = PEERS / "cleanrl" / "bin" / "python"
+#: CleanRL's ppo.py at this commit of vwxyzjn/cleanrl (bench/peers/setup.sh downloads it).
+CLEANRL_COMMIT = "e421c2e50b81febf639fced51a69e2602593d50d"
+CLEANRL_PPO = PEERS / f"cleanrl-ppo-{CLEANRL_COMMIT[:8]}.py"
+NETHACK_TASK = "nethack-score-appo"
+BABYAI_TASK = "babyai-gotolocal-redball-s20"
+SPLIT = ("env", "policy forward", "sampler's other work", "learning and main loop")
+
+
+def peer_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+
+
+def rlbk_run(task, algorithm: str, iterations: int) -> dict:
+    """``task`` on rl-bk (the ``ppo`` method, evaluation off), timed by env_throughput's
+    :func:`timed_variant`; CPU ms per env step split by RLlib's own runner timers."""
+    run, layout = timed_variant(task, algorithm, iterations)
+    steps = run["env_steps_timed"]
+    timers = run["env_runner_timers_s"]
+    env = timers["env_step_timer"] + timers["env_reset_timer"]
+    forward = timers["rlmodule_inference_timer"]
+    split = {
+        "env": env,
+        "policy forward": forward,
+        "sampler's other work": timers["sample"] - env - forward,
+        "learning and main loop": run["cpu_s"]["driver"],
+    }
+    if task.env_runners.num_env_runners == 0:  # the sampler is in the driver: count it once
+        split["learning and main loop"] -= timers["sample"]
+    return {
+        "trainer": "rl-bk",
+        "layout": layout,
+        "env_steps_per_s": run["env_steps_per_s"],
+        "env_steps_timed": steps,
+        "cpu_ms_per_env_step": {k: 1e3 * v / steps for k, v in split.items()},
+        "cpu_ms_per_env_step_total": 1e3 * sum(run["cpu_s"].values()) / steps,
+    }
+
+
+def sample_factory_run(task, steps: int) -> dict:
+    """sample-factory's APPO on the task's env, network, env count, fragment and batch."""
+    r, ppo = task.env_runners, task.ppo
+    fragment = ppo.train_batch_size_per_learner // (
+        max(1, r.num_env_runners) * r.num_envs_per_env_runner
+    )
+    flags = {
+        "algo": "APPO",
+        "env": "nethack_text_score",
+        "device": "cpu",
+        "num_workers": max(1, r.num_env_runners),
+        "num_envs_per_worker": r.num_envs_per_env_runner,
+        "rollout": fragment,
+        "batch_size": ppo.train_batch_size_per_learner,
+        "num_batches_per_epoch": 1,
+        "num_epochs": task.appo.num_epochs,
+        "nonlinearity": task.model.fcnet_activation,
+        "actor_critic_share_weights": task.model.vf_share_layers,
+        "use_rnn": False,
+        "normalize_input": False,
+        "learning_rate": ppo.lr,
+        "gamma": ppo.gamma,
+        "ppo_clip_ratio": ppo.clip_param,
+        "exploration_loss_coeff": ppo.entropy_coeff,
+        "value_loss_coeff": ppo.vf_loss_coeff,
+        "max_grad_norm": ppo.grad_clip or 0.0,
+        "train_for_env_steps": steps,
+        "with_wandb": False,
+        "save_every_sec": 10**6,
+        "experiment_summaries_interval": 10**6,
+        "decorrelate_envs_on_one_worker": False,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.json"
+        argv = [f"--{k}={v}" for k, v in flags.items()]
+        argv += ["--encoder_mlp_layers", *map(str, task.model.fcnet_hiddens)]
+        argv += [f"--train_dir={tmp}", "--experiment=sf"]
+        subprocess.run(
+            [str(SF_PYTHON), "-m", "bench.peers.sample_factory_nethack", str(out), *argv],
+            cwd=ROOT,
+            env={**peer_env(), "PEER_ROLES_DIR": str(Path(tmp) / "roles")},
+            check=True,
+            capture_output=True,
+        )
+        result = json.loads(out.read_text())
+    reports = [(t, f) for t, f in result["reports"] if f > 0]
+    (t0, f0), (t1, f1) = reports[1], reports[-1]  # from the second report: start-up left out
+    frames = reports[-1][1]
+    by_role: dict[str, float] = {}
+    for pid, seconds in result["cpu_s"].items():
+        role = result["roles"].get(pid, "main")
+        by_role[role] = by_role.get(role, 0.0) + seconds
+    split = {
+        "env": by_role.get("env", 0.0),  # its rollout workers: the env and the sampler's work
+        "policy forward": by_role.get("inference", 0.0),
+        "sampler's other work": math.nan,  # inside the rollout workers' time
+        "learning and main loop": by_role.get("learner", 0.0) + by_role.get("main", 0.0),
+    }
+    layout = (
+        f"{flags['num_workers']} rollout worker(s) x {flags['num_envs_per_worker']} envs, "
+        f"batch {flags['batch_size']}, {flags['num_epochs']} epoch(s), "
+        f"MLP {task.model.fcnet_hiddens} {flags['nonlinearity']}, rollout {fragment}"
+    )
+    return {
+        "trainer": "sample-factory 2.1.1",
+        "layout": layout,
+        "env_steps_per_s": (f1 - f0) / (t1 - t0),
+        "env_steps_timed": f1 - f0,
+        # The whole run's CPU (start-up included) over its env steps.
+        "cpu_ms_per_env_step": {k: 1e3 * v / frames for k, v in split.items()},
+        "cpu_ms_per_env_step_total": 1e3 * sum(by_role.values()) / frames,
+    }
+
+
+def cleanrl_run(task, hidden: int, iterations: int) -> dict:
+    """CleanRL's ppo.py (width ``hidden``) with the task's env count, batch, minibatches,
+    epochs and PPO settings."""
+    r, ppo = task.env_runners, task.ppo
+    envs = max(1, r.num_env_runners) * r.num_envs_per_env_runner
+    steps_per_env = ppo.train_batch_size_per_learner // envs
+    flags = [
+        "--env-id",
+        task.env,
+        "--num-envs",
+        str(envs),
+        "--num-steps",
+        str(steps_per_env),
+        "--total-timesteps",
+        str(envs * steps_per_env * (iterations + 1)),
+        "--num-minibatches",
+        str(ppo.train_batch_size_per_learner // ppo.minibatch_size),
+        "--update-epochs",
+        str(ppo.num_epochs),
+        "--learning-rate",
+        str(ppo.lr),
+        "--gamma",
+        str(ppo.gamma),
+        "--gae-lambda",
+        str(ppo.lambda_),
+        "--clip-coef",
+        str(ppo.clip_param),
+        "--ent-coef",
+        str(ppo.entropy_coeff),
+        "--vf-coef",
+        str(ppo.vf_loss_coeff),
+        "--no-anneal-lr",
+        "--no-cuda",
+        "--seed",
+        "0",
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.json"
+        subprocess.run(
+            [
+                *(str(CLEANRL_PYTHON), "-m", "bench.peers.cleanrl_babyai"),
+                *(str(CLEANRL_PPO), str(out), "--hidden", str(hidden), "--", *flags),
+            ],
+            cwd=tmp,  # ppo.py writes its TensorBoard runs/ here
+            env=peer_env(),
+            check=True,
+            capture_output=True,
+        )
+        result = json.loads(out.read_text())
+    steps, cpu = result["env_steps_timed"], result["cpu_s"]
+    split = {
+        "env": cpu["env"],
+        "policy forward": math.nan,  # inside the rollout's other work below
+        "sampler's other work": cpu[
+            "rollout besides the env (policy forward, vector env, ppo.py's loop)"
+        ],
+        "learning and main loop": cpu["update"],
+    }
+    return {
+        "trainer": f"CleanRL ppo.py @{CLEANRL_COMMIT[:8]}",
+        "layout": (
+            f"1 process x {envs} envs (gymnasium SyncVectorEnv), batch "
+            f"{ppo.train_batch_size_per_learner}, {ppo.num_epochs} epochs, MLP "
+            f"[{hidden}, {hidden}] tanh"
+        ),
+        "env_steps_per_s": result["env_steps_per_s"],
+        "env_steps_timed": steps,
+        "cpu_ms_per_env_step": {k: 1e3 * v / steps for k, v in split.items()},
+        "cpu_ms_per_env_step_total": 1e3 * sum(v for v in cpu.values()) / steps,
+    }
+
+
+def side_by_side(name: str, runs: dict, rounds: int) -> dict:
+    """``runs``: trainer -> callable; ``rounds`` rounds, alternating which goes first."""
+    order = list(runs)
+    out: dict[str, list[dict]] = {k: [] for k in order}
+    for i in range(rounds):
+        for trainer in order if i % 2 == 0 else order[::-1]:
+            run = runs[trainer]()
+            run["round"] = i
+            out[trainer].append(run)
+            print(f"{name} round {i}: {run['trainer']}: {run['env_steps_per_s']:.0f} env steps/s")
+    return out
+
+
+def pooled(runs: list[dict]) -> dict:
+    steps = sum(r["env_steps_timed"] for r in runs)
+    wall = sum(r["env_steps_timed"] / r["env_steps_per_s"] for r in runs)
+
+    def mean(key: str) -> float:
+        return sum(r["cpu_ms_per_env_step"][key] * r["env_steps_timed"] for r in runs) / steps
+
+    return {
+        "trainer": runs[0]["trainer"],
+        "layout": runs[0]["layout"],
+        "env_steps_per_s": steps / wall,
+        "cpu_ms_per_env_step": {k: mean(k) for k in SPLIT},
+        "cpu_ms_per_env_step_total": sum(
+            r["cpu_ms_per_env_step_total"] * r["env_steps_timed"] for r in runs
+        )
+        / steps,
+        "per_round": [r["env_steps_per_s"] for r in runs],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--quick", action="store_true", help="fewer iterations, one round")
+    p.add_argument("--only", choices=["nethack", "babyai"])
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "peer_throughput"))
+    args = p.parse_args(argv)
+    for path in (SF_PYTHON, CLEANRL_PYTHON, CLEANRL_PPO):
+        if not path.exists():
+            sys.exit(f"{path} is missing: run `bash bench/peers/setup.sh` first")
+    import ray
+
+    from rl_bk.experiments.task_config import load_task
+
+    rounds = 1 if args.quick else args.rounds
+    scale = 0.25 if args.quick else 1.0
+    ray.init(
+        address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
+    )
+    env_registry.register_all()
+    results: dict[str, dict] = {}
+    try:
+        if args.only in (None, "nethack"):
+            task = load_task(NETHACK_TASK)
+            raw = raw_throughput(task.env, ROUND_STEPS["nethack"], 10 if args.quick else 30)
+            iterations = int(150 * scale)
+            steps = iterations * task.ppo.train_batch_size_per_learner
+            runs = side_by_side(
+                "nethack",
+                {
+                    "rl-bk": lambda: rlbk_run(task, "appo", iterations),
+                    "sample-factory": lambda: sample_factory_run(task, steps + 40_000),
+                },
+                rounds,
+            )
+            results["nethack"] = {
+                "task": task.name,
+                "network": network(task),
+                "raw": raw,
+                "runs": runs,
+                "pooled": {k: pooled(v) for k, v in runs.items()},
+            }
+        if args.only in (None, "babyai"):
+            base = load_task(BABYAI_TASK)
+            iterations = int(60 * scale)
+            for hidden in (64, 256):
+                model = base.model.model_copy(
+                    update={"network": "mlp", "fcnet_hiddens": [hidden, hidden]}
+                )
+                task = base.model_copy(update={"model": model})
+                runs = side_by_side(
+                    f"babyai mlp {hidden}",
+                    {
+                        "rl-bk": lambda task=task: rlbk_run(task, "ppo", iterations),
+                        "cleanrl": lambda task=task, h=hidden: cleanrl_run(task, h, iterations),
+                    },
+                    rounds,
+                )
+                results[f"babyai-mlp{hidden}"] = {
+                    "task": task.name,
+                    "network": network(task),
+                    "runs": runs,
+                    "pooled": {k: pooled(v) for k, v in runs.items()},
+                }
+    finally:
+        ray.shutdown()
+    meta = {
+        "command": "python -m bench.peer_throughput " + " ".join(argv or sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "rounds": rounds,
+    }
+    for result in results.values():
+        result["meta"] = meta
+    out = Path(args.out)
+    if args.only and out.with_suffix(".json").exists():  # keep the other comparisons' rows
+        results = {**json.loads(out.with_suffix(".json").read_text()), **results}
+    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    out.with_suffix(".md").write_text("\n".join(report(results)))
+    print(f"wrote {out}.md")
+    return 0
+
+
+def _f(value: float, digits: int = 3) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def report(results: dict) -> list[str]:
+    made = sorted({(r["meta"]["command"], r["meta"]["date"]) for r in results.values()})
+    meta = next(iter(results.values()))["meta"]
+    lines = [
+        "# rl-bk's throughput against sample-factory and CleanRL",
+        "",
+        *(f"`{command.strip()}` ({date})" for command, date in made),
+        "",
+        f"{meta['machine']}; each run's rounds alternate which trainer goes first; env steps/s "
+        "pooled over the rounds; cores busy = CPU seconds per wall second.",
+        "",
+        "| comparison | trainer | layout | env steps/s | rl-bk / peer | per round | "
+        + " | ".join(f"CPU ms / env step: {k}" for k in SPLIT)
+        + " | CPU ms / env step: total | cores busy |",
+        "|" + "---|" * (8 + len(SPLIT)),
+    ]
+    for name, result in results.items():
+        runs = result["pooled"]
+        ours = runs["rl-bk"]["env_steps_per_s"]
+        for trainer, r in runs.items():
+            ratio = "" if trainer == "rl-bk" else f"{ours / r['env_steps_per_s']:.2f}"
+            rounds = ", ".join(f"{v:.0f}" for v in r["per_round"])
+            split = " | ".join(_f(r["cpu_ms_per_env_step"][k]) for k in SPLIT)
+            lines.append(
+                f"| {name} | {r['trainer']} | {r['layout']} | {r['env_steps_per_s']:.0f} | "
+                f"{ratio} | {rounds} | {split} | {_f(r['cpu_ms_per_env_step_total'])} | "
+                f"{r['cpu_ms_per_env_step_total'] * r['env_steps_per_s'] / 1e3:.2f} |"
+            )
+    if "nethack" in results:
+        raw = results["nethack"]["raw"]["steps_per_s_captioned"]
+        ours = results["nethack"]["pooled"]["rl-bk"]["env_steps_per_s"]
+        lines += [
+            "",
+            f"NetHack-Text's raw captioned rate in the same run: {raw:.0f} steps/s; rl-bk's "
+            f"APPO in the task layout runs at {ours / raw:.2f} x raw.",
+        ]
+    return [*lines, ""]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
