@@ -12,6 +12,7 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+from rl_bk.algorithms.env_runner import LeanEnvRunner
 from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.callbacks import EpisodeMetricsCallback
 from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig
@@ -95,8 +96,10 @@ def base_appo_config(
 
 def _shared_setup(config: AlgorithmConfig, task: TaskConfig, seed: int) -> AlgorithmConfig:
     return (
-        config.environment(task.env, env_config=dict(task.env_config))
-        .env_runners(**task.env_runners.model_dump())
+        # Action normalisation off: every rl-bk env is discrete, where it changes nothing
+        # (LeanEnvRunner refuses a continuous one).
+        config.environment(task.env, env_config=dict(task.env_config), normalize_actions=False)
+        .env_runners(env_runner_cls=LeanEnvRunner, **task.env_runners.model_dump())
         # The learner lives in the trial actor: right for 1 CPU or 1 GPU.
         .learners(num_learners=0, num_gpus_per_learner=task.learner.num_gpus)
         .callbacks(
