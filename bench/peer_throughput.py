@@ -32,6 +32,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import env_registry
 from bench.env_throughput import ROUND_STEPS, network, raw_throughput, timed_variant
+from bench.results_files import write_keeping_reading
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "bench" / "peers" / ".venvs"
@@ -332,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only and out.with_suffix(".json").exists():  # keep the other comparisons' rows
         results = {**json.loads(out.with_suffix(".json").read_text()), **results}
     out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-    out.with_suffix(".md").write_text("\n".join(report(results)))
+    write_keeping_reading(out.with_suffix(".md"), "\n".join(report(results)))
     print(f"wrote {out}.md")
     return 0
 
