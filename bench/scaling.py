@@ -7,7 +7,7 @@ env rate measured in the same run.
 
 Task ``babyai-gotolocal-redball-s20``, PPO as its file sets it (the report says how), with
 its greedy evaluation off (it runs in the trial's process and would blur the sampling
-numbers; ``bench/evaluation_speed.py`` measures it).
+numbers; ``bench/results/evaluation_speed.md`` measures it).
 
 - Runners: one trial, 32 envs in all, spread over 1, 2 or 4 env runners (0.5 CPU each, the
   learner in the trial's process). Env steps over the wall time of the timed iterations,
