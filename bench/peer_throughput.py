@@ -260,6 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--quick", action="store_true", help="fewer iterations, one round")
     p.add_argument("--only", choices=["nethack", "babyai"])
+    p.add_argument(
+        "--nethack-layouts",
+        default="task",
+        help="comma-separated: 'task' (the task file's) or RxE (R env runners / sample-factory "
+        "rollout workers of E envs each), e.g. task,1x16,2x8",
+    )
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "peer_throughput"))
     args = p.parse_args(argv)
     for path in (SF_PYTHON, CLEANRL_PYTHON, CLEANRL_PPO):
@@ -278,25 +284,39 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict] = {}
     try:
         if args.only in (None, "nethack"):
-            task = load_task(NETHACK_TASK)
-            raw = raw_throughput(task.env, ROUND_STEPS["nethack"], 10 if args.quick else 30)
+            base = load_task(NETHACK_TASK)
+            raw = raw_throughput(base.env, ROUND_STEPS["nethack"], 10 if args.quick else 30)
             iterations = int(150 * scale)
-            steps = iterations * task.ppo.train_batch_size_per_learner
-            runs = side_by_side(
-                "nethack",
-                {
-                    "rl-bk": lambda: rlbk_run(task, "appo", iterations),
-                    "sample-factory": lambda: sample_factory_run(task, steps + 40_000),
-                },
-                rounds,
-            )
-            results["nethack"] = {
-                "task": task.name,
-                "network": network(task),
-                "raw": raw,
-                "runs": runs,
-                "pooled": {k: pooled(v) for k, v in runs.items()},
-            }
+            steps = iterations * base.ppo.train_batch_size_per_learner
+            for layout in args.nethack_layouts.split(","):
+                task, name = base, "nethack"
+                if layout != "task":  # the same env runners x envs for both trainers
+                    runners, envs = map(int, layout.split("x"))
+                    task = base.model_copy(
+                        update={
+                            "env_runners": base.env_runners.model_copy(
+                                update={"num_env_runners": runners, "num_envs_per_env_runner": envs}
+                            )
+                        }
+                    )
+                    name = f"nethack-{layout}"
+                runs = side_by_side(
+                    name,
+                    {
+                        "rl-bk": lambda task=task: rlbk_run(task, "appo", iterations),
+                        "sample-factory": lambda task=task: sample_factory_run(
+                            task, steps + 40_000
+                        ),
+                    },
+                    rounds,
+                )
+                results[name] = {
+                    "task": task.name,
+                    "network": network(task),
+                    "raw": raw,
+                    "runs": runs,
+                    "pooled": {k: pooled(v) for k, v in runs.items()},
+                }
         if args.only in (None, "babyai"):
             base = load_task(BABYAI_TASK)
             iterations = int(60 * scale)
