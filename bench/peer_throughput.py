@@ -266,6 +266,11 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated: 'task' (the task file's) or RxE (R env runners / sample-factory "
         "rollout workers of E envs each), e.g. task,1x16,2x8",
     )
+    p.add_argument(
+        "--babyai-learner-threads",
+        default="task",
+        help="comma-separated: 'task' (the task file's) or a number of rl-bk learner threads",
+    )
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "peer_throughput"))
     args = p.parse_args(argv)
     for path in (SF_PYTHON, CLEANRL_PYTHON, CLEANRL_PPO):
@@ -320,25 +325,30 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "babyai"):
             base = load_task(BABYAI_TASK)
             iterations = int(60 * scale)
-            for hidden in (64, 256):
-                model = base.model.model_copy(
-                    update={"network": "mlp", "fcnet_hiddens": [hidden, hidden]}
-                )
-                task = base.model_copy(update={"model": model})
-                runs = side_by_side(
-                    f"babyai mlp {hidden}",
-                    {
-                        "rl-bk": lambda task=task: rlbk_run(task, "ppo", iterations),
-                        "cleanrl": lambda task=task, h=hidden: cleanrl_run(task, h, iterations),
-                    },
-                    rounds,
-                )
-                results[f"babyai-mlp{hidden}"] = {
-                    "task": task.name,
-                    "network": network(task),
-                    "runs": runs,
-                    "pooled": {k: pooled(v) for k, v in runs.items()},
-                }
+            for threads in args.babyai_learner_threads.split(","):
+                for hidden in (64, 256):
+                    model = base.model.model_copy(
+                        update={"network": "mlp", "fcnet_hiddens": [hidden, hidden]}
+                    )
+                    task, name = base.model_copy(update={"model": model}), f"babyai-mlp{hidden}"
+                    if threads != "task":  # rl-bk's learner threads (CleanRL's stay at one)
+                        learner = base.learner.model_copy(update={"threads": int(threads)})
+                        task = task.model_copy(update={"learner": learner})
+                        name += f"-learner{threads}"
+                    runs = side_by_side(
+                        name,
+                        {
+                            "rl-bk": lambda task=task: rlbk_run(task, "ppo", iterations),
+                            "cleanrl": lambda task=task, h=hidden: cleanrl_run(task, h, iterations),
+                        },
+                        rounds,
+                    )
+                    results[name] = {
+                        "task": task.name,
+                        "network": network(task),
+                        "runs": runs,
+                        "pooled": {k: pooled(v) for k, v in runs.items()},
+                    }
     finally:
         ray.shutdown()
     meta = {
