@@ -1,0 +1,48 @@
+"""The peer benchmark's pooling and table: rates pooled as env steps over wall time, CPU
+splits weighted by env steps, and the ratio rl-bk / peer."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench import peer_throughput as pt
+
+
+def _run(trainer: str, rate: float, steps: int, env_ms: float) -> dict:
+    split = dict.fromkeys(pt.SPLIT, 0.1) | {"env": env_ms}
+    return {
+        "trainer": trainer,
+        "layout": "1 x 8",
+        "env_steps_per_s": rate,
+        "env_steps_timed": steps,
+        "cpu_ms_per_env_step": split,
+        "cpu_ms_per_env_step_total": env_ms + 0.3,
+    }
+
+
+def test_rounds_pool_as_steps_over_wall_time_and_weight_cpu_by_steps():
+    # 1,000 steps at 1,000/s (1 s) and 3,000 at 3,000/s (1 s): 4,000 steps in 2 s.
+    p = pt.pooled([_run("a", 1000.0, 1000, 0.2), _run("a", 3000.0, 3000, 0.4)])
+    assert p["env_steps_per_s"] == pytest.approx(2000.0)
+    assert p["cpu_ms_per_env_step"]["env"] == pytest.approx((0.2 * 1000 + 0.4 * 3000) / 4000)
+    assert p["per_round"] == [1000.0, 3000.0]
+
+
+def test_the_table_gives_rl_bk_over_the_peer_and_dashes_for_what_a_peer_cannot_split():
+    ours = _run("rl-bk", 3000.0, 3000, 0.2)
+    peer = _run("CleanRL", 4000.0, 4000, 0.2)
+    peer["cpu_ms_per_env_step"]["policy forward"] = math.nan
+    meta = {"command": "python -m bench.peer_throughput", "date": "d", "machine": "m", "rounds": 1}
+    results = {
+        "babyai-mlp64": {
+            "pooled": {"rl-bk": pt.pooled([ours]), "cleanrl": pt.pooled([peer])},
+            "meta": meta,
+        }
+    }
+    rows = [line for line in pt.report(results) if line.startswith("| babyai-mlp64")]
+    assert len(rows) == 2
+    peer_cells = [c.strip() for c in rows[1].split("|")]
+    assert peer_cells[5] == "0.75"  # 3,000 / 4,000
+    assert "–" in peer_cells  # the forward pass CleanRL does not time apart
