@@ -74,7 +74,8 @@ def dataset_dir(task: TaskConfig, root: Path | None = None) -> Path:
     settings = {
         "env": dataset_env(task),
         "env_config": dict(task.env_config) if d.env is None else {},
-        "ppo": task.ppo.model_dump(mode="json"),
+        # The collector's PPO; it always collects on the env's own reward (knowledge_pipeline).
+        "ppo": task.ppo.model_dump(mode="json", exclude={"extrinsic_coeff"}),
         **d.model_dump(mode="json"),
     }
     return (root or knowledge_root(task)) / "datasets" / f"{dataset_env(task)}-{_digest(settings)}"

@@ -131,7 +131,10 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
     # No greedy evaluation while collecting: the dataset is the stochastic policy's episodes.
     collect_task = task.model_copy(update={"env": env, "evaluation": type(task.evaluation)()})
     every = max(1, d.rnd_timesteps // d.collections)
-    config = base_ppo_config(collect_task, d.seed, {}, config=RNDPPOConfig()).training(
+    # BK's stage 1 (train_rnd.py) collects on the env's own reward, whatever env-reward weight
+    # the task's trials train on.
+    on_env_reward = {"extrinsic_coeff": 1.0}
+    config = base_ppo_config(collect_task, d.seed, on_env_reward, config=RNDPPOConfig()).training(
         precollect_dir=str(folder),
         precollect_every_timesteps=every,
         precollect_episodes=per_round,

@@ -21,6 +21,7 @@ from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig
 #: surrogate on V-trace advantages); the rest (GAE's lambda, the value clip, rl-bk's loss
 #: options, the epochs) are PPO's alone, and the ``appo:`` section holds APPO's own.
 SHARED_WITH_APPO = (
+    "extrinsic_coeff",
     "lr",
     "gamma",
     "clip_param",

@@ -57,6 +57,9 @@ class PPOParams(_Strict):
     never binds.
     """
 
+    #: the env reward's weight in what every method of the task trains on, beside the
+    #: method's own reward terms (BK's tasks: 10, as BK's ``train_rs.py``; 0: reward-free)
+    extrinsic_coeff: float = Field(1.0, ge=0)
     #: a value, or RLlib's schedule ``[[0, value], [env_steps, value], ...]`` (a sweep's too)
     lr: float | list[tuple[int, float]] = 3e-4
     gamma: float = 0.99
@@ -348,11 +351,20 @@ def _load_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     return _deep_merge(_load_raw(base_path, (*seen, path)), data)
 
 
+#: Keys that moved, and where to: an older task file's key gets the way to fix it.
+MOVED_KEYS = {
+    f"{section}.extrinsic_coeff": "ppo.extrinsic_coeff (every method of a task shares it)"
+    for section in ("knowledge", "oni", "ellm")
+}
+
+
 def _one_line(err: ValidationError, path: Path) -> str:
     problems = []
     for e in err.errors():
         where = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        if e["type"] == "extra_forbidden":
+        if e["type"] == "extra_forbidden" and where in MOVED_KEYS:
+            problems.append(f"{where}: moved to {MOVED_KEYS[where]}")
+        elif e["type"] == "extra_forbidden":
             problems.append(f"{where}: unknown key")
         else:
             problems.append(f"{where}: {e['msg']}")

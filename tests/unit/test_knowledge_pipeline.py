@@ -115,13 +115,11 @@ def test_bk_trial_parameters_pick_the_artifact_the_rest_reach_training(task, tmp
     # Eureka-style: a sweep over `candidate` compares the writer's candidate codes as trials.
     assert config.potential == SourceSpec("bk-code", str(folder), {"candidate": 2})
     assert config.shaping.shaping_coeff == 0.5
-    # The rest are BK's defaults, from the task's knowledge section.
+    # The rest are BK's defaults, from the task's knowledge section; BK's 10 x env reward
+    # from its ppo section, as every method of the task has it.
     s = config.shaping
-    assert (s.extrinsic_coeff, s.potential_normalization, s.shaping_convention) == (
-        10.0,
-        "discounted-sum-std",
-        "bk",
-    )
+    assert (s.potential_normalization, s.shaping_convention) == ("discounted-sum-std", "bk")
+    assert config.extrinsic_coeff == 10.0 == task.ppo.extrinsic_coeff
 
 
 def test_task_agnostic_knowledge_is_one_artifact_for_every_bk_task(task, tmp_path):

@@ -44,7 +44,7 @@ def test_every_oni_setting_reaches_the_reward_it_shapes(field):
     rewrite = next(c for c in pipeline.connectors if isinstance(c, RewriteRewards))
     reward_fn = rewrite.terms[0].reward_fn
     assert getattr(reward_fn.settings, field) == value
-    assert rewrite.extrinsic_coeff == task.oni.extrinsic_coeff
+    assert rewrite.extrinsic_coeff == task.ppo.extrinsic_coeff
 
 
 def test_a_swept_value_replaces_the_files_and_is_checked_as_it_would_be():
@@ -67,7 +67,7 @@ def test_every_ellm_setting_reaches_the_reward_it_shapes(field):
     pipeline = config.build_learner_connector(OBS, ACTIONS)
     rewrite = next(c for c in pipeline.connectors if isinstance(c, RewriteRewards))
     assert getattr(rewrite.terms[0].reward_fn.settings, field) == value
-    assert rewrite.extrinsic_coeff == task.ellm.extrinsic_coeff
+    assert rewrite.extrinsic_coeff == task.ppo.extrinsic_coeff
 
 
 def test_ellm_goal_conditioning_reaches_the_env_it_wraps():
@@ -84,7 +84,6 @@ def test_ellm_goal_conditioning_reaches_the_env_it_wraps():
 
 SHAPING_CHANGES = {
     "shaping_coeff": 0.5,
-    "extrinsic_coeff": 3.0,
     "potential_normalization": "std",
     "shaping_convention": "ng",
     "episode_start_window": "short",
@@ -95,7 +94,6 @@ def _what_the_shaping_term_reads(rewrite: RewriteRewards) -> dict:
     term = next(t for t in rewrite.terms if isinstance(t, PotentialShaping))
     return {
         "shaping_coeff": term.coeff,
-        "extrinsic_coeff": rewrite.extrinsic_coeff,
         "potential_normalization": term.scale.normalization,
         "shaping_convention": term.convention,
         "episode_start_window": term.history.episode_start,
@@ -125,6 +123,49 @@ def test_every_bk_shaping_setting_reaches_the_shaping_term(field, how, tmp_path,
     assert read[field] == value
     defaults = ShapingSettings()
     assert all(read[f] == getattr(defaults, f) for f in read if f != field)
+
+
+def _env_reward_weight(config) -> float:
+    """The env reward's weight in what the config's learner trains on (1 with no rewrite)."""
+    pieces = config.build_learner_connector(OBS, ACTIONS).connectors
+    rewrite = next((c for c in pieces if isinstance(c, RewriteRewards)), None)
+    return 1.0 if rewrite is None else rewrite.extrinsic_coeff
+
+
+@pytest.mark.parametrize(
+    "task_name, method, params",
+    [
+        ("babyai-gotolocal-redball-s20", "ppo", {}),
+        ("babyai-gotolocal-redball-s20", "bk-goal", {"backend": "oracle"}),
+        ("babyai-gotolocal-redball-s20", "rnd", {}),
+        ("nethack-score", "oni-cosine-bow", {}),
+        ("crafter-text-ellm", "ellm-novelty", {}),
+        ("babyai-gotoredball-glam", "ppo", {}),
+    ],
+)
+def test_the_env_reward_weight_is_the_tasks_for_every_method(
+    task_name, method, params, tmp_path, monkeypatch
+):
+    from rl_bk.experiments import knowledge_pipeline as pipeline
+
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
+    task = load_task(task_name)
+    if method == "bk-goal":
+        folder = pipeline.artifact_dir(task, "bk-goal", "oracle")
+        folder.mkdir(parents=True)
+        (folder / pipeline.DONE).write_text("{}")
+    build = get_method(method).build
+    assert _env_reward_weight(build(task, 0, params)) == task.ppo.extrinsic_coeff
+    filed = task.model_copy(update={"ppo": task.ppo.model_copy(update={"extrinsic_coeff": 0.25})})
+    assert _env_reward_weight(build(filed, 0, params)) == 0.25  # from the task file
+    assert _env_reward_weight(build(task, 0, {**params, "extrinsic_coeff": 3.0})) == 3.0  # swept
+
+
+def test_the_ppo_baseline_on_the_env_reward_as_it_is_rewrites_nothing():
+    task = load_task("babyai-gotoredball-glam")
+    assert task.ppo.extrinsic_coeff == 1.0
+    pieces = get_method("ppo").build(task, 0, {}).build_learner_connector(OBS, ACTIONS)
+    assert not any(isinstance(c, RewriteRewards) for c in pieces.connectors)
 
 
 @pytest.mark.parametrize(

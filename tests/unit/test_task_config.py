@@ -45,6 +45,12 @@ def test_typo_in_a_key_is_an_error_not_a_silent_default(tmp_path):
         load_task(path)
 
 
+def test_a_moved_key_says_where_it_went(tmp_path):
+    text = "description: x\nenv: BabyAI-Text-GoToLocal-v0\noni: {extrinsic_coeff: 0.1}\n"
+    with pytest.raises(TaskConfigError, match=r"oni.extrinsic_coeff: moved to ppo.extrinsic_coeff"):
+        load_task(write(tmp_path, text))
+
+
 def test_unknown_env_lists_registered_envs(tmp_path):
     path = write(tmp_path, "description: x\nenv: BabyAI-Nope-v0\n")
     with pytest.raises(TaskConfigError, match="unknown environment 'BabyAI-Nope-v0'; registered:"):

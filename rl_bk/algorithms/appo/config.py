@@ -7,9 +7,12 @@ from __future__ import annotations
 from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.utils.annotations import override
 
+from rl_bk.algorithms.reward_terms import RewardTermsMixin
 
-class BaseAPPOConfig(APPOConfig):
-    """RLlib's APPO whose learner thread waits for its batches (:mod:`.learner` says why)."""
+
+class BaseAPPOConfig(RewardTermsMixin, APPOConfig):
+    """RLlib's APPO whose learner thread waits for its batches (:mod:`.learner` says why), on
+    the env reward times ``extrinsic_coeff`` plus the method's reward terms."""
 
     @override(APPOConfig)
     def get_default_learner_class(self) -> type:

@@ -19,6 +19,8 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.reward_terms import RewardTermsMixin
+
 #: ``value_loss`` forms. "rllib": ``(V - R)^2`` clamped at ``vf_clip_param`` (RLlib's);
 #: "cleanrl": ``0.5 * max((V - R)^2, (V_old + clip(V - V_old, +-clip_param) - R)^2)``, the
 #: value's change from the sampled one clipped as the policy ratio is (CleanRL, BK).
@@ -30,7 +32,7 @@ ADVANTAGE_NORMALIZATIONS = ("batch", "minibatch")
 TORCH_ADAM_EPSILON = 1e-8
 
 
-class BasePPOConfig(PPOConfig):
+class BasePPOConfig(RewardTermsMixin, PPOConfig):
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
         self.value_loss: Literal["rllib", "cleanrl"] = "rllib"

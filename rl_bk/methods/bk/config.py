@@ -14,8 +14,9 @@ reports stays the environment's; the learner reports ``shaping_return_mean`` bes
               .training(potential=SourceSpec("bk-code", "/path/to/artifact"),
                         shaping_coeff=1.0, extrinsic_coeff=10.0))
 
-The defaults are BK's (``train_rs.py``): ``extrinsic_coeff`` 10, Phi divided by the std of
-its discounted running sum, each potential difference paid one step late.
+The defaults are BK's (``train_rs.py``): Phi divided by the std of its discounted running
+sum, each potential difference paid one step late. BK's 10 x env reward is the task's
+``ppo.extrinsic_coeff``, which every method of BK's tasks trains on.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
+from rl_bk.algorithms.reward_terms import RewardTermsMixin
 from rl_bk.callbacks.env_slot import tag_env_slot
-from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
+from rl_bk.connectors.learner.reward_rewrite import RewardTerm
 from rl_bk.methods.bk.potential_shaping import PotentialShaping
 from rl_bk.methods.bk.settings import ShapingSettings
 from rl_bk.methods.bk.sources import LazySource, SourceSpec
@@ -82,27 +84,21 @@ class PotentialShapingMixin:
                 f"shaping; got {self.potential!r}"
             )
 
-    @override(AlgorithmConfig)
-    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
-        pipeline = super().build_learner_connector(
-            input_observation_space, input_action_space, device
-        )
-        # Right after the artificial-step piece: shaping sees that step and runs before
-        # anything reads rewards (GAE, appended after everything; APPO's V-trace, in its loss).
-        s, terms = self.shaping, []
-        if self.potential is not None:
-            terms.append(
-                PotentialShaping(
-                    potential_fn=LazySource(self.potential),
-                    gamma=self.gamma,
-                    coeff=s.shaping_coeff,
-                    normalization=s.potential_normalization,
-                    convention=s.shaping_convention,
-                    episode_start=s.episode_start_window,
-                )
+    @override(RewardTermsMixin)
+    def reward_terms(self) -> list[RewardTerm]:
+        if self.potential is None:
+            return []
+        s = self.shaping
+        return [
+            PotentialShaping(
+                potential_fn=LazySource(self.potential),
+                gamma=self.gamma,
+                coeff=s.shaping_coeff,
+                normalization=s.potential_normalization,
+                convention=s.shaping_convention,
+                episode_start=s.episode_start_window,
             )
-        add_reward_rewrite(pipeline, RewriteRewards(terms=terms, extrinsic_coeff=s.extrinsic_coeff))
-        return pipeline
+        ]
 
 
 class ShapedPPOConfig(PotentialShapingMixin, BasePPOConfig):

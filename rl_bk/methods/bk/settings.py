@@ -60,8 +60,6 @@ class ShapingSettings(SettingsSection):
     (mansicer/background-knowledge-rl, ``train_rs.py``) by default."""
 
     shaping_coeff: float = Field(1.0, ge=0)
-    #: weight of the env reward in what bk-* trials train on (BK: 10, see potential_shaping)
-    extrinsic_coeff: float = Field(10.0, gt=0)
     #: what Phi is divided by: BK's "discounted-sum-std", "std" (of Phi itself) or "none"
     potential_normalization: Literal["discounted-sum-std", "std", "none"] = "discounted-sum-std"
     #: BK's "bk" (F_t = gamma Phi(s_t) - Phi(s_{t-1}); the last step is not charged) or

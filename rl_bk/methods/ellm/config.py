@@ -4,7 +4,7 @@ goal-suggestion reward.
     config = (ELLMPPOConfig()
               .environment("Crafter-Text-v0")
               .training(suggester="llm", labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
-                        family="crafter", ellm_coeff=1.0, extrinsic_coeff=1.0))
+                        family="crafter", ellm_coeff=1.0))
 
 The learner connector gets :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
 right after PPO's artificial-step piece (before GAE), with an intrinsic-reward term whose
@@ -14,10 +14,10 @@ wrapped instead (:mod:`rl_bk.methods.ellm.goal_observation`; the ``ellm`` method
 when the task's ``ellm.goal_conditioned`` is true).
 
 Departures from ELLM's reference (yuqingd/ellm): PPO instead of double DQN (every method
-of a task shares the task's PPO); the env's reward is kept (``extrinsic_coeff``, default 1;
-ELLM's pretraining zeroed it: set 0 for that); the match uses the packaged all-MiniLM-L6-v2
-at threshold 0.9 (ELLM: paraphrase-MiniLM-L3 at 0.99) on achieved texts the env writes in
-the goal vocabulary, not the successful action's name.
+of a task shares the task's PPO); the env's reward is kept (the task's
+``ppo.extrinsic_coeff``, default 1; ELLM's pretraining zeroed it: set 0 for that); the match
+uses the packaged all-MiniLM-L6-v2 at threshold 0.9 (ELLM: paraphrase-MiniLM-L3 at 0.99) on
+achieved texts the env writes in the goal vocabulary, not the successful action's name.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
+from rl_bk.algorithms.reward_terms import RewardTermsMixin
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
-from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
+from rl_bk.connectors.learner.reward_rewrite import RewardTerm
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.methods.ellm.intrinsic_reward import SUGGESTERS, ELLMIntrinsicReward
 from rl_bk.methods.ellm.settings import ELLMSettings
@@ -93,21 +94,12 @@ class ELLMRewardMixin:
         if self.suggester == "llm" and not isinstance(self.labeler, LabelerSpec):
             self._value_error("the 'llm' suggester needs training(labeler=LabelerSpec(...))")
 
-    @override(AlgorithmConfig)
-    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
-        pipeline = super().build_learner_connector(
-            input_observation_space, input_action_space, device
-        )
+    @override(RewardTermsMixin)
+    def reward_terms(self) -> list[RewardTerm]:
         reward_fn = ELLMIntrinsicReward(
             suggester=self.suggester, labeler=self.labeler, family=self.family, settings=self.ellm
         )
-        add_reward_rewrite(
-            pipeline,
-            RewriteRewards(
-                terms=[IntrinsicReward(reward_fn)], extrinsic_coeff=self.ellm.extrinsic_coeff
-            ),
-        )
-        return pipeline
+        return [IntrinsicReward(reward_fn)]
 
 
 class ELLMPPOConfig(ELLMRewardMixin, BasePPOConfig):

@@ -13,10 +13,10 @@ from rl_bk.algorithms.training_settings import SettingsSection
 class ELLMSettings(SettingsSection):
     """ELLM's settings for the ellm and ellm-novelty methods; who suggests goals is the
     ``knowledge`` section's labeler (or a trial's ``backend``). The reward:
-    ``r = extrinsic_coeff * r_env + ellm_coeff * r_ellm``."""
+    ``r = extrinsic_coeff * r_env + ellm_coeff * r_ellm`` (``extrinsic_coeff``: the task's
+    ``ppo:`` section, every method's)."""
 
     ellm_coeff: float = Field(1.0, ge=0)  # the goal reward's weight
-    extrinsic_coeff: float = Field(1.0, ge=0)  # the env reward's weight (ELLM's pretraining: 0)
     #: cosine similarity a match must exceed (None: GoalMatcher's default)
     threshold: float | None = Field(None, ge=-1, le=1)
     #: suggestions per caption; None: every feasible goal from the oracle (ELLM's), 5 from an LLM

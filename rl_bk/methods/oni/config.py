@@ -5,7 +5,7 @@ rewards from LLM feedback.
               .environment("NetHack-Text-Score-v0")
               .training(reward_type="classification",
                         labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
-                        oni=ONISettings(caption_key="message", extrinsic_coeff=0.1)))
+                        oni=ONISettings(caption_key="message"), extrinsic_coeff=0.1))
 
 What it wires:
 
@@ -20,8 +20,8 @@ PPO (clipped surrogate, GAE, one value head) is unchanged: ONI's reference train
 V-trace; here every method of a task shares the task's PPO, so comparisons stay fair. Defaults
 are ONI's (facebookresearch/oni): llm_coeff 0.4, beta 3, classification threshold 0.5, ranking
 threshold -0.5 on the normalised scale, reward-model lr 1e-4, minibatch 256, 32 steps per new
-labels below 25k labels. ``extrinsic_coeff`` defaults to 1: ONI used 0.1 on NetHack Score and
-10 elsewhere, so task files set it.
+labels below 25k labels. The env reward's weight is the task's ``ppo.extrinsic_coeff`` (every
+method's; default 1): ONI used 0.1 on NetHack Score and 10 elsewhere, so task files set it.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
+from rl_bk.algorithms.reward_terms import RewardTermsMixin
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
-from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
+from rl_bk.connectors.learner.reward_rewrite import RewardTerm
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.methods.oni.intrinsic_reward import (
     LABELLED_TYPES,
@@ -146,11 +147,8 @@ class ONIRewardMixin:
         )
         return spec
 
-    @override(AlgorithmConfig)
-    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
-        pipeline = super().build_learner_connector(
-            input_observation_space, input_action_space, device
-        )
+    @override(RewardTermsMixin)
+    def reward_terms(self) -> list[RewardTerm]:
         reward_fn = OnlineIntrinsicReward(
             reward_type=self.reward_type,
             labeler=self.labeler,
@@ -159,14 +157,7 @@ class ONIRewardMixin:
             seed=self.seed or 0,
             settings=self.oni,
         )
-        # Right after the artificial-step piece: rewritten before GAE or V-trace reads them.
-        add_reward_rewrite(
-            pipeline,
-            RewriteRewards(
-                terms=[IntrinsicReward(reward_fn)], extrinsic_coeff=self.oni.extrinsic_coeff
-            ),
-        )
-        return pipeline
+        return [IntrinsicReward(reward_fn)]
 
 
 class ONIPPOConfig(ONIRewardMixin, BasePPOConfig):

@@ -21,8 +21,6 @@ class ONISettings(SettingsSection):
     caption_key: str = "caption"
     #: the task in words: the labeller's criterion and cosine-BoW's target
     goal: str = "make progress in the game"
-    #: the env reward's weight (ONI: 0.1 on NetHack Score, 10 elsewhere)
-    extrinsic_coeff: float = Field(1.0, ge=0)
     #: the intrinsic reward's weight (ONI: 0.4)
     llm_coeff: float = Field(0.4, ge=0)
     #: the count decay's exponent (ONI: 3)

@@ -1,8 +1,9 @@
-"""The baseline every comparison has: plain PPO on the env reward (or on a multiple of it, as
-BK's PPO).
+"""The baseline every comparison has: plain PPO (or APPO) on the env reward times the task's
+``ppo.extrinsic_coeff`` (BK's tasks: BK's PPO, its ``train_rs.py`` with no potential, on
+10 x the env reward), so the ``ppo`` row differs from every other row by the method alone.
 
-RLlib and the family's classes are imported inside the build functions, so the registry
-(and ``tune_run.py --list``) loads these declarations without them.
+RLlib is imported inside the build function, so the registry (and ``tune_run.py --list``)
+loads this declaration without it.
 """
 
 from __future__ import annotations
@@ -18,26 +19,17 @@ if TYPE_CHECKING:
 
 
 def build_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
-    """RLlib's PPO on the env reward; with an ``extrinsic_coeff`` parameter, on that multiple
-    of it: BK's PPO, which is its ``train_rs.py`` with no potential, on 10 x the env reward
-    (so the ``ppo`` row differs from the ``bk-*`` rows only by the shaping). On APPO, the
-    same baseline asynchronously."""
-    from rl_bk.experiments.ppo_config import base_config, base_ppo_config
-
-    algorithm, training = algorithm_of(task, params), training_params(params)
-    if float(training.get("extrinsic_coeff", 1.0)) == 1.0 and algorithm == "ppo":
-        return base_ppo_config(
-            task, seed, {k: v for k, v in training.items() if k != "extrinsic_coeff"}
-        )
-    from rl_bk.methods.bk import ShapedAPPOConfig, ShapedPPOConfig
+    from rl_bk.algorithms.appo.config import BaseAPPOConfig
+    from rl_bk.algorithms.ppo.config import BasePPOConfig
+    from rl_bk.experiments.ppo_config import base_config
 
     return base_config(
         task,
         seed,
-        training,
-        algorithm=algorithm,
-        ppo=ShapedPPOConfig,
-        appo=ShapedAPPOConfig,
+        training_params(params),
+        algorithm=algorithm_of(task, params),
+        ppo=BasePPOConfig,
+        appo=BaseAPPOConfig,
         method="ppo",
     )
 

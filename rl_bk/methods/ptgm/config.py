@@ -36,7 +36,8 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
-from rl_bk.connectors.learner.reward_rewrite import RewriteRewards, add_reward_rewrite
+from rl_bk.algorithms.reward_terms import RewardTermsMixin
+from rl_bk.connectors.learner.reward_rewrite import RewardTerm
 from rl_bk.methods.ptgm.env_steps import PTGMMetricsCallback
 from rl_bk.methods.ptgm.high_level_env import register_high_level_env
 from rl_bk.methods.ptgm.prior_kl import PriorKLPenalty, PriorLogits
@@ -112,16 +113,10 @@ class PriorKLMixin:
                 "goal_environment(env) instead of environment(env)"
             )
 
-    @override(AlgorithmConfig)
-    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
-        pipeline = super().build_learner_connector(
-            input_observation_space, input_action_space, device
-        )
-        penalty = PriorKLPenalty(
-            prior_logits=PriorLogits(str(self.ptgm_dir)), kl_coeff=self.ptgm.prior_kl_coeff
-        )
-        add_reward_rewrite(pipeline, RewriteRewards(terms=[penalty]))
-        return pipeline
+    @override(RewardTermsMixin)
+    def reward_terms(self) -> list[RewardTerm]:
+        prior = PriorLogits(str(self.ptgm_dir))
+        return [PriorKLPenalty(prior_logits=prior, kl_coeff=self.ptgm.prior_kl_coeff)]
 
 
 class PTGMPPOConfig(PriorKLMixin, BasePPOConfig):
