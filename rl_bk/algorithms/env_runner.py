@@ -1,9 +1,13 @@
-"""The env runner every rl-bk trial samples with: RLlib's ``SingleAgentEnvRunner`` less two
+"""The env runner every rl-bk trial samples with: RLlib's ``SingleAgentEnvRunner`` less
 per-step costs that change nothing a trial computes (``bench/results/peer_throughput.md``).
 
-- Its module stays in eval mode. RLlib's ``TorchRLModule.forward_exploration`` switches a
-  module in training mode to eval and back around every forward pass, a walk over every
-  submodule twice per env step; an env runner's copy never trains.
+- Its module stays in eval mode, and its forward passes do not set it again. RLlib's
+  ``TorchRLModule.forward_exploration`` (and ``forward_inference``) puts the module in eval
+  mode before every pass and back in training mode after it, a walk over every submodule per
+  switch and env step; an env runner's copy never trains.
+- Its env-to-module and module-to-env pipelines are one piece each
+  (:mod:`rl_bk.connectors.runner_pipelines`) where the task allows (one array observation,
+  discrete actions, no recurrent state, no pieces of the config's own); RLlib's otherwise.
 - RLlib's connector timers (each pipeline's, ``env_to_module_connector`` and
   ``module_to_env_connector``, and each piece's under ``timers/connector_timers``, several per
   env step) are not kept. The connectors still get the logger for their own metrics, and the
@@ -19,9 +23,12 @@ from __future__ import annotations
 import contextlib
 
 import gymnasium as gym
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.utils.metrics import CONNECTOR_PIPELINE_TIMER, CONNECTOR_TIMERS
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+from rl_bk.connectors.runner_pipelines import lean_pipelines
 
 
 class _WithoutConnectorTimers(MetricsLogger):
@@ -33,8 +40,18 @@ class _WithoutConnectorTimers(MetricsLogger):
         return super().log_time(key, **kwargs)
 
 
+def _without_mode_switch(module: TorchRLModule) -> None:
+    """The module's forward passes without RLlib's eval/train switch around them (the module
+    is in eval mode already). A module class with forward passes of its own keeps them."""
+    if type(module).forward_exploration is TorchRLModule.forward_exploration:
+        module.forward_exploration = module._forward_exploration
+    if type(module).forward_inference is TorchRLModule.forward_inference:
+        module.forward_inference = module._forward_inference
+
+
 class LeanEnvRunner(SingleAgentEnvRunner):
-    """``SingleAgentEnvRunner`` with the module in eval mode and no per-connector timers."""
+    """``SingleAgentEnvRunner`` with the module in eval mode, no per-connector timers, and
+    one-piece pipelines where they apply."""
 
     def __init__(self, *, config, **kwargs):
         super().__init__(config=config, **kwargs)
@@ -47,10 +64,18 @@ class LeanEnvRunner(SingleAgentEnvRunner):
                 "normalisation, which rl-bk turns off for its discrete envs: set "
                 "config.environment(normalize_actions=True)"
             )
+        lean = lean_pipelines(self.config, self.env, self.module, self._device)
+        if lean is not None:
+            self._env_to_module, self._module_to_env = lean
 
     def make_module(self):
         super().make_module()
+        modules = []
         if hasattr(self.module, "foreach_module"):  # RLlib wraps it in a MultiRLModule
-            self.module.foreach_module(lambda _mid, module: module.eval())
+            self.module.foreach_module(lambda _mid, module: modules.append(module))
         elif self.module is not None:
-            self.module.eval()
+            modules.append(self.module)
+        for module in modules:
+            module.eval()
+            if isinstance(module, TorchRLModule):
+                _without_mode_switch(module)

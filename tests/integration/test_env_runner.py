@@ -1,5 +1,7 @@
-"""LeanEnvRunner samples exactly what RLlib's SingleAgentEnvRunner samples, without its
-connector timers, and refuses a continuous action space it would leave unnormalised."""
+"""LeanEnvRunner samples exactly what RLlib's SingleAgentEnvRunner samples (actions,
+observations and what the module output beside them, exploring and greedy), without its
+connector timers and with its own pipelines, and refuses a continuous action space it would
+leave unnormalised."""
 
 import numpy as np
 import pytest
@@ -8,41 +10,62 @@ from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
 import env_registry
 from rl_bk.algorithms.env_runner import LeanEnvRunner
+from rl_bk.connectors.runner_pipelines import ActionsToVectorEnv, LatestObservationsToTensor
 from rl_bk.experiments.task_config import load_task
 from rl_bk.methods.registry import get_method
 
 
-def _sampled(cls, config):
+def _sampled(cls, config, explore, steps):
     runner = cls(config=config)
     try:
-        episodes = runner.sample(num_timesteps=300)
+        episodes = runner.sample(num_timesteps=steps, explore=explore)
+        outputs = {
+            key: np.concatenate([e.get_extra_model_outputs(key) for e in episodes])
+            for key in episodes[0].extra_model_outputs
+        }
         return (
             np.concatenate([e.get_actions() for e in episodes]),
             np.concatenate([e.get_observations() for e in episodes]),
-            runner.get_metrics(),
+            outputs,
+            runner,
         )
     finally:
         runner.stop()
 
 
-@pytest.mark.parametrize("network", ["bk-conv", "mlp"])
-def test_lean_runner_samples_what_rllibs_runner_samples(network):
+@pytest.mark.parametrize("explore", [True, False])
+@pytest.mark.parametrize(
+    "task_name, method, network, steps",
+    [
+        ("babyai-gotolocal-redball-s20", "ppo", "bk-conv", 300),
+        ("babyai-gotolocal-redball-s20", "ppo", "mlp", 300),
+        ("babyai-gotoredball-glam", "glam", None, 24),  # an LLM as the policy (a tiny one)
+    ],
+)
+def test_lean_runner_samples_what_rllibs_runner_samples(task_name, method, network, steps, explore):
     env_registry.register_all()
-    task = load_task("babyai-gotolocal-redball-s20")
-    task = task.model_copy(
-        update={
-            "model": task.model.model_copy(update={"network": network}),
-            "env_runners": task.env_runners.model_copy(
-                update={"num_env_runners": 0, "num_envs_per_env_runner": 4}
-            ),
-        }
+    task = load_task(task_name, smoke=True)
+    model = task.model if network is None else task.model.model_copy(update={"network": network})
+    runners = task.env_runners.model_copy(
+        update={"num_env_runners": 0, "num_envs_per_env_runner": 4}
     )
-    config = get_method("ppo").build(task, 0, {})
+    task = task.model_copy(update={"model": model, "env_runners": runners})
+    config = get_method(method).build(task, 0, {})
     assert config.env_runner_cls is LeanEnvRunner
-    rllib_actions, rllib_obs, rllib_metrics = _sampled(SingleAgentEnvRunner, config)
-    lean_actions, lean_obs, lean_metrics = _sampled(LeanEnvRunner, config)
+    rllib_actions, rllib_obs, rllib_outputs, rllib = _sampled(
+        SingleAgentEnvRunner, config, explore, steps
+    )
+    lean_actions, lean_obs, lean_outputs, lean = _sampled(LeanEnvRunner, config, explore, steps)
+    assert [type(c) for c in lean._env_to_module.connectors] == [LatestObservationsToTensor]
+    assert [type(c) for c in lean._module_to_env.connectors] == [ActionsToVectorEnv]
     np.testing.assert_array_equal(lean_actions, rllib_actions)
+    assert lean_actions.dtype == rllib_actions.dtype
     np.testing.assert_array_equal(lean_obs, rllib_obs)
+    assert set(lean_outputs) == set(rllib_outputs)
+    for key, values in rllib_outputs.items():
+        np.testing.assert_array_equal(lean_outputs[key], values)
+        assert lean_outputs[key].dtype == values.dtype
+    rllib_metrics, lean_metrics = rllib.get_metrics(), lean.get_metrics()
     assert "env_to_module_connector" in rllib_metrics
     assert "env_to_module_connector" not in lean_metrics
     for kept in ("sample", "env_step_timer", "rlmodule_inference_timer", "num_env_steps_sampled"):

@@ -1,0 +1,96 @@
+"""The env runner's two pipelines for what every rl-bk task samples with (one array
+observation, a discrete action, a policy without memory), each one piece that does per step
+only the work these tasks need.
+
+RLlib's default pipelines (seven pieces to the module, six back) also handle dict spaces,
+multi-agent mappings, time ranks and recurrent states, and unbatch every column item by item.
+These two give the module and the env the same values, dtypes included:
+
+- :class:`LatestObservationsToTensor`: each episode's latest observation, stacked into one
+  tensor (RLlib's ``AddObservationsFromEpisodesToBatch``, ``BatchIndividualItems`` and
+  ``NumpyToTensor``, for one module and no time rank);
+- :class:`ActionsToVectorEnv`: actions sampled from the module's distribution inputs
+  (RLlib's ``GetActions``), converted to numpy as RLlib converts them, the actions as one
+  array for the vector env and every other column as one item per env (RLlib's
+  ``TensorToNumpy``, ``UnBatchToIndividualItems`` and ``ListifyDataForVectorEnv``).
+
+:func:`lean_pipelines` builds them where they apply and says why not where they do not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.connectors.env_to_module import EnvToModulePipeline
+from ray.rllib.connectors.module_to_env import GetActions, ModuleToEnvPipeline
+from ray.rllib.core.columns import Columns
+from ray.rllib.utils.numpy import convert_to_numpy
+from ray.rllib.utils.spaces.space_utils import unbatch
+from ray.rllib.utils.torch_utils import convert_to_torch_tensor
+
+
+class LatestObservationsToTensor(ConnectorV2):
+    """The module's input: every episode's latest observation, in episode order, as one
+    tensor."""
+
+    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None, **kwargs):
+        latest = np.stack([episode.get_observations(-1) for episode in episodes])
+        batch[Columns.OBS] = convert_to_torch_tensor(latest)
+        return batch
+
+
+class ActionsToVectorEnv(ConnectorV2):
+    """The env's input: the sampled actions as one array, and each other output of the
+    module (log-probabilities, distribution inputs) as one item per env for its episode."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._get_actions = GetActions()
+
+    def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None, **kwargs):
+        self._get_actions._get_actions(batch, rl_module, explore)
+        out = convert_to_numpy(batch)
+        for column, values in out.items():
+            if column != Columns.ACTIONS:  # one item per env (nested outputs: RLlib's unbatch)
+                out[column] = list(values) if isinstance(values, np.ndarray) else unbatch(values)
+        return out
+
+
+def why_not_lean(config: Any, env: Any, module: Any, device: Any = None) -> str | None:
+    """Why the lean pipelines cannot stand in for RLlib's with this config, env, module and
+    runner device (None: they can)."""
+    if device is not None and str(device) != "cpu":
+        return "the runner's module is on a GPU"
+    if config._env_to_module_connector is not None or config._module_to_env_connector is not None:
+        return "the config adds its own env-to-module or module-to-env pieces"
+    if not (
+        config.add_default_connectors_to_env_to_module_pipeline
+        and config.add_default_connectors_to_module_to_env_pipeline
+    ):
+        return "the config leaves out RLlib's default pieces"
+    if not isinstance(getattr(env, "single_observation_space", None), gym.spaces.Box):
+        return "the observation space is not one array (a Box)"
+    if not isinstance(getattr(env, "single_action_space", None), gym.spaces.Discrete):
+        return "the action space is not discrete"
+    if module is None or module.is_stateful():
+        return "the module keeps a state between steps"
+    return None
+
+
+def lean_pipelines(
+    config: Any, env: Any, module: Any, device: Any = None
+) -> tuple[Any, Any] | None:
+    """The env-to-module and module-to-env pipelines for this runner, or None where RLlib's
+    defaults are needed (:func:`why_not_lean`)."""
+    if why_not_lean(config, env, module, device) is not None:
+        return None
+    spaces = {
+        "input_observation_space": env.single_observation_space,
+        "input_action_space": env.single_action_space,
+    }
+    to_module = EnvToModulePipeline(connectors=[LatestObservationsToTensor(**spaces)], **spaces)
+    to_env = ModuleToEnvPipeline(connectors=[ActionsToVectorEnv(**spaces)], **spaces)
+    return to_module, to_env
