@@ -33,7 +33,7 @@ def train(config, iterations):
 def test_bk_ppo_baseline_on_appo_trains_with_bk_network_and_10x_reward(ray_session):
     task = appo_task("babyai-gotolocal-redball-s20")
     config = get_method("ppo").build(task, 0, {"extrinsic_coeff": 10.0})
-    assert type(config).__name__ == "ShapedAPPOConfig"
+    assert type(config).__name__ == "BaseAPPOConfig" and config.extrinsic_coeff == 10.0
     results, pieces, module = train(config, 2)
     assert module == "GridConvAPPOModule"
     assert pieces.index("RewriteRewards") == pieces.index("AddOneTsToEpisodesAndTruncate") + 1
