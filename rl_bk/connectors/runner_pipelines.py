@@ -51,7 +51,9 @@ class ActionsToVectorEnv(ConnectorV2):
         self._get_actions = GetActions()
 
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None, **kwargs):
-        self._get_actions._get_actions(batch, rl_module, explore)
+        batch = self._get_actions(
+            rl_module=rl_module, batch=batch, episodes=episodes, explore=explore
+        )
         out = convert_to_numpy(batch)
         for column, values in out.items():
             if column != Columns.ACTIONS:  # one item per env (nested outputs: RLlib's unbatch)

@@ -6,8 +6,9 @@
 
 Where it sits: a learner ConnectorV2 piece on episodes, right after the
 ``AddOneTsToEpisodesAndTruncate`` of PPO and APPO and before the batch is built, so GAE (PPO)
-or V-trace (APPO) sees the rewritten rewards (each method's ``build_learner_connector`` puts
-it there with :func:`add_reward_rewrite`). Each term is called once
+or V-trace (APPO) sees the rewritten rewards (the base configs put it there with
+:func:`add_reward_rewrite`, for the terms a method's ``reward_terms()`` returns:
+:mod:`rl_bk.algorithms.reward_terms`). Each term is called once
 per train batch with every episode chunk of the batch (one model pass, one label-store lookup,
 one Serve call per batch; never one per env step) and returns its addition to each chunk's
 real steps. Every term reads the environment's rewards, not another term's. The artificial
@@ -96,7 +97,7 @@ class RewriteRewards(ConnectorV2):
 
 def add_reward_rewrite(pipeline: Any, rewrite: RewriteRewards) -> None:
     """Puts ``rewrite`` right after the artificial-step piece, for PPO and APPO alike: APPO's
-    config has already added that piece when a method's ``build_learner_connector`` runs, so
+    config has already added that piece when the base config's ``build_learner_connector`` runs, so
     the rewrite goes after it; PPO's learner prepends it later (``PPOLearner.build``), so here
     the rewrite goes first and ends up right after it."""
     from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
