@@ -1,40 +1,28 @@
-"""Env throughput: raw steps/s per env family with and without captions, RLlib PPO's env
-steps/s on BabyAI-Text in several layouts, and PPO against APPO in each family's task layout,
-reported as ratios measured side by side in one run.
+"""Env throughput: raw steps/s per env family with and without captions, and each family's
+task on PPO and on APPO in the task file's layout, as ratios measured side by side in one run.
 
     python -m bench.env_throughput           # writes bench/results/env_throughput.{md,json}
     python -m bench.env_throughput --quick   # shorter, for a look
     python -m bench.env_throughput --appo-only [--families babyai,nethack]
                                              # PPO against APPO alone: rewrites that section
-    python -m bench.env_throughput --appo-layouts all [--families nethack] [--iterations 30]
-                                             # APPO's layouts on one family (BabyAI's default)
 
 Raw: one process, uniformly random actions, resets included. Captioned and uncaptioned envs
 run in 30 pairs of adjacent short rounds; steps/s are the median rounds (wall clock), and the
 caption's share of step time is the median over pairs of the CPU-time difference, so that
-load from other processes on this shared machine hits both alike. PPO, learning included,
-without the task's greedy evaluation (training throughput): the task's own layout
-(tune_configs/babyai-gotolocal-redball-s20.yaml: its env runners, envs, batch, network and
-learner threads), the same with the learner on one torch thread, 1 runner x 32, x 16 and x 8
-envs, gymnasium's async vector env (one process per env) in the task's layout and at 1 x 16,
-and the learner compiled with torch.compile; then the task's layout with its evaluation (50
-greedy episodes every 20k env steps, whose env steps are not counted). One after the other;
-env steps over the wall time of the timed iterations (the first, warm-up iteration excluded),
-divided by the raw BabyAI rate measured in the same run, with RLlib's own timers for
-sampling, the learner's update and the weight sync, so that the split holds without a
-profiler's overhead.
+load from other processes on this shared machine hits both alike.
 
 PPO against APPO: each family's task (babyai-gotolocal-redball-s20, crafter-text,
 nethack-score) as its file sets it, built by the ``ppo`` method with ``algorithm: ppo`` and
-with ``algorithm: appo`` (an APPO iteration samples one train batch too), evaluation off. Two
-rounds of each (one with --quick), PPO first in the first round and APPO first in the
-second, each a fresh build timed as above; env steps/s pooled over the rounds, over the
-family's raw captioned rate measured just before its rounds, and APPO's over PPO's. RLlib's
-timers say where an iteration's time goes, APPO's learner thread (updating, or idle waiting
-for a batch) and the env runners' share of their time spent sampling included. RLlib keeps
-each timer as a moving average over all iterations (coefficient 0.01: after ten iterations
-the warm-up one still weighs 90%), so this bench has RLlib sum each timer instead and
-reports seconds per timed iteration.
+with ``algorithm: appo``, evaluation off (training throughput). Two rounds of each (one with
+--quick), PPO first in the first round and APPO first in the second, each a fresh build, one
+warm-up iteration, then the timed ones; env steps/s pooled over the rounds, over the family's
+raw captioned rate measured just before its rounds. RLlib's own timers say where an
+iteration's time goes (no profiler); RLlib keeps each timer as a moving average dominated by
+the first iterations, so this bench has RLlib sum them (:func:`sum_timers`).
+
+The layouts this script once compared (PPO on BabyAI-Text in nine layouts, APPO's layouts on
+BabyAI-Text and NetHack-Text) are in ``bench/results/runner_layouts.md``, with the commit of
+the script that made them.
 """
 
 from __future__ import annotations
@@ -47,11 +35,7 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, NamedTuple
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -108,26 +92,6 @@ def raw_throughput(name: str, steps: int, pairs: int) -> dict[str, float]:
         "steps_per_s_uncaptioned": statistics.median(wall[False]),
         "caption_share_of_step_time": statistics.median(shares),
     }
-
-
-@dataclass(frozen=True)
-class PPOSetup:
-    """One PPO layout to time; ``None`` fields keep the task file's setting."""
-
-    runners_x_envs: tuple[int, int] | None = None
-    evaluate: bool = False  # the task's greedy evaluation on (its env steps are not counted)
-    learner_threads: int | None = None
-    vectorize_mode: str | None = None  # gymnasium's "sync" (RLlib's default) or "async"
-    compile_learner: bool = False  # RLlib's torch_compile_learner (inductor, on the CPU)
-
-    @property
-    def task_setting(self) -> bool:
-        return (
-            self.runners_x_envs is None
-            and self.learner_threads is None
-            and self.vectorize_mode is None
-            and not self.compile_learner
-        )
 
 
 #: RLlib's per-iteration timers of PPO, under the result's ``timers``.
@@ -308,51 +272,6 @@ def network(task) -> str:
     return f"{task.model.network} network"
 
 
-def ppo_throughput(iterations: int, setups: list[PPOSetup]) -> dict[str, dict]:
-    """PPO env steps/s for each setup, and where an iteration's wall time goes."""
-    import ray
-
-    from rl_bk.experiments.ppo_config import learner_threads
-    from rl_bk.experiments.task_config import load_task
-    from rl_bk.methods.registry import get_method
-
-    ray.init(
-        address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
-    )
-    env_registry.register_all()
-    task = load_task("babyai-gotolocal-redball-s20")
-    out = {}
-    try:
-        for setup in setups:
-            learner = task.learner
-            if setup.learner_threads is not None:
-                learner = learner.model_copy(update={"threads": setup.learner_threads})
-            config = get_method("ppo").build(task.model_copy(update={"learner": learner}), 0, {})
-            if setup.runners_x_envs is not None:
-                runners, envs = setup.runners_x_envs
-                config.env_runners(num_env_runners=runners, num_envs_per_env_runner=envs)
-            if setup.vectorize_mode is not None:
-                config.env_runners(gym_env_vectorize_mode=setup.vectorize_mode)
-            if setup.compile_learner:
-                config.framework(torch_compile_learner=True)
-            if not setup.evaluate:
-                config.evaluation(evaluation_interval=None)
-            run = timed_run(config, iterations, TIMERS)
-            threads = learner_threads(config, learner.threads)
-            label = (
-                f"{config.num_env_runners} runner(s) x {config.num_envs_per_env_runner} envs, "
-                f"batch {config.train_batch_size_per_learner}, {config.num_epochs} epochs, "
-                f"{network(task)}, learner on {threads} thread(s)"
-                + (f", {setup.vectorize_mode} vector env" if setup.vectorize_mode else "")
-                + (", learner compiled (torch.compile)" if setup.compile_learner else "")
-                + (", with the task's greedy evaluation" if setup.evaluate else "")
-            )
-            out[label] = {**run, "task_setting": setup.task_setting, "evaluation": setup.evaluate}
-    finally:
-        ray.shutdown()
-    return out
-
-
 #: Each family's task for PPO against APPO (tune_configs/<name>.yaml).
 TASKS = {
     "babyai": "babyai-gotolocal-redball-s20",
@@ -362,27 +281,14 @@ TASKS = {
 ALGORITHMS = ("ppo", "appo")
 
 
-def timed_variant(
-    task,
-    algorithm: str,
-    iterations: int,
-    training: dict | None = None,
-    rllib_learner_thread: bool = False,
-) -> tuple[dict, str]:
-    """``task`` built by the ``ppo`` method on ``algorithm`` (evaluation off, ``training``
-    overrides applied; with ``rllib_learner_thread``, RLlib's own APPO learner, whose thread
-    polls its buffer), timed by :func:`timed_run`; the run and its layout in words."""
+def timed_variant(task, algorithm: str, iterations: int) -> tuple[dict, str]:
+    """``task`` built by the ``ppo`` method on ``algorithm`` (evaluation off), timed by
+    :func:`timed_run`; the run and its layout in words."""
     from rl_bk.experiments.ppo_config import learner_threads
     from rl_bk.methods.registry import get_method
 
     config = get_method("ppo").build(task.model_copy(update={"algorithm": algorithm}), 0, {})
     config.evaluation(evaluation_interval=None)
-    if training:
-        config.training(**training)
-    if rllib_learner_thread:
-        from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
-
-        config.training(learner_class=APPOTorchLearner)
     appo = algorithm == "appo"
     run = timed_run(
         config, iterations, APPO_TIMERS if appo else TIMERS, LEARNER_THREAD_TIMERS if appo else None
@@ -401,8 +307,7 @@ def timed_variant(
             f"{config.broadcast_interval}, main loop waits "
             f"{config.timeout_s_sampler_manager:g} s, "
             f"{config.max_requests_in_flight_per_env_runner} sample request(s) in flight "
-            f"per runner, learner thread "
-            f"{'polls' if rllib_learner_thread else 'waits'}"
+            f"per runner"
         )
     return run, layout
 
@@ -465,270 +370,6 @@ def ppo_vs_appo(
     finally:
         ray.shutdown()
     return out
-
-
-class Layout(NamedTuple):
-    """One row of ``--appo-layouts``: the task's fields it overrides (``{"appo": {...}}``),
-    APPO ``training(...)`` arguments beside them, the algorithm (PPO rows are the
-    baselines a layout is read against), and whether the learner is RLlib's own (its thread
-    polls its buffer every 0.1 ms; rl-bk's waits)."""
-
-    task: dict
-    training: Mapping[str, Any] = MappingProxyType({})  # read only: shared by every row
-    algorithm: str = "appo"
-    rllib_learner_thread: bool = False
-
-    @property
-    def row_prefix(self) -> str:
-        return "APPO" if self.algorithm == "appo" else "PPO"
-
-
-ONE_RUNNER = {"num_env_runners": 1, "num_envs_per_env_runner": 8}
-ONE_PASS = {"circular_buffer_iterations_per_batch": 1}
-#: the task setting env_runners.max_requests_in_flight_per_env_runner (RLlib's 1)
-TWO_IN_FLIGHT = {"max_requests_in_flight_per_env_runner": 2}
-#: RLlib's own main loop, which polls the env runners without pause (rl-bk's APPO waits up to
-#: ``appo.timeout_s_sampler_manager`` seconds for their samples in each training step)
-RLLIB_POLLING = {"timeout_s_sampler_manager": 0.0}
-#: The network BabyAI's tasks ran before BK's conv network became their default (RLlib's
-#: MLP, 256 x 256, separate policy and value): issue 29's 0.75 x raw target was set on it.
-BABYAI_MLP = {"network": "mlp", "fcnet_hiddens": [256, 256], "vf_share_layers": False}
-#: APPO layouts tried per family (``--appo-layouts``, ``--families``): name -> layout. Each
-#: changes one thing from the task's file, or a few together (named by their parts).
-BABYAI_APPO_LAYOUTS: dict[str, Layout] = {
-    "task": Layout({}),
-    "rllib-polling": Layout({"appo": RLLIB_POLLING}),
-    # one env runner with 8 envs (the task: 2 x 4), so sampling and learning get a core each
-    "1x8": Layout({"env_runners": ONE_RUNNER}),
-    # each batch trained on once (RLlib's default: twice), less learner work per env step
-    "1-pass": Layout({"appo": ONE_PASS}),
-    # the main loop syncs weights (and waits for the learner) every 4 updates, not every one
-    "broadcast-4": Layout({}, {"broadcast_interval": 4}),
-    "1x8+1-pass": Layout({"env_runners": ONE_RUNNER, "appo": ONE_PASS}),
-    # the MLP the target was set on, PPO as the baseline and APPO in the best conv layout
-    "mlp": Layout({"model": BABYAI_MLP}, algorithm="ppo"),
-    "mlp+1x8+1-pass": Layout({"model": BABYAI_MLP, "env_runners": ONE_RUNNER, "appo": ONE_PASS}),
-    # with the MLP's cheap update, can a second sampling process use the learner's spare core?
-    "mlp+1-pass": Layout({"model": BABYAI_MLP, "appo": ONE_PASS}),
-    # RLlib's per-step work (connectors, the module's forward) is per vector step: more envs
-    # per runner spread it over more env steps
-    "mlp+1x16+1-pass": Layout(
-        {
-            "model": BABYAI_MLP,
-            "appo": ONE_PASS,
-            "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16},
-        }
-    ),
-    "mlp+1x32+1-pass": Layout(
-        {
-            "model": BABYAI_MLP,
-            "appo": ONE_PASS,
-            "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32},
-        }
-    ),
-    # with the main loop no longer polling, two sampling processes and a one-thread learner
-    "mlp+2x8+1-pass+1-thread": Layout(
-        {
-            "model": BABYAI_MLP,
-            "appo": ONE_PASS,
-            "learner": {"threads": 1},
-            "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 8},
-        }
-    ),
-    "mlp+1x16+1-pass+rllib-polling": Layout(
-        {
-            "model": BABYAI_MLP,
-            "appo": {**ONE_PASS, **RLLIB_POLLING},
-            "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 16},
-        }
-    ),
-    # RLlib's learner thread, which polls its empty buffer every 0.1 ms (rl-bk's waits), alone
-    # and with RLlib's polling main loop: APPO as RLlib ships it
-    "rllib-learner-thread": Layout({}, rllib_learner_thread=True),
-    "rllib-polling+rllib-learner-thread": Layout(
-        {"appo": RLLIB_POLLING}, rllib_learner_thread=True
-    ),
-    "mlp+1x32+1-pass+rllib-learner-thread": Layout(
-        {
-            "model": BABYAI_MLP,
-            "appo": ONE_PASS,
-            "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32},
-        },
-        rllib_learner_thread=True,
-    ),
-    # with neither polling, a second sampling process on the learner's spare CPU
-    "mlp+2x16+1-pass+1-thread": Layout(
-        {
-            "model": BABYAI_MLP,
-            "appo": ONE_PASS,
-            "learner": {"threads": 1},
-            "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 16},
-        }
-    ),
-    "mlp+2x32+1-pass+1-thread": Layout(
-        {
-            "model": BABYAI_MLP,
-            "appo": ONE_PASS,
-            "learner": {"threads": 1},
-            "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 32},
-        }
-    ),
-    # RLlib keeps one sample request in flight per runner, and the main loop collects them
-    # all (or times out) before asking again: a runner that finishes first sits idle
-    "mlp+2x32+1-pass+1-thread+2-in-flight": Layout(
-        {
-            "model": BABYAI_MLP,
-            "appo": ONE_PASS,
-            "learner": {"threads": 1},
-            "env_runners": {"num_env_runners": 2, "num_envs_per_env_runner": 32, **TWO_IN_FLIGHT},
-        }
-    ),
-    "mlp+1x32+1-pass+2-in-flight": Layout(
-        {
-            "model": BABYAI_MLP,
-            "appo": ONE_PASS,
-            "env_runners": {**ONE_RUNNER, "num_envs_per_env_runner": 32, **TWO_IN_FLIGHT},
-        }
-    ),
-    "2-in-flight": Layout({"env_runners": TWO_IN_FLIGHT}),
-}
-#: NetHack's task already samples with one runner of 8 envs (its MLP's update is cheap): the
-#: question is whether sampling in two processes, or less learner work, lets APPO overlap more.
-TWO_RUNNERS = {"num_env_runners": 2, "num_envs_per_env_runner": 4}
-NETHACK_APPO_LAYOUTS: dict[str, Layout] = {
-    "task": Layout({}),
-    "rllib-polling": Layout({"appo": RLLIB_POLLING}),
-    "2x4": Layout({"env_runners": TWO_RUNNERS}),
-    "1-pass": Layout({"appo": ONE_PASS}),
-    "2x4+1-pass": Layout({"env_runners": TWO_RUNNERS, "appo": ONE_PASS}),
-    "broadcast-4": Layout({}, {"broadcast_interval": 4}),
-    "rllib-learner-thread": Layout({}, rllib_learner_thread=True),
-    "rllib-polling+rllib-learner-thread": Layout(
-        {"appo": RLLIB_POLLING}, rllib_learner_thread=True
-    ),
-    "2-in-flight": Layout({"env_runners": TWO_IN_FLIGHT}),
-}
-APPO_LAYOUTS: dict[str, dict[str, Layout]] = {
-    "babyai": BABYAI_APPO_LAYOUTS,
-    "nethack": NETHACK_APPO_LAYOUTS,
-}
-FAMILY_NAMES = {"babyai": "BabyAI-Text", "crafter": "Crafter-Text", "nethack": "NetHack-Text"}
-
-
-def with_overrides(task, overrides: dict):
-    """``task`` with nested section fields replaced (``{"appo": {"num_epochs": 2}}``)."""
-    update = {
-        section: getattr(task, section).model_copy(update=fields)
-        for section, fields in overrides.items()
-    }
-    return task.model_copy(update=update)
-
-
-def appo_layouts(
-    layouts: list[str],
-    iterations: int,
-    rounds: int,
-    scale: float,
-    pairs: int,
-    family: str = "babyai",
-) -> dict:
-    """The family's task on PPO (its file's layout) and on APPO in each of ``layouts``, each
-    a fresh build timed by :func:`timed_run`, rounds in alternating order, against the raw
-    captioned rate measured just before."""
-    import ray
-
-    from rl_bk.experiments.task_config import load_task
-
-    ray.init(
-        address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
-    )
-    env_registry.register_all()
-    task = load_task(TASKS[family])
-    try:
-        raw = raw_throughput(task.env, int(ROUND_STEPS[family] * scale), pairs)
-        raw_rate = raw["steps_per_s_captioned"]
-        chosen = {"PPO (task)": Layout({}, algorithm="ppo")}
-        chosen |= {
-            f"{APPO_LAYOUTS[family][n].row_prefix}: {n}": APPO_LAYOUTS[family][n] for n in layouts
-        }
-        names = list(chosen)
-        runs: dict[str, list[dict]] = {n: [] for n in names}
-        described: dict[str, str] = {}
-        for i in range(rounds):
-            for name in names if i % 2 == 0 else names[::-1]:
-                layout = chosen[name]
-                run, described[name] = timed_variant(
-                    with_overrides(task, layout.task),
-                    layout.algorithm,
-                    iterations,
-                    layout.training,
-                    layout.rllib_learner_thread,
-                )
-                runs[name].append(run)
-                print(
-                    f"{name} round {i}: {run['env_steps_per_s']:.0f} env steps/s = "
-                    f"{run['env_steps_per_s'] / raw_rate:.2f} x raw captioned "
-                    f"({raw_rate:.0f} steps/s, same run)"
-                )
-    finally:
-        ray.shutdown()
-    pooled = {n: {**pool(r), "layout": described[n]} for n, r in runs.items()}
-    for r in pooled.values():
-        r["over_raw"] = r["env_steps_per_s"] / raw_rate
-    return {
-        "task": task.name,
-        "family": family,
-        "raw_captioned_steps_per_s_same_run": raw_rate,
-        "raw": raw,
-        "pooled": pooled,
-        "runs": runs,
-    }
-
-
-def layouts_heading(family: str) -> str:
-    return f"## APPO layouts on {FAMILY_NAMES[family]}"
-
-
-def layouts_json_key(family: str) -> str:
-    return "appo_layouts" if family == "babyai" else f"appo_layouts_{family}"
-
-
-def layouts_section(result: dict, meta: dict) -> list[str]:
-    """The markdown section of :func:`appo_layouts`'s results."""
-    raw = result["raw_captioned_steps_per_s_same_run"]
-    ppo = result["pooled"]["PPO (task)"]["env_steps_per_s"]
-    lines = [
-        layouts_heading(result.get("family", "babyai")),
-        "",
-        f"Command: `{meta['command']}` — {meta['date']}, {meta['machine']}, load average at "
-        f"end {meta['load_average_at_end'][0]:.1f}.",
-        "",
-        f"{result['task']} as its file sets it on PPO, and on APPO with one change at a time: "
-        f"{meta['rounds']} rounds, the order reversed in every other one, each a fresh build, "
-        f"one warm-up iteration then {meta['iterations']} timed, evaluation off; raw captioned "
-        f"rate ({raw:.0f} steps/s) measured just before, in the same run. Timers as in the "
-        f"section below. CPU per env step: user and system CPU time over the timed iterations "
-        f"per env step sampled, of the driver process (main loop, learner and its thread) and "
-        f"of the env runner processes (Ray's own daemons not counted); it barely depends on "
-        f"what else runs, so it shows where the work goes.",
-        "",
-        "| run | layout | env steps/s | / raw captioned | / PPO | samples trained per env step "
-        "| learner thread: update | learner thread: waiting | env runners: share in sample() "
-        "| CPU ms per env step: driver | CPU ms per env step: env runners |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, r in result["pooled"].items():
-        t = r["timers_s"]
-        cpu = r.get("cpu_ms_per_env_step", {})
-        lines.append(
-            f"| {name} | {r['layout']} | {r['env_steps_per_s']:.0f} | {r['over_raw']:.2f} | "
-            f"{r['env_steps_per_s'] / ppo:.2f} | {_s(r['samples_trained_per_env_step'], 2)} | "
-            f"{_s(t.get('learner thread update', math.nan))} | "
-            f"{_s(t.get('learner thread waiting', math.nan))} | "
-            f"{_s(t.get('env runners sampling share', math.nan), 2)} | "
-            f"{_s(cpu.get('driver', math.nan))} | {_s(cpu.get('env runners', math.nan))} |"
-        )
-    return [*lines, ""]
 
 
 def pool(runs: list[dict]) -> dict:
@@ -866,19 +507,11 @@ def main(argv: list[str] | None = None) -> int:
         help="only PPO against APPO: rewrites that section of the results and leaves the rest",
     )
     p.add_argument(
-        "--appo-layouts",
-        metavar="NAMES",
-        help="only APPO's layouts, on BabyAI-Text or the one family --families "
-        "names (comma-separated, of: "
-        + "; ".join(f"{f}: {', '.join(ls)}" for f, ls in APPO_LAYOUTS.items())
-        + "; or all): rewrites that section",
-    )
-    p.add_argument(
         "--iterations",
         type=int,
         metavar="N",
         help="timed iterations per round (default 10; --quick 3): more for steadier "
-        "rates of fast layouts, whose iterations take a fraction of a second",
+        "rates of fast tasks, whose iterations take a fraction of a second",
     )
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
@@ -923,45 +556,6 @@ def main(argv: list[str] | None = None) -> int:
         }
         return {"meta": meta, **appo}, appo_section(appo, meta, iters, rounds, pairs)
 
-    if args.appo_layouts:
-        family = families[0] if families != list(ENVS) else "babyai"
-        if (len(families) != 1 and families != list(ENVS)) or family not in APPO_LAYOUTS:
-            p.error(
-                f"--appo-layouts takes one family of {', '.join(APPO_LAYOUTS)} "
-                f"(--families), got {','.join(families)}"
-            )
-        known = APPO_LAYOUTS[family]
-        layouts = (
-            list(known)
-            if args.appo_layouts == "all"
-            else [n.strip() for n in args.appo_layouts.split(",") if n.strip()]
-        )
-        unknown = [n for n in layouts if n not in known]
-        if unknown:
-            p.error(f"unknown APPO layouts {unknown} for {family}; known: {', '.join(known)}")
-        command = (
-            f"python -m bench.env_throughput --appo-layouts {args.appo_layouts}"
-            + (f" --families {family}" if family != "babyai" else "")
-            + (" --quick" if args.quick else "")
-            + (f" --iterations {args.iterations}" if args.iterations else "")
-        )
-        result = appo_layouts(layouts, iters, rounds, scale, pairs, family)
-        meta = {
-            "command": command,
-            "date": time.strftime("%Y-%m-%d %H:%M"),
-            "machine": machine,
-            "load_average_at_end": os.getloadavg(),
-            "iterations": iters,
-            "rounds": rounds,
-        }
-        old = json.loads(json_path.read_text()) if json_path.is_file() else {}
-        json_path.write_text(
-            json.dumps({**old, layouts_json_key(family): {"meta": meta, **result}}, indent=2)
-        )
-        replace_section(md_path, layouts_heading(family), layouts_section(result, meta))
-        print(f"wrote {md_path}")
-        return 0
-
     if args.appo_only:
         appo, section = appo_part()
         old = {}
@@ -991,36 +585,6 @@ def main(argv: list[str] | None = None) -> int:
             f"{100 * r['caption_share_of_step_time']:.1f}% of step time"
         )
 
-    ppo: dict[str, dict] = {}
-    if "babyai" in families:
-        steps = int(ROUND_STEPS["babyai"] * scale)
-        babyai_raw = raw_throughput(ENVS["babyai"], steps, pairs)["steps_per_s_captioned"]
-        # Training throughput without evaluation (the target's measure), then the task's layout
-        # with its greedy evaluation (50 episodes every 20k env steps: env steps too, not counted).
-        ppo = ppo_throughput(
-            iters,
-            [
-                PPOSetup(),
-                PPOSetup(learner_threads=1),
-                PPOSetup(runners_x_envs=(1, 32)),
-                PPOSetup(runners_x_envs=(1, 16)),
-                PPOSetup(runners_x_envs=(1, 8)),
-                PPOSetup(vectorize_mode="async"),
-                PPOSetup(runners_x_envs=(1, 16), vectorize_mode="async"),
-                PPOSetup(compile_learner=True),
-                PPOSetup(evaluate=True),
-            ],
-        )
-        for r in ppo.values():
-            r["over_raw"] = r["env_steps_per_s"] / babyai_raw
-        results["ppo_babyai"] = {"raw_captioned_steps_per_s_same_run": babyai_raw, "runs": ppo}
-        for layout, r in ppo.items():
-            mark = " (the task's setting)" if r["task_setting"] else ""
-            print(
-                f"PPO on {ENVS['babyai']}, {layout}{mark}: {r['env_steps_per_s']:.0f} env "
-                f"steps/s = {r['over_raw']:.2f} x raw ({babyai_raw:.0f} steps/s, "
-                f"same run)"
-            )
     appo, section = appo_part()
     results["ppo_vs_appo"] = appo
 
@@ -1049,35 +613,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['steps_per_s_captioned']:.0f} | "
                 f"{100 * r['caption_share_of_step_time']:.1f}% |"
             )
-    if ppo:
-        lines += [
-            "",
-            f"PPO on {ENVS['babyai']} (learning included), over the raw captioned "
-            f"single-process rate measured in the same run "
-            f"({results['ppo_babyai']['raw_captioned_steps_per_s_same_run']:.0f} "
-            f"steps/s):",
-            "",
-            "| setup | PPO env steps/s | PPO / raw | s per iteration | sampling | "
-            "learner update | weight sync |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for layout, r in ppo.items():
-            mark = " **(task setting)**" if r["task_setting"] else ""
-            t = r["timers_s"]
-            lines.append(
-                f"| {layout}{mark} | {r['env_steps_per_s']:.0f} | {r['over_raw']:.2f} | "
-                f"{r['iteration_s']:.3f} | "
-                + " | ".join(_s(t.get(name, math.nan)) for name in TIMERS)
-                + " |"
-            )
-        lines += [
-            "",
-            "s per iteration: wall time of one timed iteration (one train batch); "
-            "sampling, learner update, weight sync: RLlib's own timers for those parts of "
-            "an iteration (seconds per timed iteration, each summed by RLlib: this bench "
-            "sets that), with no profiler attached; the rest of an iteration is RLlib's "
-            "bookkeeping and, where on, the greedy evaluation.",
-        ]
     lines += ["", *section]
     write_keeping_reading(md_path, "\n".join(lines) + "\n")
     print(f"wrote {md_path}")

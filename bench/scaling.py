@@ -43,7 +43,6 @@ from bench.env_throughput import (
     APPO_TIMERS,
     ENVS,
     LEARNER_THREAD_TIMERS,
-    RLLIB_POLLING,
     ROUND_STEPS,
     TIMERS,
     _s,
@@ -51,6 +50,10 @@ from bench.env_throughput import (
     raw_throughput,
     timed_run,
 )
+
+#: RLlib's own main loop, which polls the env runners without pause (rl-bk's APPO waits up to
+#: ``appo.timeout_s_sampler_manager`` seconds for their samples in each training step).
+RLLIB_POLLING = {"timeout_s_sampler_manager": 0.0}
 
 ROOT = Path(__file__).resolve().parents[1]
 
