@@ -1,21 +1,23 @@
-"""Labeler speed with the embedded model: cold labels/s against the backend's raw generation
-rate on the same prompts, and cached round trips through a handle and over HTTP, in one run.
+"""Labeler speed with an embedded model (the packaged default, or ``--model``): cold labels/s
+against the backend's raw generation rate on the same prompts, and cached round trips
+through a handle and over HTTP, in one run.
 
-    python -m bench.labeler            # writes bench/results/labeler.{md,json}
+    python -m bench.labeler                    # writes bench/results/labeler.{md,json}
+    python -m bench.labeler --model smollm2    # a packaged model by name
 
 1. raw: the llama.cpp generator, built as the service builds it, called directly (in this
-   process) on the rendered prompts of 40 helpful requests with the same grammar, after one
-   warm-up call: the backend's own rate;
+   process) on the rendered prompts of 40 of ONI's helpful requests (NetHack captions) with
+   the same grammar, after one warm-up call: the backend's own rate;
 2. cold: the same 40 requests through the Serve app (DeploymentHandle, one batch, store empty
    but for one warm-up label): labels/s including Serve, the store lookup and the write;
 3. cached: one request at a time, already in the store, 200 round trips each through the
-   handle and over HTTP (p50, p99); and through LabelerClient, whose in-process cache answers
-   without a call.
+   handle and over HTTP (p50, p99).
 Raw and cold run one after the other (each llama.cpp instance uses both cores).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -25,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.labeler_quality import make_items
+from bench.labeler_quality import helpful_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,24 +39,26 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    from rl_bk.labeling.config import DEFAULT_PACKAGED, PACKAGED_MODELS
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default=DEFAULT_PACKAGED, choices=sorted(PACKAGED_MODELS))
+    model = p.parse_args(argv).model
     import httpx
     import ray
     from ray import serve
 
-    from bench.labeler_client import LabelerClient
     from rl_bk.labeling.backends.llamacpp import LlamaCppGenerator
     from rl_bk.labeling.grammars import grammar_for
-    from rl_bk.labeling.labeler import LabelerSpec
     from rl_bk.labeling.prompts import render
     from serve_deployments.configs import LabelerAppConfig
     from serve_deployments.labeler import start_labeler
 
-    _, helpful = make_items()
-    requests = [r for r, _ in helpful]
+    requests = [r for r, _ in helpful_probe(40)]
 
     # Built as make_backend builds the service's generator (same defaults, prefix reuse on).
-    generator = LlamaCppGenerator(packaged="smollm2")
+    generator = LlamaCppGenerator(packaged=model)
     prompts = [(render("helpful", r), grammar_for("helpful", r)) for r in requests]
     warm_p, warm_g = prompts[0]
     generator.chat(warm_p.messages, max_tokens=warm_p.max_tokens, stop=warm_p.stop, grammar=warm_g)
@@ -71,7 +75,7 @@ def main() -> int:
     ray.init(
         address="local", num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR"
     )
-    cfg = LabelerAppConfig(backend="llamacpp", store_path=str(store), port=port)
+    cfg = LabelerAppConfig(backend="llamacpp", packaged=model, store_path=str(store), port=port)
     handle = start_labeler(cfg)
     payload = [r.model_dump() for r in requests]
     warm = [{**payload[0], "caption": "You see a wall 1 step left."}]  # not among the 40
@@ -92,12 +96,6 @@ def main() -> int:
         t = time.perf_counter()
         assert http.post(url, json={"requests": one}).json()["from_store"] == [True]
         http_ms.append(1e3 * (time.perf_counter() - t))
-    client = LabelerClient(LabelerSpec(serve_app=cfg.app_name).build())
-    client.label("helpful", [requests[0]])
-    t = time.perf_counter()
-    for _ in range(N_CACHED):
-        client.label("helpful", [requests[0]])
-    client_us = 1e6 * (time.perf_counter() - t) / N_CACHED
     serve.shutdown()
     ray.shutdown()
 
@@ -110,16 +108,16 @@ def main() -> int:
             "p99": percentile(handle_ms, 0.99),
         },
         "cached_http_ms": {"p50": statistics.median(http_ms), "p99": percentile(http_ms, 0.99)},
-        "client_cache_us": client_us,
     }
     print(json.dumps(results, indent=2))
     stamp = time.strftime("%Y-%m-%d %H:%M")
     h, w = results["cached_handle_ms"], results["cached_http_ms"]
     lines = [
-        "# Labeler speed (embedded SmolLM2-135M, llama.cpp, 2 threads)",
+        f"# Labeler speed (embedded {model}, llama.cpp)",
         "",
-        f"Command: `python -m bench.labeler` — {stamp}, {os.cpu_count()} CPUs, load average "
-        f"at end {os.getloadavg()[0]:.1f}. 40 helpful requests (BabyAI captions).",
+        f"Command: `python -m bench.labeler --model {model}` — {stamp}, {os.cpu_count()} CPUs, "
+        f"load average at end {os.getloadavg()[0]:.1f}. {len(requests)} helpful requests "
+        "(NetHack captions).",
         "",
         "| measure | value |",
         "|---|---|",
@@ -128,11 +126,12 @@ def main() -> int:
         f"= **{cold_rate / raw_rate:.2f} x raw** |",
         f"| cached, handle round trip | p50 {h['p50']:.1f} ms, p99 {h['p99']:.1f} ms |",
         f"| cached, HTTP round trip | p50 {w['p50']:.1f} ms, p99 {w['p99']:.1f} ms |",
-        f"| cached in the client (no call) | {client_us:.0f} µs |",
     ]
     out = ROOT / "bench" / "results"
     (out / "labeler.md").write_text("\n".join(lines) + "\n")
-    (out / "labeler.json").write_text(json.dumps({"date": stamp, **results}, indent=2))
+    (out / "labeler.json").write_text(
+        json.dumps({"date": stamp, "model": model, **results}, indent=2)
+    )
     print(f"wrote {out / 'labeler.md'}")
     return 0
 
