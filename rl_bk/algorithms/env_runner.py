@@ -8,6 +8,9 @@ per-step costs that change nothing a trial computes (``bench/results/peer_throug
 - Its env-to-module and module-to-env pipelines are one piece each
   (:mod:`rl_bk.connectors.runner_pipelines`) where the task allows (one array observation,
   discrete actions, no recurrent state, no pieces of the config's own); RLlib's otherwise.
+- Its vector env hands over each env's info dict as the env returned it, in a list: RLlib
+  wraps gymnasium's ``SyncVectorEnv``, which merges the infos into one dict of arrays, in
+  ``DictInfoToList``, which splits them again, every step.
 - RLlib's connector timers (each pipeline's, ``env_to_module_connector`` and
   ``module_to_env_connector``, and each piece's under ``timers/connector_timers``, several per
   env step) are not kept. The connectors still get the logger for their own metrics, and the
@@ -23,6 +26,8 @@ from __future__ import annotations
 import contextlib
 
 import gymnasium as gym
+from gymnasium.vector import SyncVectorEnv
+from gymnasium.wrappers.vector import DictInfoToList
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.utils.metrics import CONNECTOR_PIPELINE_TIMER, CONNECTOR_TIMERS
@@ -49,9 +54,31 @@ def _without_mode_switch(module: TorchRLModule) -> None:
         module.forward_inference = module._forward_inference
 
 
+class _ListInfoSyncVectorEnv(SyncVectorEnv):
+    """gymnasium's ``SyncVectorEnv`` whose infos are a list of each env's own dict, what
+    RLlib's ``DictInfoToList`` rebuilds from the merged dict, without merging and splitting.
+    (Values stay the env's own: a Python int is not made a numpy scalar on the way.)"""
+
+    def _add_info(self, vector_infos, env_info, env_num):
+        if not isinstance(vector_infos, list):  # the step's or reset's first env
+            vector_infos = [{} for _ in range(self.num_envs)]
+        vector_infos[env_num] = {**vector_infos[env_num], **env_info}
+        return vector_infos
+
+
+class _ListInfosAsTheyAre(DictInfoToList):
+    """RLlib's ``DictInfoToList`` around a vector env whose infos are a list already."""
+
+    def step(self, actions):
+        return self.env.step(actions)
+
+    def reset(self, *, seed=None, options=None):
+        return self.env.reset(seed=seed, options=options)
+
+
 class LeanEnvRunner(SingleAgentEnvRunner):
-    """``SingleAgentEnvRunner`` with the module in eval mode, no per-connector timers, and
-    one-piece pipelines where they apply."""
+    """``SingleAgentEnvRunner`` with the module in eval mode, infos passed as a list, no
+    per-connector timers, and one-piece pipelines where they apply."""
 
     def __init__(self, *, config, **kwargs):
         super().__init__(config=config, **kwargs)
@@ -67,6 +94,14 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         lean = lean_pipelines(self.config, self.env, self.module, self._device)
         if lean is not None:
             self._env_to_module, self._module_to_env = lean
+
+    def make_env(self) -> None:
+        super().make_env()
+        # The classes swapped in place add no state; dropping RLlib's wrapper instead would
+        # close the envs when it is collected (gymnasium's VectorEnv.__del__).
+        if type(self.env) is DictInfoToList and type(self.env.env) is SyncVectorEnv:
+            self.env.env.__class__ = _ListInfoSyncVectorEnv
+            self.env.__class__ = _ListInfosAsTheyAre
 
     def make_module(self):
         super().make_module()

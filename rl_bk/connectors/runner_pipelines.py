@@ -4,7 +4,9 @@ only the work these tasks need.
 
 RLlib's default pipelines (seven pieces to the module, six back) also handle dict spaces,
 multi-agent mappings, time ranks and recurrent states, and unbatch every column item by item.
-These two give the module and the env the same values, dtypes included:
+These two give the module and the env the same values, dtypes included, converting arrays
+and tensors directly where RLlib's converters walk every structure item by item
+(``tree.map_structure``); a nested output still goes through RLlib's:
 
 - :class:`LatestObservationsToTensor`: each episode's latest observation, stacked into one
   tensor (RLlib's ``AddObservationsFromEpisodesToBatch``, ``BatchIndividualItems`` and
@@ -23,6 +25,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.connectors.env_to_module import EnvToModulePipeline
 from ray.rllib.connectors.module_to_env import GetActions, ModuleToEnvPipeline
@@ -38,8 +41,32 @@ class LatestObservationsToTensor(ConnectorV2):
 
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None, **kwargs):
         latest = np.stack([episode.get_observations(-1) for episode in episodes])
-        batch[Columns.OBS] = convert_to_torch_tensor(latest)
+        batch[Columns.OBS] = _to_tensor(latest)
         return batch
+
+
+def _to_tensor(array: np.ndarray) -> torch.Tensor:
+    """RLlib's ``convert_to_torch_tensor`` for one numeric array on the CPU: float64 made
+    float32, float16 kept."""
+    if array.dtype == object or array.dtype.type is np.str_:
+        return convert_to_torch_tensor(array)  # RLlib leaves these as they are
+    tensor = torch.from_numpy(array)
+    if tensor.is_floating_point() and tensor.dtype != torch.float16:
+        tensor = tensor.float()
+    return tensor
+
+
+def _to_numpy(value: Any) -> Any:
+    """RLlib's ``convert_to_numpy`` (with its float32 / int32 reduction) for one CPU tensor;
+    anything else through RLlib's own."""
+    if not isinstance(value, torch.Tensor) or value.dim() == 0:
+        return convert_to_numpy(value)
+    array = value.detach().numpy()
+    if np.issubdtype(array.dtype, np.floating):
+        return array.astype(np.float32)
+    if np.issubdtype(array.dtype, int):
+        return array.astype(np.int32)
+    return array
 
 
 class ActionsToVectorEnv(ConnectorV2):
@@ -54,7 +81,7 @@ class ActionsToVectorEnv(ConnectorV2):
         batch = self._get_actions(
             rl_module=rl_module, batch=batch, episodes=episodes, explore=explore
         )
-        out = convert_to_numpy(batch)
+        out = {column: _to_numpy(values) for column, values in batch.items()}
         for column, values in out.items():
             if column != Columns.ACTIONS:  # one item per env (nested outputs: RLlib's unbatch)
                 out[column] = list(values) if isinstance(values, np.ndarray) else unbatch(values)

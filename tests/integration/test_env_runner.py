@@ -27,6 +27,7 @@ def _sampled(cls, config, explore, steps):
             np.concatenate([e.get_actions() for e in episodes]),
             np.concatenate([e.get_observations() for e in episodes]),
             outputs,
+            [info for e in episodes for info in e.get_infos()],
             runner,
         )
     finally:
@@ -40,6 +41,7 @@ def _sampled(cls, config, explore, steps):
         ("babyai-gotolocal-redball-s20", "ppo", "bk-conv", 300),
         ("babyai-gotolocal-redball-s20", "ppo", "mlp", 300),
         ("babyai-gotoredball-glam", "glam", None, 24),  # an LLM as the policy (a tiny one)
+        ("nethack-score", "ppo", None, 600),  # text in the infos, episodes that end
     ],
 )
 def test_lean_runner_samples_what_rllibs_runner_samples(task_name, method, network, steps, explore):
@@ -52,10 +54,12 @@ def test_lean_runner_samples_what_rllibs_runner_samples(task_name, method, netwo
     task = task.model_copy(update={"model": model, "env_runners": runners})
     config = get_method(method).build(task, 0, {})
     assert config.env_runner_cls is LeanEnvRunner
-    rllib_actions, rllib_obs, rllib_outputs, rllib = _sampled(
+    rllib_actions, rllib_obs, rllib_outputs, rllib_infos, rllib = _sampled(
         SingleAgentEnvRunner, config, explore, steps
     )
-    lean_actions, lean_obs, lean_outputs, lean = _sampled(LeanEnvRunner, config, explore, steps)
+    lean_actions, lean_obs, lean_outputs, lean_infos, lean = _sampled(
+        LeanEnvRunner, config, explore, steps
+    )
     assert [type(c) for c in lean._env_to_module.connectors] == [LatestObservationsToTensor]
     assert [type(c) for c in lean._module_to_env.connectors] == [ActionsToVectorEnv]
     np.testing.assert_array_equal(lean_actions, rllib_actions)
@@ -65,6 +69,11 @@ def test_lean_runner_samples_what_rllibs_runner_samples(task_name, method, netwo
     for key, values in rllib_outputs.items():
         np.testing.assert_array_equal(lean_outputs[key], values)
         assert lean_outputs[key].dtype == values.dtype
+    assert len(lean_infos) == len(rllib_infos)
+    for lean_info, rllib_info in zip(lean_infos, rllib_infos):
+        assert lean_info.keys() == rllib_info.keys()
+        for key, value in rllib_info.items():
+            assert np.array_equal(lean_info[key], value), key
     rllib_metrics, lean_metrics = rllib.get_metrics(), lean.get_metrics()
     assert "env_to_module_connector" in rllib_metrics
     assert "env_to_module_connector" not in lean_metrics
