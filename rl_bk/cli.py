@@ -23,21 +23,34 @@ and the template version it was asked under, so imported labels key exactly as m
 ``knowledge`` runs the BK pipeline's stages alone (``tune_run.py`` runs whatever is missing
 before a sweep); settings come from the task's ``knowledge:`` section.
 
-Each subcommand imports what it uses inside its function, so that ``rl-bk --help`` and the
-label-store commands answer without loading Ray, torch or a model.
+Each subcommand imports Ray, the env packages and the knowledge pipeline inside its function,
+so that ``rl-bk --help`` and the label-store commands answer without loading Ray, torch, a
+simulator or a model.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-from rl_bk.labeling.config import BACKENDS, PACKAGED_MODELS, ConfigError
+from rich.progress import Progress
+
+from rl_bk.experiments.artifacts import artifact_fingerprint, dataset_fingerprint
+from rl_bk.experiments.task_config import TaskConfigError, load_task
+from rl_bk.knowledge.numerics import pin_build_numerics
+from rl_bk.labeling.backends.base import BackendError
+from rl_bk.labeling.backends.registry import preflight
+from rl_bk.labeling.config import BACKENDS, PACKAGED_MODELS, ConfigError, LabelerConfig
+from rl_bk.labeling.labeler import LabelerSpec
+from rl_bk.labeling.store import LabelStore
+from rl_bk.labeling.tasks import UnknownTaskError, get_task
+from rl_bk.methods.registry import BK_KINDS, KNOWLEDGE, get_method, knowledge_task
 from serve_deployments.configs import LabelerAppConfig, load_labeler_app_config
 
 
@@ -79,8 +92,6 @@ def _add_backend_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace) -> LabelerAppConfig:
-    import json
-
     fields = (
         "backend",
         "packaged",
@@ -111,9 +122,10 @@ def _config(args: argparse.Namespace) -> LabelerAppConfig:
 
 
 def serve_main(args: argparse.Namespace) -> int:
+    # kept light: Ray and Serve load only for `rl-bk serve`, never for `rl-bk --help`
     import ray
+    from ray import serve
 
-    from rl_bk.labeling.backends.registry import preflight
     from serve_deployments.labeler import ensure_labeler_app
 
     cfg = _config(args)
@@ -132,8 +144,6 @@ def serve_main(args: argparse.Namespace) -> int:
     url = f"http://{cfg.host}:{cfg.port}{route.rstrip('/')}"
     print(f"labeler up: backend {cfg.backend}, {url}  (GET {url}/metrics; Ctrl-C stops)")
     stop.wait()
-    from ray import serve
-
     serve.shutdown()
     return 0
 
@@ -159,12 +169,6 @@ def _read_requests(path: Path, task: str, criteria: str | None) -> list[dict[str
 
 
 def label_main(args: argparse.Namespace) -> int:
-    from rich.progress import Progress
-
-    from rl_bk.labeling.config import LabelerConfig
-    from rl_bk.labeling.labeler import LabelerSpec
-    from rl_bk.labeling.tasks import get_task
-
     spec = get_task(args.task)
     raw = _read_requests(Path(args.file), args.task, args.criteria)
     requests = [spec.request.model_validate(r) for r in raw]
@@ -193,8 +197,6 @@ def label_main(args: argparse.Namespace) -> int:
 
 
 def labels_main(args: argparse.Namespace) -> int:
-    from rl_bk.labeling.store import LabelStore
-
     with LabelStore(args.store_path) as store:
         if args.action == "export":
             n = store.export_jsonl(
@@ -208,10 +210,9 @@ def labels_main(args: argparse.Namespace) -> int:
 
 
 def knowledge_main(args: argparse.Namespace) -> int:
+    # kept light: the pipeline and the sweep layer load Ray, torch and the simulators
     from rl_bk.experiments import knowledge_pipeline as pipeline
     from rl_bk.experiments.run import with_knowledge_dir
-    from rl_bk.experiments.task_config import load_task
-    from rl_bk.methods.registry import BK_KINDS, KNOWLEDGE, get_method, knowledge_task
 
     # the same root the trials resolve, so they find what this builds
     task = with_knowledge_dir(load_task(args.task, smoke=args.smoke), args.knowledge_dir)
@@ -232,8 +233,6 @@ def knowledge_main(args: argparse.Namespace) -> int:
             folder = pipeline.build_knowledge(task, kind, args.backend, force=args.force)
             print(f"{kind}: {folder}")
     else:
-        from rl_bk.experiments.artifacts import artifact_fingerprint, dataset_fingerprint
-
         folders = [("dataset", pipeline.dataset_dir(task))]
         folders += [(k, pipeline.artifact_dir(task, k, args.backend)) for k in kinds]
         for what, folder in folders:
@@ -250,16 +249,10 @@ def knowledge_main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import os
-
-    from rl_bk.methods.registry import KNOWLEDGE
-
     # One torch thread per process: the learner shares few cores with its env runners.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if (sys.argv[1:] if argv is None else argv)[:1] == ["knowledge"]:
         # Before anything loads torch: a build on the same kernels on every machine.
-        from rl_bk.knowledge.numerics import pin_build_numerics
-
         pin_build_numerics()
     parser = argparse.ArgumentParser(
         prog="rl-bk",
@@ -337,11 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    # kept light: after parse_args, so --help never loads gymnasium or pyarrow
     from env_registry.errors import MissingDependencyError
-    from rl_bk.experiments.task_config import TaskConfigError
     from rl_bk.knowledge.dataset import DatasetError
-    from rl_bk.labeling.backends.base import BackendError
-    from rl_bk.labeling.tasks import UnknownTaskError
 
     commands = {
         "serve": serve_main,

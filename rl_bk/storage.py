@@ -33,7 +33,7 @@ def join(base: str, *parts: str) -> str:
 
 
 def _fs(location: str):
-    import pyarrow.fs
+    import pyarrow.fs  # kept light: only a URI needs pyarrow (rl-bk --help imports this)
 
     try:
         return pyarrow.fs.FileSystem.from_uri(location)
@@ -48,7 +48,7 @@ def exists(location: str, name: str = MARKER) -> bool:
     """Whether ``location/name`` exists (a published folder has its marker)."""
     if not is_uri(location):
         return (Path(location) / name).exists()
-    import pyarrow.fs
+    import pyarrow.fs  # kept light: only a URI needs pyarrow (rl-bk --help imports this)
 
     fs, path = _fs(location)
     return fs.get_file_info(f"{path.rstrip('/')}/{name}").type != pyarrow.fs.FileType.NotFound
@@ -62,7 +62,7 @@ def publish(folder: Path, location: str) -> str:
         if Path(location).resolve() != folder.resolve():
             shutil.copytree(folder, location, dirs_exist_ok=True)
         return location
-    import pyarrow.fs
+    import pyarrow.fs  # kept light: only a URI needs pyarrow (rl-bk --help imports this)
 
     fs, path = _fs(location)
     fs.create_dir(path, recursive=True)
@@ -84,7 +84,7 @@ def fetch(location: str | os.PathLike) -> Path:
     this node's fetch cache (to a temporary folder first, then renamed into place)."""
     if not is_uri(location):
         return Path(location)
-    import pyarrow.fs
+    import pyarrow.fs  # kept light: only a URI needs pyarrow (rl-bk --help imports this)
 
     location = str(location)
     local = fetch_root() / hashlib.sha256(location.encode()).hexdigest()[:16]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
 WINDOW = 100  # episodes; matches RLlib's metrics_num_episodes_for_smoothing default
 
@@ -52,8 +53,6 @@ class EpisodeMetricsCallback(RLlibCallback):
             metrics_logger.log_value(key, value, reduce="mean", window=WINDOW)
 
     def on_evaluate_end(self, *, algorithm, evaluation_metrics, **kwargs) -> None:
-        from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
-
         evaluation_metrics[TRAINED_ENV_STEPS] = algorithm.metrics.peek(
             (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=None
         )

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rl_bk.experiments.task_config import TaskConfig
+from rl_bk.storage import exists, join
 
 DONE = "DONE.json"
 
@@ -58,6 +59,7 @@ def _digest(data: Any) -> str:
 
 
 def family_of(env: str) -> str:
+    # kept light: rl-bk --help imports this module; env_registry loads gymnasium
     import env_registry
 
     return env_registry.get_spec(env).family
@@ -121,6 +123,7 @@ def dataset_fingerprint(folder: Path) -> str:
     """A digest of a dataset's episodes in reading order: observations, captions, actions,
     rewards, ends and missions. Episode ids and part-file names (random) are left out, so
     the same trajectories give the same fingerprint whoever collected them."""
+    # kept light: rl-bk --help imports this module; the dataset loads pyarrow and gymnasium
     from rl_bk.knowledge.dataset import read_episodes
 
     digest = hashlib.sha256()
@@ -136,6 +139,7 @@ def task_mission(task: TaskConfig) -> str | None:
     """The task env's mission text (after one reset), if it has one and the task says to use it."""
     if not task.knowledge.include_mission:
         return None
+    # kept light: rl-bk --help imports this module; env_registry loads gymnasium
     import env_registry
 
     env = env_registry.make_env(task.env, task.env_config)
@@ -205,16 +209,12 @@ class Knowledge:
         folder = self.folder(task, backend, root)
         if task.storage is None:
             return str(folder)
-        from rl_bk.storage import join
-
         relative = folder.relative_to(root or knowledge_root(task)).as_posix()
         return join(task.storage, "knowledge", relative)
 
     def built(self, task: TaskConfig, backend: str | None = None, root: Path | None = None) -> str:
         """Where the built artifact is (a folder, or a URI under the task's storage: loaders
         fetch it with :func:`rl_bk.storage.fetch`), or a clear error on how to build it."""
-        from rl_bk.storage import exists
-
         location = self.published(task, backend, root)
         if not exists(location, DONE):
             b = backend or task.knowledge.labeler.backend

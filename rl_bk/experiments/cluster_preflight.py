@@ -18,6 +18,11 @@ import os
 import uuid
 from pathlib import Path
 
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from rl_bk.storage import is_uri
+
 CLUSTER_DOC = "docs/cluster.md"
 
 
@@ -26,17 +31,12 @@ class ClusterSetupError(ValueError):
 
 
 def alive_nodes() -> list[dict]:
-    import ray
-
     return [n for n in ray.nodes() if n.get("Alive")]
 
 
 def nodes_not_seeing(folder: str | os.PathLike, nodes: list[dict]) -> list[str]:
     """The addresses of the nodes on which ``folder`` (as this process sees it) is not the
     same folder: a marker written here is missing there."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     marker = Path(folder) / f".rlbk-preflight-{uuid.uuid4().hex}"
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text("rl-bk checks that every node sees this folder\n")
@@ -62,8 +62,6 @@ def check_cluster_paths(storage: str | None, label_store: str | None = None) -> 
     """Raises :class:`ClusterSetupError` when Ray (already attached) has more than one alive
     node and Tune's ``storage``, or the ``label_store`` file trials write (None: none), is not
     a folder every node sees. Nothing to check on one node."""
-    from rl_bk.storage import is_uri
-
     nodes = alive_nodes()
     if len(nodes) <= 1:
         return

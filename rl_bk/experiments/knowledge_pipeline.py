@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from tqdm import tqdm
 
 import env_registry
 from rl_bk.experiments.artifacts import (
@@ -149,8 +150,6 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
     env_registry.register_all()
     algo = config.build_algo()
     try:
-        from tqdm import tqdm
-
         with tqdm(total=d.rnd_timesteps, desc="RND collection", unit="step") as bar:
             steps = 0
             while steps < d.rnd_timesteps:

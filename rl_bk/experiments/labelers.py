@@ -19,10 +19,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rl_bk.experiments.task_config import TaskConfig
+from rl_bk.labeling.backends.registry import labeler_identity, preflight
+from rl_bk.labeling.labeler import LabelerSpec
+from serve_deployments.configs import LabelerAppConfig
 
 if TYPE_CHECKING:
     from rl_bk.labeling.config import LabelerConfig
-    from rl_bk.labeling.labeler import LabelerSpec
 
 #: How long a knowledge build waits for one labeler app call: a batch of an offline stage
 #: may be a few hundred requests to an LLM.
@@ -52,8 +54,6 @@ def labeler_config(
 def whose_labels(task: TaskConfig, backend: str | None = None) -> tuple[str, bool]:
     """Whose labels ``task``'s labeler (with ``backend``) gives, as its labels name it, and
     whether that is the oracle, without building it."""
-    from rl_bk.labeling.backends.registry import labeler_identity
-
     return labeler_identity(labeler_config(task, backend))
 
 
@@ -70,8 +70,6 @@ def labeler_for(
     labels while training runs beside it: the embedded model gets one thread (the other core
     is training's) unless the task sets ``n_threads``, and, once Ray is up, a process of its
     own. Offline (knowledge builds, in the driver) it runs in this process."""
-    from rl_bk.labeling.labeler import LabelerSpec
-
     if uses_labeler_app(task):  # the sweep's shared Serve app, through its handle
         return LabelerSpec(
             labeler_config(task, backend, here=False),
@@ -87,8 +85,6 @@ def labeler_for(
 def app_config(task: TaskConfig, backend: str | None = None):
     """The Serve app's LabelerAppConfig: who labels from ``knowledge.labeler``, how it is
     served from ``labeler``."""
-    from serve_deployments.configs import LabelerAppConfig
-
     d = task.labeler
     return LabelerAppConfig(
         **labeler_config(task, backend, here=False).model_dump(),
@@ -105,6 +101,7 @@ def app_config(task: TaskConfig, backend: str | None = None):
 
 def start_labeler_apps(task: TaskConfig, backends: Iterable[str | None]) -> list[str]:
     """Starts (or finds) the app of each backend on the connected Ray cluster; their names."""
+    # kept light: rl-bk --help imports this module; the Serve app loads Ray
     from serve_deployments.labeler import ensure_labeler_app
 
     names = []
@@ -120,8 +117,8 @@ def check_labelers(task: TaskConfig, backends: dict[str | None, list[str]]) -> N
     model file or setting fails before Ray starts, in one line, instead of in every trial's
     log while its labels quietly fail. ``backends``: each backend (None: the task's) and the
     variants that label with it."""
+    # kept light: rl-bk --help imports this module; env_registry loads gymnasium
     from env_registry.errors import MissingDependencyError
-    from rl_bk.labeling.backends.registry import preflight
 
     if uses_labeler_app(task):
         return

@@ -8,13 +8,17 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+import torch
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from rl_bk.algorithms.env_runner import LeanEnvRunner
 from rl_bk.algorithms.ppo.config import BasePPOConfig
+from rl_bk.algorithms.ppo.grid_conv_module import GridConvAPPOModule, GridConvPPOModule
 from rl_bk.callbacks import EpisodeMetricsCallback
+from rl_bk.experiments.lockstep_evaluation import LockstepEvaluation
 from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig
 
 #: The ``ppo:`` section's settings that mean the same under APPO (its loss is PPO's clipped
@@ -126,10 +130,6 @@ def with_network(
     ``target_network``, its APPO form)."""
     model = task.model.model_dump()
     if model.pop("network") == "bk-conv":
-        from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-
-        from rl_bk.algorithms.ppo.grid_conv_module import GridConvAPPOModule, GridConvPPOModule
-
         module = GridConvAPPOModule if target_network else GridConvPPOModule
         return config.rl_module(rl_module_spec=RLModuleSpec(module_class=module))
     return config.rl_module(model_config=DefaultModelConfig(**model))
@@ -148,8 +148,6 @@ def learner_threads(config: AlgorithmConfig, threads: int | None = None) -> int:
 def use_torch_threads(threads: int | None, *, algorithm, **kwargs) -> None:
     """``on_algorithm_init``: the trial process's torch threads, where its learner updates
     (``OMP_NUM_THREADS=1`` keeps every process at one thread otherwise)."""
-    import torch
-
     torch.set_num_threads(learner_threads(algorithm.config, threads))
 
 
@@ -164,8 +162,6 @@ def with_evaluation(config: AlgorithmConfig, task: TaskConfig) -> AlgorithmConfi
     ``evaluate`` loops (slower; equally unbiased). Never RLlib's on several envs: it stops
     once enough episodes have ended and drops the ones still running, which are the long
     ones, so successes (short episodes) would be over-counted."""
-    from rl_bk.experiments.lockstep_evaluation import LockstepEvaluation
-
     e = task.evaluation
     if e.every_env_steps is None:
         return config

@@ -13,6 +13,7 @@ import math
 import sys
 
 from ray import tune
+from tqdm import tqdm
 
 from rl_bk import metrics as M
 
@@ -95,8 +96,6 @@ class TrialProgress(tune.Callback):
         self.__init__(state["stop"], state["name_of"], state["main"])
 
     def _bar(self, trial):
-        from tqdm import tqdm
-
         if trial.trial_id not in self.bars:
             self.bars[trial.trial_id] = tqdm(
                 total=self.stop,

@@ -22,6 +22,7 @@ legend: ``(ORACLE)``, or ``(GOAL-AWARE ORACLE)`` when the oracle was told the ta
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -56,8 +57,6 @@ def curve_metrics(main_metric: str, records: Iterable[TrialRecord] = ()) -> dict
 def whose_knowledge(run_dir: Path) -> str:
     """A paragraph naming whose labels each knowledge variant holds, from the run's
     ``knowledge.json``: the oracle, or the model (backend/file@sha256 prefix). Empty without."""
-    import json
-
     path = run_dir / "knowledge.json"
     if not path.is_file():
         return ""
@@ -205,8 +204,7 @@ def records_from_tune_dir(tune_dir: Path) -> list[TrialRecord]:
     """The trials of a Tune experiment folder, read from each trial's ``params.json`` and
     ``result.json`` (all its reports): tables for a run that was stopped before Tune could
     return, e.g. to keep its finished trials."""
-    import json
-
+    # kept light: reading results (studies/report.py) needs no Ray; the sweep module loads it
     from rl_bk.experiments.sweep import trial_label
 
     records = []
@@ -446,10 +444,11 @@ def _enough_episodes(
 
 
 def plot_learning_curves(curves: pd.DataFrame, path: Path, title: str) -> None:
+    # kept light: matplotlib loads only to plot; the Agg backend must be chosen before pyplot
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg")
 
     names = list(dict.fromkeys(curves["metric"]))
     fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4), squeeze=False)

@@ -30,6 +30,7 @@ from ray import tune
 from ray.air.integrations.wandb import WandbLoggerCallback
 
 import env_registry
+from env_registry.errors import MissingDependencyError
 from rl_bk import metrics as M
 from rl_bk.console import WORKER_SETUP_HOOK, quiet_ray_logs, verbose
 from rl_bk.experiments import labelers
@@ -107,11 +108,9 @@ def _seeds(task: TaskConfig, num_samples: int | None) -> list[int]:
 
 def _require_wandb() -> None:
     try:
+        # optional dependency (wandb: the wandb extra)
         import wandb  # noqa: F401
-        from ray.air.integrations.wandb import WandbLoggerCallback  # noqa: F401
     except ImportError:
-        from env_registry.errors import MissingDependencyError
-
         raise MissingDependencyError(
             "--wandb needs the wandb package: pip install 'rl-bk[wandb]' (or drop --wandb)"
         ) from None

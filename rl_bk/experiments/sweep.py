@@ -20,6 +20,7 @@ from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
+import env_registry
 from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig, TaskConfigError
 from rl_bk.methods.base import ALGORITHM_PARAM
 from rl_bk.methods.registry import KNOWLEDGE_METHODS, LABELLING_METHODS, get_method
@@ -103,8 +104,6 @@ class MethodTrial(tune.Trainable):
     """A Tune trial that runs one method's RLlib Algorithm on a task."""
 
     def setup(self, config: dict[str, Any], task: TaskConfig | None = None) -> None:
-        import env_registry
-
         env_registry.register_all()  # registration is per process; this one builds the algo
         assert task is not None, "pass the task with tune.with_parameters(MethodTrial, task=...)"
         self.algo: Algorithm = build_algorithm_config(task, config).build_algo()

@@ -302,6 +302,7 @@ class TaskConfig(_Strict):
     @field_validator("env")
     @classmethod
     def _env_is_registered(cls, env: str) -> str:
+        # kept light: rl-bk --help imports this module; env_registry loads gymnasium
         import env_registry
 
         env_registry.get_spec(env)  # raises UnknownEnvError, listing the registered names

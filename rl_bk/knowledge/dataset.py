@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from rl_bk.knowledge.trajectory import Chunk
 
@@ -48,9 +50,6 @@ def write_episodes(
     part: str | None = None,
 ) -> Path:
     """Appends whole episodes to the dataset in ``folder`` as one new part file."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     rows: dict[str, list] = {c: [] for c in COLUMNS}
@@ -91,8 +90,6 @@ def read_metadata(folder: str | Path) -> dict:
 
 def read_episodes(folder: str | Path, limit: int | None = None) -> list[Chunk]:
     """Every whole episode of the dataset (the first ``limit``), as chunks, in file order."""
-    import pyarrow.parquet as pq
-
     parts = sorted(Path(folder).glob("part-*.parquet"))
     if not parts:
         raise DatasetError(

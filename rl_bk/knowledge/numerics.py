@@ -54,6 +54,7 @@ def ray_runtime_env() -> dict:
 def one_torch_thread() -> Iterator[None]:
     """Torch's intra-op threads at one for the duration (a reduction split over more threads
     sums in another order), restored after."""
+    # load order: torch reads the pinned variables when it loads (pin_build_numerics)
     import torch
 
     before = torch.get_num_threads()
@@ -68,6 +69,7 @@ def numerics_in_effect() -> dict:
     """What this process computes with: the pinned variables' values here, ATen's dispatch
     level, torch's threads and version, and whether all of it is the pinned path (``pinned``).
     MKL and oneDNN do not report their branch; their variables are what they read at load."""
+    # load order: torch reads the pinned variables when it loads (pin_build_numerics)
     import torch
 
     facts = {name: os.environ.get(name) for name in PINNED}

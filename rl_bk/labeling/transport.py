@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import httpx
+
 
 class Transport(Protocol):
     def label(self, task: str, requests: list[dict[str, Any]], timeout_s: float) -> dict: ...
@@ -34,7 +36,7 @@ class HandleTransport:
     @property
     def handle(self) -> Any:
         if self._handle is None:
-            from ray import serve
+            from ray import serve  # kept light: an HTTP client needs no Ray
 
             self._handle = serve.get_app_handle(self.app_name)
         return self._handle
@@ -56,8 +58,6 @@ class HTTPTransport:
     at ``url``; no Ray needed."""
 
     def __init__(self, url: str = "http://127.0.0.1:8000"):
-        import httpx
-
         self.url = url.rstrip("/")
         self._http = httpx.Client()
 

@@ -8,10 +8,12 @@ encoder first.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import torch
 
+from rl_bk.labeling.embedding import SentenceEmbedder
 from rl_bk.reward_models.registry import RewardModelMeta, load_reward_model
 
 
@@ -19,8 +21,6 @@ class RewardModels:
     """Loaded models and scoring, without Serve (the deployment and tests use it)."""
 
     def __init__(self, root: str | None = None):
-        from pathlib import Path
-
         self.root = Path(root) if root else None
         self._models: dict[tuple[str, str], tuple[torch.jit.ScriptModule, RewardModelMeta]] = {}
         self._lock = threading.Lock()
@@ -36,8 +36,6 @@ class RewardModels:
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if self._embedder is None:
-            from rl_bk.labeling.embedding import SentenceEmbedder
-
             self._embedder = SentenceEmbedder()
         return self._embedder.encode(texts)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.utils.annotations import override
 
+from rl_bk.algorithms.appo.learner import BaseAPPOTorchLearner
 from rl_bk.algorithms.reward_terms import RewardTermsMixin
 
 
@@ -16,6 +17,4 @@ class BaseAPPOConfig(RewardTermsMixin, APPOConfig):
 
     @override(APPOConfig)
     def get_default_learner_class(self) -> type:
-        from rl_bk.algorithms.appo.learner import BaseAPPOTorchLearner
-
         return BaseAPPOTorchLearner

@@ -19,6 +19,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
+from rl_bk.algorithms.ppo.learner import BasePPOTorchLearner
 from rl_bk.algorithms.reward_terms import RewardTermsMixin
 
 #: ``value_loss`` forms. "rllib": ``(V - R)^2`` clamped at ``vf_clip_param`` (RLlib's);
@@ -109,6 +110,4 @@ class BasePPOConfig(RewardTermsMixin, PPOConfig):
 
     @override(PPOConfig)
     def get_default_learner_class(self) -> type:
-        from rl_bk.algorithms.ppo.learner import BasePPOTorchLearner
-
         return BasePPOTorchLearner

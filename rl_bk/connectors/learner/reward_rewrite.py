@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, chunks_with_real_steps
 
@@ -100,8 +101,6 @@ def add_reward_rewrite(pipeline: Any, rewrite: RewriteRewards) -> None:
     config has already added that piece when the base config's ``build_learner_connector`` runs, so
     the rewrite goes after it; PPO's learner prepends it later (``PPOLearner.build``), so here
     the rewrite goes first and ends up right after it."""
-    from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
-
     if any(isinstance(c, AddOneTsToEpisodesAndTruncate) for c in pipeline.connectors):
         pipeline.insert_after(AddOneTsToEpisodesAndTruncate, rewrite)
     else:

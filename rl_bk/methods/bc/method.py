@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 def _build_bc(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.methods.bc.cloning import write_bc_data
 
     return write_bc_data(episodes, folder)
@@ -31,6 +32,7 @@ BC = Knowledge("bc", build=_build_bc, settings=lambda task: {"section": {}}, lab
 
 
 def build_bc_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.experiments.ppo_config import base_config
     from rl_bk.methods.bc import BCPPOConfig
 

@@ -28,6 +28,8 @@ from rl_bk.methods.base import (
     knowledge_task,
     training_params,
 )
+from rl_bk.methods.bk.settings import ShapingSettings
+from rl_bk.storage import is_uri
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -49,6 +51,7 @@ def hand_written_code(task: TaskConfig) -> str:
 
 
 def _build_code(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.methods.bk.code.writer import write_potential_code
 
     c, family, mission = task.knowledge.code, family_of(task.env), task_mission(task)
@@ -71,6 +74,7 @@ def _build_code(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
 
 def _copy_hand_written_code(task: TaskConfig, folder: Path, family: str) -> dict:
     """A hand-written potential as a BK-Code artifact: no labeler, said so in its facts."""
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.methods.bk.code.writer import FUNCTION_NAME
 
     code = hand_written_code(task)
@@ -90,6 +94,7 @@ def _copy_hand_written_code(task: TaskConfig, folder: Path, family: str) -> dict
 
 
 def _build_pref(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.methods.bk.preference.training import train_preference_potential
 
     p = task.knowledge.preference
@@ -109,6 +114,7 @@ def _build_pref(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
 
 
 def _build_goals(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.methods.bk.goals.builder import build_goal_list
     from rl_bk.methods.bk.goals.potential import save_sentence_vectors
 
@@ -155,6 +161,7 @@ def source_spec(
     root: Path | None = None,
 ):
     """The built artifact of ``kind`` as a potential source spec, or a clear error."""
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.methods.bk.sources import SourceSpec
 
     knowledge = next(k for k in (CODE, PREF, GOAL) if k.kind == kind)
@@ -178,6 +185,7 @@ def served_potential_name(location: str) -> str:
 def register_served_potential(task: TaskConfig, backend: str | None, root: Path) -> str:
     """Exports a built bk-pref artifact's model to the reward-model registry at ``root`` (once;
     the name is the artifact's), so the reward-model app can serve its Phi. Returns the name."""
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.methods.bk.preference.model import script
     from rl_bk.methods.bk.preference.training import load_model
     from rl_bk.reward_models.registry import save_reward_model
@@ -202,8 +210,8 @@ def register_served_potential(task: TaskConfig, backend: str | None, root: Path)
 def reward_models_root(task: TaskConfig) -> Path:
     """The reward-model registry the sweep's reward-model app reads: on the task's storage
     when it is a shared mount, else this machine's default."""
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.reward_models.registry import default_root
-    from rl_bk.storage import is_uri
 
     if task.storage is not None and not is_uri(task.storage):
         return Path(task.storage) / "reward_models"
@@ -213,6 +221,7 @@ def reward_models_root(task: TaskConfig) -> Path:
 def serve_potential(task: TaskConfig, backend: str | None) -> None:
     """Before the sweep, for a bk-pref variant with ``served``: its model registered and the
     reward-model app up (its trials score through the app's handle)."""
+    # kept light: the registry loads the family on use (module docstring)
     from serve_deployments.reward_model import ensure_reward_model_app
 
     root = reward_models_root(task)
@@ -231,9 +240,9 @@ def _shaped(knowledge: Knowledge) -> BuildFn:
     kind = knowledge.kind
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        # kept light: the registry loads the family on use (module docstring)
         from rl_bk.experiments.ppo_config import base_config
         from rl_bk.methods.bk import ShapedAPPOConfig, ShapedPPOConfig
-        from rl_bk.methods.bk.settings import ShapingSettings
 
         chosen = {k: params[k] for k in KNOWLEDGE_PARAMS if k in params}
         training = training_params(params)

@@ -17,6 +17,7 @@ import numpy as np
 
 from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.methods.bk.potential import PotentialSource
+from rl_bk.storage import fetch
 
 #: kind -> "module:callable" that takes (folder, **options) and returns a PotentialSource.
 LOADERS: dict[str, str] = {
@@ -45,8 +46,6 @@ class SourceSpec:
     def build(self) -> PotentialSource:
         """The source, loaded from the artifact (fetched to this node first if ``path`` is a
         storage URI)."""
-        from rl_bk.storage import fetch
-
         module_name, attr = LOADERS[self.kind].split(":")
         target: Any = importlib.import_module(module_name)
         for part in attr.split("."):

@@ -35,6 +35,8 @@ from typing import Protocol
 
 import numpy as np
 
+from rl_bk.labeling import embedding
+
 # Provisional: ELLM used 0.99 with paraphrase-MiniLM-L3-v2; we embed with all-MiniLM-L6-v2 and
 # the envs write achieved texts in the goal vocabulary, so an exact match scores 1.0 and 0.9
 # lets only close rewordings through. To be calibrated on real LLM suggestions.
@@ -140,9 +142,7 @@ class GoalMatcher:
 
     def _get_embedder(self) -> Embedder:
         if self._embedder is None:
-            from rl_bk.labeling.embedding import SentenceEmbedder
-
-            self._embedder = SentenceEmbedder()
+            self._embedder = embedding.SentenceEmbedder()
         return self._embedder
 
     # --------------------------------------------------------------------------- rewards

@@ -25,9 +25,13 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from ray.tune.registry import register_env
 
+import env_registry
+from rl_bk.labeling.embedding import SentenceEmbedder
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.labeling.queue import AsyncLabelQueue
+from rl_bk.labeling.tasks import GoalsRequest
 from rl_bk.methods.ellm.goal_matching import normalise
 from rl_bk.methods.ellm.vocabulary import goal_synonyms
 
@@ -44,8 +48,6 @@ def goal_text(goals: list[str]) -> str:
 def _queue(labeler: LabelerSpec, family: str, max_goals: int) -> AsyncLabelQueue:
     key = (labeler, family, max_goals)
     if key not in _QUEUES:
-        from rl_bk.labeling.tasks import GoalsRequest
-
         _QUEUES[key] = AsyncLabelQueue(
             labeler.build,
             "goals",
@@ -87,8 +89,6 @@ class GoalObservation(gym.ObservationWrapper):
             global _EMBEDDER
             if self._embedder is None:
                 if _EMBEDDER is None:
-                    from rl_bk.labeling.embedding import SentenceEmbedder
-
                     _EMBEDDER = SentenceEmbedder()
                 self._embedder = _EMBEDDER
             self._vectors[text] = np.asarray(self._embedder.encode([text])[0], np.float32)
@@ -127,10 +127,6 @@ def register_goal_conditioned_env(
 ) -> str:
     """Registers ``<env>+goal`` with RLlib (the task's env wrapped in :class:`GoalObservation`)
     and returns the name."""
-    from ray.tune.registry import register_env
-
-    import env_registry
-
     name = f"{env}+goal"
 
     def make(env_config: Mapping[str, Any]) -> gym.Env:

@@ -33,6 +33,7 @@ import numpy as np
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.labeling.queue import AsyncLabelQueue
+from rl_bk.labeling.tasks import GoalsRequest
 from rl_bk.methods.ellm.goal_matching import EpisodePiece, GoalMatcher
 from rl_bk.methods.ellm.settings import ELLMSettings
 from rl_bk.methods.ellm.vocabulary import goal_synonyms, novelty_goals
@@ -87,8 +88,6 @@ class ELLMIntrinsicReward:
     @property
     def queue(self) -> AsyncLabelQueue:
         if self._queue is None:
-            from rl_bk.labeling.tasks import GoalsRequest
-
             self._queue = AsyncLabelQueue(
                 self.labeler.build,
                 "goals",  # type: ignore[union-attr]

@@ -25,6 +25,7 @@ def _ellm(suggester: str) -> BuildFn:
     baseline (every goal of the vocabulary)."""
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        # kept light: the registry loads the family on use (module docstring)
         from rl_bk.experiments.ppo_config import base_config
         from rl_bk.methods.ellm import ELLMAPPOConfig, ELLMPPOConfig
 
@@ -45,6 +46,7 @@ def _ellm(suggester: str) -> BuildFn:
         # The policy sees the embedded suggestions (ELLM's goal-conditioning); the novelty
         # baseline suggests everything, so its policy stays unconditioned.
         if settings.goal_conditioned and suggester == "llm":
+            # kept light: the registry loads the family on use (module docstring)
             from rl_bk.methods.ellm.goal_observation import register_goal_conditioned_env
             from rl_bk.methods.ellm.intrinsic_reward import resolve_max_goals
 

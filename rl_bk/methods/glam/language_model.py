@@ -12,8 +12,8 @@
 - anything else: a Hugging Face causal-LM folder on disk (read offline).
 
 :func:`convert_gguf_to_hf` is the conversion itself; ``scripts/convert_gguf_to_hf.py`` (the
-vLLM folder) calls it too. This module imports only torch at import time, so the script runs in
-environments without RLlib.
+vLLM folder) calls it too. This module loads torch at import time, but neither RLlib (the
+script runs in environments without it) nor transformers, which loads only for a model.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from gguf import GGUFReader
+
+from rl_bk.labeling.backends.packaged_models import packaged_model_path
 
 SMOLLM2_CACHE_NAME = "smollm2-135m-instruct-hf"
 VALID_MODELS = '"tiny", "smollm2", or the path of a Hugging Face causal-LM folder'
@@ -86,6 +89,7 @@ def _byte_to_char() -> dict[int, str]:
 def _byte_tokenizer() -> Any:
     """A byte-level tokenizer built in code: ids 0-255 are the bytes, then <pad>, <bos>,
     <eos> (259 in all). No merges, so every byte is a token; nothing is added around a text."""
+    # kept light: transformers loads only for a model (module docstring)
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -102,6 +106,7 @@ def _byte_tokenizer() -> Any:
 def _tiny_llama(seed: int) -> Any:
     """A 2-layer Llama (hidden 64) with random weights from ``seed``; the global torch RNG is
     left as it was."""
+    # kept light: transformers loads only for a model (module docstring)
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
@@ -127,6 +132,7 @@ def _tiny_llama(seed: int) -> Any:
 # Folders and the SmolLM2 cache
 # --------------------------------------------------------------------------------------------
 def _load_folder(folder: Path, dtype: torch.dtype) -> tuple[Any, Any]:
+    # kept light: transformers loads only for a model (module docstring)
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     name = str(folder)
@@ -162,8 +168,6 @@ def _smollm2_folder() -> Path:
     target = model_cache_dir() / SMOLLM2_CACHE_NAME
     if (target / "config.json").is_file():
         return target
-    from rl_bk.labeling.backends.packaged_models import packaged_model_path
-
     gguf = packaged_model_path("smollm2")  # MissingDependencyError with the install hint
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{SMOLLM2_CACHE_NAME}-", dir=target.parent))
@@ -182,8 +186,6 @@ def _smollm2_folder() -> Path:
 
 def gguf_chat_template(path: Path) -> str | None:
     """The ``tokenizer.chat_template`` field of a GGUF file, read with the gguf package."""
-    from gguf import GGUFReader
-
     field = GGUFReader(str(path)).fields.get("tokenizer.chat_template")
     if field is None:
         return None
@@ -200,6 +202,7 @@ def convert_gguf_to_hf(
     then: the quantizer markers are dropped before ``save_pretrained``. The GGUF's chat
     template is kept in the tokenizer (older transformers drop it on a GGUF load).
     """
+    # kept light: transformers loads only for a model (module docstring)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf, out = Path(gguf), Path(out)

@@ -38,6 +38,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from ray.tune.registry import register_env
+
+import env_registry
 
 ACTION_TEXTS = ("turn left", "turn right", "go forward", "pick up", "drop", "toggle")
 
@@ -179,10 +182,6 @@ def register_glam_env(
 ) -> str:
     """Registers ``<env>+glam`` with RLlib (the registry's env in :class:`GLAMPromptObservation`)
     and returns the name."""
-    from ray.tune.registry import register_env
-
-    import env_registry
-
     name = f"{env}+glam"
 
     def make(env_config: Mapping[str, Any]) -> gym.Env:

@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 import torch
+from peft import LoraConfig, get_peft_model
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.apis import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
@@ -324,8 +325,6 @@ def _hidden_size(model: Any) -> int:
 
 def _with_lora(model: Any, lora: dict[str, Any]) -> Any:
     """The model wrapped with LoRA adapters (peft); only the adapters stay trainable."""
-    from peft import LoraConfig, get_peft_model
-
     unknown = set(lora) - set(LORA_DEFAULTS)
     if unknown:
         raise ValueError(f"unknown LoRA settings {sorted(unknown)}; valid: {sorted(LORA_DEFAULTS)}")

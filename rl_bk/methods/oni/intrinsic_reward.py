@@ -44,6 +44,8 @@ import numpy as np
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.labeling.queue import AsyncLabelQueue
+from rl_bk.labeling.tasks import HelpfulRequest, PreferenceRequest
+from rl_bk.methods.oni.caption_models.cosine_bow import CosineBoWReward
 from rl_bk.methods.oni.caption_models.count_decay import EpisodeCounts
 from rl_bk.methods.oni.caption_models.ranking import (
     RunningMeanStd,
@@ -51,6 +53,7 @@ from rl_bk.methods.oni.caption_models.ranking import (
     quantile_threshold,
     thresholded_reward,
 )
+from rl_bk.methods.oni.motif import load_motif_model
 from rl_bk.methods.oni.rl_module import ONI_MODULE_ID
 from rl_bk.methods.oni.settings import ONISettings
 
@@ -113,8 +116,6 @@ class OnlineIntrinsicReward:
     @property
     def queue(self) -> AsyncLabelQueue:
         if self._queue is None:
-            from rl_bk.labeling.tasks import HelpfulRequest, PreferenceRequest
-
             if self.reward_type == "ranking":
                 self._queue = AsyncLabelQueue(
                     self.labeler.build,
@@ -213,8 +214,6 @@ class OnlineIntrinsicReward:
             return {c: float(self.queue.get(c, 0.0)) for c in distinct}
         if t == "cosine-bow":
             if self._bow is None:
-                from rl_bk.methods.oni.caption_models.cosine_bow import CosineBoWReward
-
                 self._bow = CosineBoWReward(self.settings.goal, self.settings.cosine_threshold)
             return dict(zip(distinct, self._bow.rewards(distinct).astype(np.float64)))
         if t == "classification":
@@ -227,8 +226,6 @@ class OnlineIntrinsicReward:
         # ranking and motif: normalised, thresholded Bradley-Terry rewards
         if t == "motif":
             if self._motif is None:
-                from rl_bk.methods.oni.motif import load_motif_model
-
                 self._motif = load_motif_model(self.motif_dir)  # type: ignore[arg-type]
             raw = dict(zip(distinct, self._motif.score(distinct)))
             mean, std = self._motif.mean, self._motif.std

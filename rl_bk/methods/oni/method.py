@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 
 def _build_motif(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.methods.oni.motif import train_motif
 
     m = task.knowledge.motif
@@ -55,6 +56,7 @@ def _oni(reward_type: str) -> BuildFn:
     """An oni-* method (or motif): PPO on ONI's intrinsic reward of ``reward_type``."""
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        # kept light: the registry loads the family on use (module docstring)
         from rl_bk.experiments.ppo_config import base_config
         from rl_bk.methods.oni import ONIAPPOConfig, ONIPPOConfig
 

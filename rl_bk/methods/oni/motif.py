@@ -32,8 +32,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from env_registry.nethack.oracle import split_caption
+from rl_bk.knowledge.dataset import DatasetError
 from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.labeling.labeler import Labeler, label_in_batches
+from rl_bk.labeling.tasks import PreferenceRequest
 from rl_bk.methods.oni.caption_models.message_bytes import encode_messages
 from rl_bk.methods.oni.caption_models.ranking import (
     MessageRanker,
@@ -41,6 +44,7 @@ from rl_bk.methods.oni.caption_models.ranking import (
     pair_accuracy,
     preference_target,
 )
+from rl_bk.storage import fetch
 
 MODEL_FILE = "motif_model.pt"
 REPORT_FILE = "motif.json"
@@ -50,8 +54,6 @@ LABEL_BATCH = 16
 def caption_text(caption: str, family: str | None) -> str:
     """What the reward reads of a caption: NetHack's message line, else the caption."""
     if family == "nethack":
-        from env_registry.nethack.oracle import split_caption
-
         return split_caption(caption)[0]
     return caption.strip()
 
@@ -132,9 +134,6 @@ def train_motif(
     lr: float = 3e-4,
     seed: int = 0,
 ) -> MotifReport:
-    from rl_bk.knowledge.dataset import DatasetError
-    from rl_bk.labeling.tasks import PreferenceRequest
-
     captions = dataset_captions(episodes, family)
     if len(set(captions)) < 2:
         raise DatasetError(
@@ -208,8 +207,6 @@ def train_motif(
 
 def load_motif_model(folder: str | Path) -> MotifModel:
     """The model of a built Motif folder (or storage URI: fetched to this node first)."""
-    from rl_bk.storage import fetch
-
     folder = fetch(folder)
     if not (folder / MODEL_FILE).is_file():
         raise FileNotFoundError(

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 
 def build_ppo(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+    # kept light: the registry loads RLlib on use (module docstring)
     from rl_bk.algorithms.appo.config import BaseAPPOConfig
     from rl_bk.algorithms.ppo.config import BasePPOConfig
     from rl_bk.experiments.ppo_config import base_config

@@ -23,15 +23,17 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from ray.tune.registry import register_env
+
+import env_registry
+from rl_bk.methods.ptgm.pretraining import PTGMModels
+from rl_bk.storage import fetch
 
 
 @functools.lru_cache(maxsize=4)
 def _models(folder: str):
     """One copy of the pre-trained models per process, shared by its vectorised envs (a
     storage URI is fetched to this node first)."""
-    from rl_bk.methods.ptgm.pretraining import PTGMModels
-    from rl_bk.storage import fetch
-
     return PTGMModels.load(str(fetch(folder)))
 
 
@@ -109,8 +111,6 @@ class HighLevelGoalEnv(gym.Env):
 def make_high_level_env(env_config: Mapping[str, Any]) -> HighLevelGoalEnv:
     """The ``<env>+ptgm`` creator: ``env_config`` is the task's, plus ``ptgm_env`` (the
     base env's name), ``ptgm_dir`` (the built models) and ``low_level_steps``."""
-    import env_registry
-
     config = dict(env_config)
     base, folder = config.pop("ptgm_env"), config.pop("ptgm_dir")
     k, greedy = int(config.pop("low_level_steps")), bool(config.pop("greedy_low_level", False))
@@ -123,8 +123,6 @@ def make_high_level_env(env_config: Mapping[str, Any]) -> HighLevelGoalEnv:
 def register_high_level_env(env: str) -> str:
     """Registers ``<env>+ptgm`` with RLlib and returns the name; the trial's env_config says
     which models and how many low-level steps (:func:`make_high_level_env`)."""
-    from ray.tune.registry import register_env
-
     name = f"{env}+ptgm"
     register_env(name, make_high_level_env)
     return name

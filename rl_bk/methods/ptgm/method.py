@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 def _build_ptgm(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.methods.ptgm.pretraining import build_ptgm
 
     p = task.ptgm
@@ -51,6 +52,7 @@ def _ptgm(prior_kl: bool) -> BuildFn:
     """PTGM's high-level PPO over the task's pre-trained goals, with or without the KL term."""
 
     def build(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+        # kept light: the registry loads the family on use (module docstring)
         from rl_bk.experiments.ppo_config import base_config
         from rl_bk.methods.ptgm import PTGMAPPOConfig, PTGMPPOConfig
 

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk
+from rl_bk.methods.ptgm.high_level_env import _models
 
 PRIOR_KL_MEAN = "ptgm/prior_kl_mean"
 KL_REWARD_MEAN = "ptgm/kl_reward_mean"
@@ -86,6 +87,4 @@ class PriorLogits:
         self.folder = folder
 
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
-        from rl_bk.methods.ptgm.high_level_env import _models
-
         return _models(self.folder).prior_logits(obs)

@@ -38,6 +38,7 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
 from rl_bk.algorithms.ppo.config import BasePPOConfig
 from rl_bk.methods.rnd.intrinsic_reward import ComputeIntrinsicRewards
@@ -196,7 +197,5 @@ class RNDPPO(PPO):
 
     def precollect_now(self) -> int:
         """One more collection into ``precollect_dir`` now (e.g. after the last iteration)."""
-        from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
-
         steps = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
         return precollect_now(self, env_steps=int(steps))

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 
 def build_rnd(task: TaskConfig, seed: int, params: Mapping[str, Any]) -> AlgorithmConfig:
+    # kept light: the registry loads the family on use (module docstring)
     from rl_bk.experiments.ppo_config import base_config
     from rl_bk.methods.rnd import RNDPPOConfig
 

@@ -12,10 +12,13 @@ module-level imports are the standard library only, and never ``subprocess``.
 
 from __future__ import annotations
 
+import builtins
+import importlib
 import json
 import math
 import numbers
 import os
+import resource
 import select
 import struct
 import sys
@@ -444,8 +447,6 @@ def _vm_size_bytes() -> int:
 
 
 def _set_limits(memory_mb: int) -> None:
-    import resource
-
     address_space = _vm_size_bytes() + memory_mb * 1024 * 1024
     for limit, value in (
         (resource.RLIMIT_AS, address_space),
@@ -461,8 +462,6 @@ def _set_limits(memory_mb: int) -> None:
 
 
 def _safe_builtins(modules: dict) -> dict:
-    import builtins
-
     allowed = set(ALLOWED_MODULES)
     allowed_list = ", ".join(m for m in ALLOWED_MODULES if m != "__future__")
 
@@ -568,9 +567,6 @@ def _worker(read_fd: int, write_fd: int, memory_mb: int) -> None:
     ]
     outgoing = os.fdopen(write_fd, "wb")
     try:
-        import builtins
-        import importlib
-
         modules = {name: importlib.import_module(name) for name in ALLOWED_MODULES}
         modules["__import__"] = builtins.__import__
         if "_posixsubprocess" in sys.modules:  # an unaudited fork_exec in reach: refuse to run

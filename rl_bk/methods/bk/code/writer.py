@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import json
 import logging
+import pprint
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from rl_bk.knowledge.dataset import sample_segments
 from rl_bk.knowledge.trajectory import Chunk, caption_history, windows
@@ -133,8 +135,6 @@ def write_potential_code(
         caption_style: Crafter's caption style, for the description.
         progress: show a tqdm bar.
     """
-    from tqdm import tqdm
-
     if rounds < 1 or candidates < 1 or segments_per_round < 1 or horizon < 1:
         raise ValueError("rounds, candidates, segments_per_round and horizon must be >= 1")
     out = Path(out_dir)
@@ -204,8 +204,6 @@ def write_potential_code(
 def example_window(episodes: Sequence[Chunk], horizon: int, family: str, seed: int) -> str:
     """One full window of the dataset, as the function receives it (``pprint``'s layout, one
     state a line); the window whose caption has the most sentences, of a few sampled."""
-    import pprint
-
     rng = np.random.default_rng([seed, 7919])
     segments = sample_segments(episodes, horizon - 1, 8, rng) if horizon > 1 else []
     if not segments:

@@ -40,6 +40,7 @@ from rl_bk.knowledge.trajectory import (
     step_text,
     window_index,
 )
+from rl_bk.labeling.embedding import SentenceEmbedder
 from rl_bk.methods.bk.goals.builder import GoalList
 from rl_bk.methods.bk.potential import split_by_chunk
 from rl_bk.methods.bk.window_memo import WindowMemo
@@ -86,8 +87,6 @@ def save_sentence_vectors(folder: str | Path, captions: Sequence[str], family: s
     action phrases into ``folder``/sentence_vectors.npz, for :class:`GoalPotential` to start
     from. On BabyAI a 29k-state random-policy dataset has 895 distinct sentences: ~4 s here,
     once per artifact instead of once per trial."""
-    from rl_bk.labeling.embedding import SentenceEmbedder
-
     said = [f"You choose the action: {name}." for name in ACTION_NAMES.get(family or "", ())]
     texts = list(dict.fromkeys(s for c in [*captions, *said] for s in _caption_sentences(c)))
     embedder = SentenceEmbedder()
@@ -190,8 +189,6 @@ class GoalPotential:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self._embedder is None:
-            from rl_bk.labeling.embedding import SentenceEmbedder
-
             self._embedder = SentenceEmbedder()
         self._stats["encoded"] += len(texts)
         return np.asarray(self._embedder.encode(texts), np.float32)

@@ -48,6 +48,7 @@ from rl_bk.methods.bk.preference.model import (
     preference_loss,
     script,
 )
+from rl_bk.reward_models.registry import save_reward_model
 
 logger = logging.getLogger(__name__)
 
@@ -289,8 +290,6 @@ def train_preference_potential(
     torch.save({"state_dict": best_state, "config": config.as_dict()}, out / "model.pt")
 
     if register_as:
-        from rl_bk.reward_models.registry import save_reward_model
-
         name, _, version = register_as.partition("/")
         version = version or time.strftime("%Y%m%d-%H%M%S")
         save_reward_model(

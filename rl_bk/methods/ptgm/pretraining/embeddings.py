@@ -17,8 +17,11 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 import numpy as np
+import torch
+from torch import nn
 
 from rl_bk.knowledge.trajectory import Chunk
+from rl_bk.labeling.embedding import SentenceEmbedder
 
 EmbeddingKind = Literal["caption-minilm", "learned", "observation"]
 KINDS: tuple[str, ...] = ("caption-minilm", "learned", "observation")
@@ -53,8 +56,6 @@ def state_embeddings(
     if kind != "caption-minilm":
         raise ValueError(f"unknown embedding kind {kind!r}; choose one of {KINDS}")
     if embedder is None:
-        from rl_bk.labeling.embedding import SentenceEmbedder
-
         embedder = SentenceEmbedder()
     index: dict[str, int] = {}
     for ep in episodes:
@@ -77,9 +78,6 @@ def learned_embeddings(
     The codebook and the low-level policy's goals then live in a space where nearby codes
     reconstruct to similar observations, with no text involved. Deterministic for a seed.
     """
-    import torch
-    from torch import nn
-
     obs = np.concatenate([np.asarray(ep.observations, np.float32) for ep in episodes])
     mean, std = obs.mean(0), obs.std(0) + 1e-6
     x = torch.from_numpy((obs - mean) / std)

@@ -18,6 +18,7 @@ the goal prior reuses them.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Sequence
 
@@ -171,8 +172,6 @@ def fit_classifier(
     epoch 2, 2.69 at epoch 20, where goal frequencies alone give 2.68). Returns the last
     epoch's mean loss, the chosen epoch, accuracy on a fresh draw of training examples, and
     held-out accuracy and mean NLL of the kept weights."""
-    import copy
-
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
     loss_mean = float("nan")
