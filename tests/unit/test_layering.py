@@ -170,3 +170,54 @@ def test_the_sweep_layer_names_no_method():
                 if isinstance(side, ast.Constant) and side.value in names:
                     found.append(f"{path.name}:{node.lineno} compares with {side.value!r}")
     assert not found, found
+
+
+def _says_why(comment: str) -> bool:
+    # A noqa or type: comment silences a checker; it does not say why the import is there.
+    text = comment.lstrip("#").strip()
+    return bool(text) and not text.startswith(("noqa", "type:"))
+
+
+def in_function_imports_without_a_reason(path: Path) -> list[str]:
+    """The imports inside functions of ``path`` that say nothing of why they are there: no
+    comment on their lines, none on the line above, and not in a group (imports one after the
+    other) whose first one has one."""
+    lines = path.read_text().splitlines()
+    imports = {}  # first line -> node, each import inside a function once
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    imports[node.lineno] = node
+
+    def explained(node: ast.stmt) -> bool:
+        own = lines[node.lineno - 1 : node.end_lineno]
+        if any("#" in line and _says_why(line[line.index("#") :]) for line in own):
+            return True
+        above = node.lineno - 2
+        while above >= 0 and not lines[above].strip():
+            above -= 1
+        if above < 0:
+            return False
+        if lines[above].strip().startswith("#"):
+            return _says_why(lines[above].strip())
+        group = next((n for n in imports.values() if n.end_lineno == above + 1), None)
+        return group is not None and explained(group)
+
+    relative = path.relative_to(ROOT)
+    return [
+        f"{relative}:{n.lineno}: {lines[n.lineno - 1].strip()}"
+        for n in sorted(imports.values(), key=lambda n: n.lineno)
+        if not explained(n)
+    ]
+
+
+def test_an_import_inside_a_function_says_why():
+    # Imports go at the top of a module, except where an optional dependency, an import cycle
+    # or a light entry point (rl-bk --help, the method registry) needs them in a function:
+    # each such import says which, in a comment on its line or the line above (one comment
+    # above a group of them is enough).
+    files = sorted((ROOT / "rl_bk").rglob("*.py"))
+    assert len(files) > 100
+    unexplained = [line for path in files for line in in_function_imports_without_a_reason(path)]
+    assert unexplained == []
