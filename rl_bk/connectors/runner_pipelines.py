@@ -12,9 +12,11 @@ and tensors directly where RLlib's converters walk every structure item by item
   tensor (RLlib's ``AddObservationsFromEpisodesToBatch``, ``BatchIndividualItems`` and
   ``NumpyToTensor``, for one module and no time rank);
 - :class:`ActionsToVectorEnv`: actions sampled from the module's distribution inputs
-  (RLlib's ``GetActions``), converted to numpy as RLlib converts them, the actions as one
-  array for the vector env and every other column as one item per env (RLlib's
-  ``TensorToNumpy``, ``UnBatchToIndividualItems`` and ``ListifyDataForVectorEnv``).
+  (RLlib's ``GetActions``; a categorical's sample and log-probability computed by the same
+  tensor operations, in the same order, without building its two distribution objects),
+  converted to numpy as RLlib converts them, the actions as one array for the vector env and
+  every other column as one item per env (RLlib's ``TensorToNumpy``,
+  ``UnBatchToIndividualItems`` and ``ListifyDataForVectorEnv``).
 
 :func:`lean_pipelines` builds them where they apply and says why not where they do not.
 """
@@ -30,6 +32,7 @@ from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.connectors.env_to_module import EnvToModulePipeline
 from ray.rllib.connectors.module_to_env import GetActions, ModuleToEnvPipeline
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
 from ray.rllib.utils.numpy import convert_to_numpy
 from ray.rllib.utils.spaces.space_utils import unbatch
 from ray.rllib.utils.torch_utils import convert_to_torch_tensor
@@ -78,14 +81,46 @@ class ActionsToVectorEnv(ConnectorV2):
         self._get_actions = GetActions()
 
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None, **kwargs):
-        batch = self._get_actions(
-            rl_module=rl_module, batch=batch, episodes=episodes, explore=explore
-        )
+        if _samples_a_categorical(rl_module, batch, explore):
+            batch[Columns.ACTIONS], batch[Columns.ACTION_LOGP] = sample_categorical(
+                batch[Columns.ACTION_DIST_INPUTS]
+            )
+        else:
+            batch = self._get_actions(
+                rl_module=rl_module, batch=batch, episodes=episodes, explore=explore
+            )
         out = {column: _to_numpy(values) for column, values in batch.items()}
         for column, values in out.items():
             if column != Columns.ACTIONS:  # one item per env (nested outputs: RLlib's unbatch)
                 out[column] = list(values) if isinstance(values, np.ndarray) else unbatch(values)
         return out
+
+
+def _samples_a_categorical(rl_module: Any, batch: dict, explore: bool | None) -> bool:
+    """Whether RLlib's ``GetActions`` would sample these actions from a ``TorchCategorical``
+    over the batch's distribution inputs and add their log-probabilities."""
+    dist_cls = getattr(rl_module, "get_exploration_action_dist_cls", None)
+    return (
+        bool(explore)
+        and Columns.ACTIONS not in batch
+        and Columns.ACTION_LOGP not in batch
+        and Columns.ACTION_DIST_INPUTS in batch
+        and dist_cls is not None
+        and dist_cls() is TorchCategorical
+    )
+
+
+def sample_categorical(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Actions and their log-probabilities as ``TorchCategorical.from_logits(logits)``'s
+    ``sample()`` and ``logp()`` give them (torch's ``Categorical``: logits normalised by
+    their logsumexp, softmax, one multinomial draw per row, the normalised logit gathered),
+    so the same generator state draws the same actions."""
+    normalised = logits - logits.logsumexp(dim=-1, keepdim=True)
+    probs = torch.softmax(normalised, dim=-1)
+    actions = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1, True).T
+    actions = actions.reshape(probs.shape[:-1])
+    logp = normalised.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+    return actions, logp
 
 
 def why_not_lean(config: Any, env: Any, module: Any, device: Any = None) -> str | None:

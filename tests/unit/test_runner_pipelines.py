@@ -71,3 +71,20 @@ def test_the_module_sees_every_episodes_latest_observation_in_episode_order():
     batch = LatestObservationsToTensor()(rl_module=None, batch={}, episodes=episodes)
     expected = torch.tensor([[0.1] * 3, [0.6] * 3], dtype=torch.float32)
     assert torch.equal(batch[Columns.OBS], expected)
+
+
+def test_a_categorical_samples_what_rllibs_distribution_samples():
+    from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
+
+    from rl_bk.connectors.runner_pipelines import sample_categorical
+
+    logits = torch.randn(64, 7, generator=torch.Generator().manual_seed(0)) * 3
+    torch.manual_seed(1)
+    dist = TorchCategorical.from_logits(logits)
+    expected = dist.sample()
+    expected_logp = dist.logp(expected)
+    torch.manual_seed(1)
+    actions, logp = sample_categorical(logits)
+    assert torch.equal(actions, expected) and actions.dtype == expected.dtype
+    assert torch.equal(logp, expected_logp)
+    assert len(set(actions.tolist())) > 3  # a draw, not an argmax
