@@ -93,6 +93,19 @@ def test_the_labeler_loads_no_simulator():
     assert done.stdout.strip() == "[]"
 
 
+def test_the_cli_loads_no_torch_before_it_pins_numerics():
+    # `rl-bk knowledge` pins torch's numerics before torch loads, and `rl-bk --help` answers
+    # without Ray: both rely on the CLI's module-level imports loading neither.
+    code = (
+        "import sys, rl_bk.cli; "
+        "print(sorted(m for m in ('torch', 'ray', 'gymnasium', 'nle') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
 def test_no_module_imports_itself_back_through_others(graph):
     # Tarjan's strongly connected components: any with two or more modules is a cycle.
     index: dict[str, int] = {}
