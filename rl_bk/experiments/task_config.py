@@ -11,6 +11,8 @@ line with the valid keys.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -20,18 +22,15 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
 
 from rl_bk.labeling.config import LabelerConfig
-from rl_bk.methods.bc.settings import BCSettings
+from rl_bk.methods import FAMILIES
 from rl_bk.methods.bk.settings import BKSettings
-from rl_bk.methods.ellm.settings import ELLMSettings
-from rl_bk.methods.glam.settings import GLAMSettings
-from rl_bk.methods.oni.settings import MotifSettings, ONISettings
-from rl_bk.methods.ptgm.settings import PTGMSettings
-from rl_bk.methods.rnd.settings import RNDSettings
+from rl_bk.methods.oni.settings import MotifSettings
 from rl_bk.metrics import MAIN_METRICS
 
 TUNE_CONFIGS_DIR = Path(__file__).resolve().parents[2] / "tune_configs"
@@ -263,7 +262,10 @@ class LabelerParams(_Strict):
     timeout_s: float = Field(60.0, gt=0)  # a call's limit before it counts as failed
 
 
-class TaskConfig(_Strict):
+class _SharedSections(_Strict):
+    """The sections every task has; each method family's own section (``oni:``, ``ellm:``,
+    ...) is added from its ``settings.py`` (:data:`TaskConfig`)."""
+
     name: str
     description: str
     env: str
@@ -290,12 +292,6 @@ class TaskConfig(_Strict):
     #: where Tune's results and the knowledge artifacts go: a folder every node sees (a shared
     #: mount) or a URI (s3://, gs://, file://); None: this machine's results/ and cache
     storage: str | None = None
-    oni: ONISettings = ONISettings()
-    ellm: ELLMSettings = ELLMSettings()
-    ptgm: PTGMSettings = PTGMSettings()
-    glam: GLAMSettings = GLAMSettings()
-    rnd: RNDSettings = RNDSettings()
-    bc: BCSettings = BCSettings()
     #: method -> {training parameter -> values}; the trials are their cartesian product.
     sweep: dict[str, dict[str, list[Any]]] = {}
 
@@ -314,6 +310,27 @@ class TaskConfig(_Strict):
         if not seeds:
             raise ValueError("give at least one seed")
         return seeds
+
+
+def _family_sections() -> dict[str, Any]:
+    """Each family's task-file sections (``TASK_SECTIONS`` in ``rl_bk/methods/<family>/
+    settings.py``), as pydantic fields defaulting to the section's defaults."""
+    sections: dict[str, Any] = {}
+    for family in FAMILIES:
+        module = f"rl_bk.methods.{family}.settings"
+        if importlib.util.find_spec(module) is None:  # a family without settings (ppo)
+            continue
+        for name, settings in importlib.import_module(module).TASK_SECTIONS.items():
+            if name in _SharedSections.model_fields or name in sections:
+                raise TypeError(f"{module}: the task-file section {name!r} is already taken")
+            sections[name] = (settings, settings())
+    return sections
+
+
+#: A task file, validated: the shared sections and every family's own.
+TaskConfig = create_model(
+    "TaskConfig", __base__=_SharedSections, __module__=__name__, **_family_sections()
+)
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

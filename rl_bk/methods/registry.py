@@ -5,7 +5,7 @@ Each family's ``method.py`` (``rl_bk/methods/<family>/method.py``) declares its 
 (``METHODS``, a list of :class:`Method`): the build function, the knowledge kind its trials
 need built before the sweep (:class:`~rl_bk.experiments.artifacts.Knowledge`, with its
 builder), whether a labeler is part of it, its settings section and its results columns.
-:data:`FAMILIES` is the one list of those modules; everything else that names methods or
+:data:`~rl_bk.methods.FAMILIES` is the one list of families; everything else that names methods or
 knowledge kinds (the sweep, the knowledge pipeline, the results tables, the command line)
 reads the declarations collected here.
 
@@ -17,17 +17,12 @@ they load fast (the command line's help reads them).
 
 from __future__ import annotations
 
+import importlib
+
 from rl_bk.experiments.artifacts import Knowledge
+from rl_bk.methods import FAMILIES
 from rl_bk.methods.base import KNOWLEDGE_PARAMS, Method, UnknownMethodError, knowledge_task
-from rl_bk.methods.bc import method as bc
 from rl_bk.methods.bk import method as bk
-from rl_bk.methods.bk.method import REWARD_MODEL_APP
-from rl_bk.methods.ellm import method as ellm
-from rl_bk.methods.glam import method as glam
-from rl_bk.methods.oni import method as oni
-from rl_bk.methods.ppo import method as ppo
-from rl_bk.methods.ptgm import method as ptgm
-from rl_bk.methods.rnd import method as rnd
 
 __all__ = [
     "BK_KINDS",
@@ -37,7 +32,6 @@ __all__ = [
     "KNOWLEDGE_PARAMS",
     "LABELLING_METHODS",
     "METHODS",
-    "REWARD_MODEL_APP",
     "Method",
     "UnknownMethodError",
     "get_method",
@@ -45,10 +39,11 @@ __all__ = [
     "knowledge_task",
 ]
 
-#: The method families, in the order ``tune_run.py --list`` shows their methods.
-FAMILIES = (ppo, rnd, bk, ellm, oni, ptgm, bc, glam)
-
-METHODS: dict[str, Method] = {m.name: m for family in FAMILIES for m in family.METHODS}
+METHODS: dict[str, Method] = {
+    m.name: m
+    for family in FAMILIES
+    for m in importlib.import_module(f"rl_bk.methods.{family}.method").METHODS
+}
 
 #: Every knowledge kind, by name, in the order the methods are declared (methods may share
 #: one: ``ptgm`` and ``ptgm-no-kl``).

@@ -2,6 +2,7 @@
 
 import pytest
 
+from rl_bk.experiments import task_config
 from rl_bk.experiments.task_config import TaskConfigError, available_tasks, load_task
 
 
@@ -115,3 +116,20 @@ def test_a_trial_asking_for_a_gpu_this_machine_lacks_is_refused_before_it_waits(
     _check_bundles_fit(task, "ppo", bundles, {"CPU": 2.0, "GPU": 1.0}, on_this_machine=True)
     with pytest.raises(ResourceError, match=r"needs 1\.5 CPUs"):
         _check_bundles_fit(task, "ppo", bundles, {"CPU": 1.0, "GPU": 1.0}, on_this_machine=True)
+
+
+def test_a_familys_own_section_is_checked_by_its_settings_model(tmp_path):
+    """A family's section comes from its ``settings.py`` (``TASK_SECTIONS``), with the
+    section model's own checks: here ONI's non-negative weight and its unknown keys."""
+    base = "description: x\nenv: BabyAI-Text-GoToLocal-v0\n"
+    assert load_task(write(tmp_path, base + "oni: {llm_coeff: 0.2}\n")).oni.llm_coeff == 0.2
+    with pytest.raises(TaskConfigError, match=r"oni\.llm_coeff"):
+        load_task(write(tmp_path, base + "oni: {llm_coeff: -1}\n"))
+    with pytest.raises(TaskConfigError, match=r"ellm\.nope: unknown key"):
+        load_task(write(tmp_path, base + "ellm: {nope: 1}\n"))
+
+
+def test_two_families_cannot_claim_one_section(monkeypatch):
+    monkeypatch.setattr(task_config, "FAMILIES", ("oni", "oni"))
+    with pytest.raises(TypeError, match="section 'oni' is already taken"):
+        task_config._family_sections()

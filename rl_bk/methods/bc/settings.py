@@ -17,3 +17,7 @@ class BCSettings(SettingsSection):
     bc_lr: float = Field(1e-3, gt=0)  # Adam's learning rate for cloning
     #: the share of episodes held out to choose the epoch and report accuracy (0: the last)
     bc_holdout: float = Field(0.1, ge=0, lt=1)
+
+
+#: the task file's sections this family adds, by name (read by the task config)
+TASK_SECTIONS = {"bc": BCSettings}

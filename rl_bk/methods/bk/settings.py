@@ -76,3 +76,8 @@ class BKSettings(ShapingSettings):
     code: CodeSettings = CodeSettings()
     preference: PreferenceSettings = PreferenceSettings()
     goals: GoalSettings = GoalSettings()
+
+
+#: none of its own: BK's settings are the shared ``knowledge:`` section's
+#: (:class:`~rl_bk.experiments.task_config.KnowledgeParams` extends :class:`BKSettings`)
+TASK_SECTIONS: dict[str, type[SettingsSection]] = {}

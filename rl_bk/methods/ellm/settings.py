@@ -28,3 +28,7 @@ class ELLMSettings(SettingsSection):
     label_timeout_s: float = Field(120.0, ge=0)
     #: the policy also sees the embedded suggestions (ELLM's goal input; wraps the env)
     goal_conditioned: bool = False
+
+
+#: the task file's sections this family adds, by name (read by the task config)
+TASK_SECTIONS = {"ellm": ELLMSettings}

@@ -34,3 +34,7 @@ class GLAMSettings(SettingsSection):
     float32_matmul_precision: Literal["highest", "high", "medium"] = "highest"
     #: PPO's training() values for GLAM (an LLM policy wants a far smaller lr and batch)
     ppo: dict[str, Any] = Field(default_factory=dict)
+
+
+#: the task file's sections this family adds, by name (read by the task config)
+TASK_SECTIONS = {"glam": GLAMSettings}

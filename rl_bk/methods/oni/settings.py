@@ -60,3 +60,7 @@ class MotifSettings(SettingsSection):
 
     pairs: int = Field(2000, gt=0)
     epochs: int = Field(30, gt=0)
+
+
+#: the task file's sections this family adds, by name (read by the task config)
+TASK_SECTIONS = {"oni": ONISettings}

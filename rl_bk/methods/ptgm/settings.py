@@ -35,3 +35,7 @@ class PTGMSettings(SettingsSection):
         read only at RL time, so changing those reuses the models."""
         rl_only = {"low_level_steps", "prior_kl_coeff", "greedy_low_level", "high_level_ppo"}
         return {k: v for k, v in self.model_dump(mode="json").items() if k not in rl_only}
+
+
+#: the task file's sections this family adds, by name (read by the task config)
+TASK_SECTIONS = {"ptgm": PTGMSettings}

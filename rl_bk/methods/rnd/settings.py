@@ -30,3 +30,7 @@ class RNDSettings(SettingsSection):
         if self.int_coeff + self.ext_coeff == 0:
             raise ValueError("int_coeff and ext_coeff must be >= 0, and not both 0")
         return self
+
+
+#: the task file's sections this family adds, by name (read by the task config)
+TASK_SECTIONS = {"rnd": RNDSettings}
