@@ -22,13 +22,13 @@ from rl_bk.methods.bk.preference.model import (
     chunk_windows,
     encode_windows,
     flat_inputs,
+    load_model,
     preference_loss,
     script,
 )
 from rl_bk.methods.bk.preference.potential import PreferencePotential
 from rl_bk.methods.bk.preference.training import (
     criteria_text,
-    load_model,
     segment_steps,
     train_preference_potential,
 )

@@ -5,7 +5,7 @@ import pytest
 
 from rl_bk.knowledge.dataset import DatasetError, read_episodes, sample_segments, write_episodes
 from rl_bk.knowledge.trajectory import Chunk, caption_history, windows
-from rl_bk.methods.bk.potential import split_by_chunk
+from rl_bk.methods.bk.sources import split_by_chunk
 
 
 def chunk(n, terminated=False, mission="go to the red ball"):

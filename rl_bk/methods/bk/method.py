@@ -186,8 +186,7 @@ def register_served_potential(task: TaskConfig, backend: str | None, root: Path)
     """Exports a built bk-pref artifact's model to the reward-model registry at ``root`` (once;
     the name is the artifact's), so the reward-model app can serve its Phi. Returns the name."""
     # kept light: the registry loads the family on use (module docstring)
-    from rl_bk.methods.bk.preference.model import script
-    from rl_bk.methods.bk.preference.training import load_model
+    from rl_bk.methods.bk.preference.model import load_model, script
     from rl_bk.reward_models.registry import save_reward_model
 
     folder = PREF.folder(task, backend)

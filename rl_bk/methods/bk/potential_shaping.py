@@ -24,7 +24,7 @@ from rl_bk.methods.bk.window_history import EpisodeStart, WindowHistory, extende
 from rl_bk.running_stats import RewardForwardFilter, RunningStd
 
 #: The train batch's chunks -> one potential per state (``len(chunk) + 1``) for each chunk,
-#: in one call. Any :class:`~rl_bk.methods.bk.potential.PotentialSource` is one.
+#: in one call. Any :class:`~rl_bk.methods.bk.sources.PotentialSource` is one.
 PotentialFn = Callable[[Sequence[Chunk]], Sequence[np.ndarray]]
 
 Convention = Literal["bk", "ng"]

@@ -1,4 +1,10 @@
-"""Potential sources by name, built lazily where they are used.
+"""BK's potential sources: what each knowledge source turns into (a potential Phi over states,
+computed in batch: :class:`PotentialSource`), and each built by name, lazily, where it is used.
+
+A source maps the chunks of one train batch (or of a dataset) to one potential per state:
+``n + 1`` values for a chunk of ``n`` steps. The shaping connector calls it once per train
+batch, so a source may run a model, a sandboxed program or a Serve deployment once per call,
+never once per env step.
 
 A shaped-PPO config carries a :class:`SourceSpec` (a kind, an artifact folder and options):
 plain data that pickles into every learner. The learner's connector wraps it in a
@@ -11,13 +17,40 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from rl_bk.knowledge.trajectory import Chunk
-from rl_bk.methods.bk.potential import PotentialSource
 from rl_bk.storage import fetch
+
+
+@runtime_checkable
+class PotentialSource(Protocol):
+    #: Shown in logs and results ("bk-code", "bk-pref", ...).
+    name: str
+    #: How many states a window holds: the potential of state t reads states t-horizon+1..t
+    #: (and the actions between them); 1 for a potential of the current state alone.
+    horizon: int
+
+    def __call__(self, chunks: Sequence[Chunk]) -> list[np.ndarray]:
+        """One float array of ``len(chunk) + 1`` potentials per chunk, in order."""
+        ...
+
+    def metrics(self) -> dict[str, float]:
+        """Counters worth logging (errors, cache hits, ...); may be empty."""
+        ...
+
+
+def split_by_chunk(values: np.ndarray, chunks: Sequence[Chunk]) -> list[np.ndarray]:
+    """Cuts a flat array of per-state values (all chunks' states in order) back into chunks."""
+    sizes = [len(c) + 1 for c in chunks]
+    if len(values) != sum(sizes):
+        raise ValueError(f"{len(values)} values for {sum(sizes)} states")
+    return [
+        np.asarray(v, dtype=np.float64) for v in np.split(np.asarray(values), np.cumsum(sizes)[:-1])
+    ]
+
 
 #: kind -> "module:callable" that takes (folder, **options) and returns a PotentialSource.
 LOADERS: dict[str, str] = {

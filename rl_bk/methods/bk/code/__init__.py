@@ -5,5 +5,5 @@
 - :mod:`.sandbox` runs untrusted code in a locked-down worker process;
 - :mod:`.writer` asks the labeler for the code and improves it over a few rounds;
 - :mod:`.potential` turns the final code into a
-  :class:`~rl_bk.methods.bk.potential.PotentialSource`.
+  :class:`~rl_bk.methods.bk.sources.PotentialSource`.
 """

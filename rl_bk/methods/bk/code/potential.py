@@ -26,7 +26,7 @@ import numpy as np
 from rl_bk.knowledge.trajectory import Chunk, flat
 from rl_bk.methods.bk.code.descriptions import FUNCTION_NAME, window_records
 from rl_bk.methods.bk.code.sandbox import CodeDefinitionError, Sandbox, SandboxError
-from rl_bk.methods.bk.potential import split_by_chunk
+from rl_bk.methods.bk.sources import split_by_chunk
 
 logger = logging.getLogger(__name__)
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -334,3 +335,17 @@ def flat_inputs(obs: np.ndarray, actions: np.ndarray, valid: np.ndarray) -> np.n
 def script(model: PreferenceTransformer, obs_dim: int) -> torch.jit.ScriptModule:
     """The TorchScript module that :func:`save_reward_model` stores and the app serves."""
     return torch.jit.script(FlatPotential(model, obs_dim).eval())
+
+
+def save_model(state_dict: dict, config: ModelConfig, out_dir: str | Path) -> None:
+    """Writes out_dir/model.pt: the weights and the config that rebuilds the model."""
+    torch.save({"state_dict": state_dict, "config": config.as_dict()}, Path(out_dir) / "model.pt")
+
+
+def load_model(out_dir: str | Path) -> tuple[PreferenceTransformer, ModelConfig]:
+    """The trained model of out_dir/model.pt, in eval mode."""
+    saved = torch.load(Path(out_dir) / "model.pt", map_location="cpu", weights_only=True)
+    config = ModelConfig(**saved["config"])
+    model = PreferenceTransformer(config)
+    model.load_state_dict(saved["state_dict"])
+    return model.eval(), config

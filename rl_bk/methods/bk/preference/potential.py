@@ -23,9 +23,8 @@ import torch
 
 from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.labeling.transport import transport_to
-from rl_bk.methods.bk.potential import split_by_chunk
-from rl_bk.methods.bk.preference.model import ModelConfig, chunk_windows, flat_inputs
-from rl_bk.methods.bk.preference.training import load_model
+from rl_bk.methods.bk.preference.model import ModelConfig, chunk_windows, flat_inputs, load_model
+from rl_bk.methods.bk.sources import split_by_chunk
 from rl_bk.methods.bk.window_memo import WindowMemo
 from rl_bk.reward_models.scoring import RewardModels
 

@@ -46,6 +46,7 @@ from rl_bk.methods.bk.preference.model import (
     PreferenceTransformer,
     encode_windows,
     preference_loss,
+    save_model,
     script,
 )
 from rl_bk.reward_models.registry import save_reward_model
@@ -287,7 +288,7 @@ def train_preference_potential(
     assert best_state is not None
     model.load_state_dict(best_state)
     model.eval()
-    torch.save({"state_dict": best_state, "config": config.as_dict()}, out / "model.pt")
+    save_model(best_state, config, out)
 
     if register_as:
         name, _, version = register_as.partition("/")
@@ -305,12 +306,3 @@ def train_preference_potential(
         report.registered = [name, version]
     (out / "report.json").write_text(json.dumps(report.as_dict(), indent=2))
     return report
-
-
-def load_model(out_dir: str | Path) -> tuple[PreferenceTransformer, ModelConfig]:
-    """The trained model of out_dir/model.pt, in eval mode."""
-    saved = torch.load(Path(out_dir) / "model.pt", map_location="cpu", weights_only=True)
-    config = ModelConfig(**saved["config"])
-    model = PreferenceTransformer(config)
-    model.load_state_dict(saved["state_dict"])
-    return model.eval(), config
