@@ -9,4 +9,4 @@ learner connectors, callbacks) lives outside this package.
 
 #: The method families, by folder name, in the order ``tune_run.py --list`` shows their
 #: methods: a new family is its folder and its name here, nothing else outside the folder.
-FAMILIES = ("ppo", "rnd", "bk", "ellm", "oni", "ptgm", "bc", "glam")
+FAMILIES = ("ppo", "rnd", "bk", "ellm", "oni", "ptgm", "bc", "glam", "count_bonus")
