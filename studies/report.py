@@ -16,6 +16,13 @@ import pandas as pd
 
 from bench.results_files import write_keeping_reading
 from rl_bk import metrics as M
+from rl_bk.experiments.measures import (
+    curve_points,
+    interval_text,
+    normalised_area,
+    paired_difference,
+    signed,
+)
 from rl_bk.experiments.results import (
     CURVE_NAMES,
     DONE,
@@ -24,13 +31,6 @@ from rl_bk.experiments.results import (
     plot_learning_curves,
 )
 from rl_bk.experiments.task_config import load_task
-from studies.measures import (
-    curve_points,
-    interval_text,
-    normalised_area,
-    paired_difference,
-    signed,
-)
 from studies.plan import Pairing, StudyPlan
 from studies.trials import is_done, plan_tasks, sweep_units
 
@@ -237,7 +237,7 @@ def paired_table(
 ) -> list[str]:
     """Each variant against its baseline under each pairing (:func:`baseline_of`), per
     column: the normalised area under each seed's curve up to ``budget`` (the mean of its
-    reports; :mod:`studies.measures`), and the paired difference with its 95% t interval
+    reports; :mod:`rl_bk.experiments.measures`), and the paired difference with its 95% t interval
     (both areas over the seeds the two share). Curves short of the budget are counted."""
     labels = list(dict.fromkeys(c["label"] for c in curves))
     pairs = [
@@ -283,7 +283,7 @@ def paired_table(
         f"Paired by seed, the normalised area under each curve up to {budget:,} env steps "
         "(the mean of its reports: training curves over the last 100 episodes at every "
         "iteration, greedy evaluations every 20k), and the mean paired difference with its "
-        "95% Student t interval over the seeds (`studies.measures.t_interval`):",
+        "95% Student t interval over the seeds (`rl_bk.experiments.measures.t_interval`):",
         "",
         "| pair | curve | seeds | area | baseline's area | difference | 95% t interval | "
         "curves short of the budget |",

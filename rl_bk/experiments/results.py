@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from rl_bk import metrics as M
+from rl_bk.experiments.measures import interval_text, paired_difference, signed
 from rl_bk.methods.registry import METHODS
 
 #: Plot title of each main metric (``metric:`` of a task); the plot shows the episode return
@@ -321,8 +322,11 @@ def trial_row(
         col = next((c for c in p.columns if c.endswith(suffix)), None)
         if col is not None:
             row[suffix.replace("/", "_")] = _last(p, col)
+    main = main_metric or M.SUCCESS_RATE
+    name = main.split("/")[-1]
+    if main in p:  # the normalised area under the training curve: the mean over every report
+        row[f"{name}_auc"] = float(p[main].dropna().mean())
     for budget in budgets:
-        name = (main_metric or M.SUCCESS_RATE).split("/")[-1]
         row[f"{name}_at_{budget_label(budget)}"] = value_at(
             p, main_metric or M.SUCCESS_RATE, budget
         )
@@ -354,6 +358,34 @@ def summarize(trials: pd.DataFrame) -> pd.DataFrame:
         if "steps_to_success" in col:
             summary[f"{col}_reached"] = grouped[col].apply(lambda s: int(s.notna().sum()))
     return summary.reset_index()
+
+
+def paired_with_baseline(trials: pd.DataFrame) -> pd.DataFrame:
+    """Each variant minus the first one (the task's first method: its baseline), seed by seed,
+    on every area under a curve (the ``*_auc`` columns), with the Student t interval of the
+    mean difference over the seeds both finished (:func:`~rl_bk.experiments.measures.
+    paired_difference`): a 95% interval at any number of seeds from two, where a percentile
+    bootstrap over three seeds is only their range. Empty with one variant or no area."""
+    done = trials[trials["status"] == DONE] if "status" in trials else trials
+    variants = list(dict.fromkeys(done["variant"]))
+    areas = [c for c in done.columns if c.endswith("_auc")]
+    rows = []
+    for variant in variants[1:]:
+        for col in areas:
+            runs = {v: done[done["variant"] == v] for v in (variant, variants[0])}
+            by_seed = {v: dict(zip(r["seed"], r[col])) for v, r in runs.items()}
+            d = paired_difference(by_seed[variant], by_seed[variants[0]])
+            if d.seeds:
+                rows.append(
+                    {
+                        "variant": variant,
+                        "area under": col.removesuffix("_auc").replace("_", " "),
+                        "paired seeds": len(d.seeds),
+                        "mean difference": signed(d.mean),
+                        "95% t interval": interval_text(d),
+                    }
+                )
+    return pd.DataFrame(rows)
 
 
 def _fmt(v: object) -> str:
@@ -390,6 +422,21 @@ def summary_for_reading(summary: pd.DataFrame) -> pd.DataFrame:
             for m, s in zip(summary[col], std if std is not None else [math.nan] * len(out))
         ]
     return out
+
+
+def _paired_section(trials: pd.DataFrame) -> str:
+    paired = paired_with_baseline(trials)
+    if paired.empty:
+        return ""
+    baseline = next(iter(dict.fromkeys(trials.loc[trials["status"] == DONE, "variant"])))
+    return (
+        f"\n## Against {baseline}, paired by seed\n\n"
+        "Each variant's area under a curve (the mean of the curve over every report, or every "
+        f"greedy evaluation) minus {baseline}'s on the same seed, the mean of those "
+        "differences, and its 95% Student t interval over the seeds (none from one seed). "
+        "An interval that holds 0 does not tell the two apart at this number of seeds.\n\n"
+        + _markdown(paired)
+    )
 
 
 def learning_curves(
@@ -520,6 +567,7 @@ def write_results(
             if len(failed)
             else ""
         )
+        + _paired_section(trials)
         + "\n## Per trial\n\n"
         + _markdown(trials)
     )

@@ -13,6 +13,7 @@ from rl_bk.experiments.results import (
     crafter_score,
     curve_metrics,
     learning_curves,
+    paired_with_baseline,
     smooth_over_episodes,
     steps_to_reach,
     summarize,
@@ -342,3 +343,24 @@ def test_restore_points_are_the_checkpoints_a_trial_went_on_from():
     kept["iterations_since_restore"] = [1, 2, 3, 4, 5, 6]  # ran in one go
     assert restore_points(kept) == []
     assert restore_points(progress([10, 20], [0.1, 0.2])) == []  # a stored curve: unknown
+
+
+def test_each_variant_is_paired_with_the_first_by_seed_with_a_t_interval():
+    """Hand-checked: differences 0.1, 0.2, 0.0 have mean 0.1 and sd 0.1; t(2 dof) = 4.303,
+    so the 95% interval is 0.1 +/- 4.303 * 0.1 / sqrt(3) = [-0.148, +0.348]. A seed one side
+    lacks (NaN, or a trial that did not finish) is not paired; one seed gives no interval."""
+    trials = pd.DataFrame(
+        {
+            "variant": ["ppo"] * 3 + ["bk-pref"] * 3 + ["rnd"] * 2,
+            "seed": [0, 1, 2, 0, 1, 2, 0, 1],
+            "status": ["done"] * 6 + ["done", "error"],
+            "success_rate_auc": [0.5, 0.6, 0.7, 0.6, 0.8, 0.7, 0.9, 0.9],
+            "eval_success_auc": [0.1, 0.2, 0.3, 0.3, 0.2, float("nan"), 0.1, 0.1],
+        }
+    )
+    rows = paired_with_baseline(trials).set_index(["variant", "area under"])
+    assert rows.loc[("bk-pref", "success rate"), "mean difference"] == "+0.100"
+    assert rows.loc[("bk-pref", "success rate"), "95% t interval"] == "[−0.148, +0.348]"
+    assert rows.loc[("bk-pref", "eval success"), "paired seeds"] == 2
+    assert rows.loc[("rnd", "success rate"), "paired seeds"] == 1
+    assert rows.loc[("rnd", "success rate"), "95% t interval"] == "none (one seed)"

@@ -1,4 +1,4 @@
-"""The learning-curve measures of studies/measures.py on hand-computed cases: the
+"""The learning-curve measures of rl_bk/experiments/measures.py on hand-computed cases: the
 normalised area up to a budget (and when a curve is incomplete), the value at a budget, and
 the paired difference by seed with its t interval; and, by simulation, that every 95%
 interval the studies print covers a known mean in about 95% of draws at 3, 5 and 10 seeds."""
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from studies.measures import (
+from rl_bk.experiments.measures import (
     curve_points,
     normalised_area,
     paired_difference,
@@ -109,7 +109,7 @@ def test_three_positive_seeds_are_not_enough_for_an_interval_above_zero():
 
 
 def test_two_shared_seeds_give_a_twelve_point_seven_t_interval():
-    from studies.measures import interval_text
+    from rl_bk.experiments.measures import interval_text
 
     d = paired_difference({0: 0.5, 1: 0.3}, {0: 0.4, 1: 0.8})  # +0.1, -0.5: mean -0.2
     # sd 0.6 / sqrt 2, t(0.975, 1 df) = 12.706: half-width 12.706 * 0.3
@@ -132,7 +132,7 @@ def test_a_nan_value_leaves_its_seed_out():
 
 
 def test_unpaired_difference_is_welchs_interval():
-    from studies.measures import unpaired_difference
+    from rl_bk.experiments.measures import unpaired_difference
 
     d = unpaired_difference([0.3, 0.2, float("nan"), 0.1], [0.1, 0.1])
     assert d.mean == pytest.approx(0.2 - 0.1)  # the NaN run is left out
@@ -148,7 +148,7 @@ def test_unpaired_difference_is_welchs_interval():
 
 
 def test_pooled_difference_takes_tasks_as_the_unit():
-    from studies.measures import pooled_difference
+    from rl_bk.experiments.measures import pooled_difference
 
     three = paired_difference({0: 0.4, 1: 0.4, 2: 0.4}, {0: 0.2, 1: 0.2, 2: 0.2})  # +0.2 each
     two = paired_difference({0: 0.1, 1: 0.1}, {0: 0.1, 1: 0.1})  # 0.0 each
@@ -161,7 +161,7 @@ def test_pooled_difference_takes_tasks_as_the_unit():
 
 
 def test_pooled_interval_of_one_task_is_its_own_and_one_seed_tasks_count_as_tasks():
-    from studies.measures import interval_text, pooled_difference
+    from rl_bk.experiments.measures import interval_text, pooled_difference
 
     mixed = paired_difference({0: 0.3, 1: 0.1, 2: 0.2}, {0: 0.1, 1: 0.2, 2: 0.1})  # +.2 −.1 +.1
     one = pooled_difference({"a": mixed})
@@ -206,7 +206,7 @@ def test_paired_interval_covers_the_true_mean_95_times_in_100(seeds):
 def test_pooled_interval_covers_the_mean_over_tasks_95_times_in_100(tasks):
     import numpy as np
 
-    from studies.measures import pooled_difference
+    from rl_bk.experiments.measures import pooled_difference
 
     rng = np.random.default_rng(100 + tasks)
     effect = 0.05
@@ -228,7 +228,7 @@ def test_pooled_interval_covers_the_mean_over_tasks_95_times_in_100(tasks):
 def test_unpaired_interval_covers_the_difference_of_means_95_times_in_100(runs, spreads):
     import numpy as np
 
-    from studies.measures import unpaired_difference
+    from rl_bk.experiments.measures import unpaired_difference
 
     rng = np.random.default_rng(runs)
     a = rng.normal(0.3, spreads[0], (DRAWS, runs))
@@ -238,7 +238,7 @@ def test_unpaired_interval_covers_the_difference_of_means_95_times_in_100(runs, 
 
 
 def test_within_task_sd_pools_spread_around_each_groups_own_mean():
-    from studies.measures import within_task_sd
+    from rl_bk.experiments.measures import within_task_sd
 
     # deviations (-1, 0, +1) and (-2, +2): squares 2 + 8 over 2 + 1 degrees of freedom;
     # a one-seed group adds nothing, and the groups' means (10 and -5) do not enter
@@ -248,7 +248,7 @@ def test_within_task_sd_pools_spread_around_each_groups_own_mean():
 
 
 def test_chance_every_seed_above_is_what_a_three_seed_percentile_interval_passed():
-    from studies.measures import chance_every_seed_above
+    from rl_bk.experiments.measures import chance_every_seed_above
 
     # no effect: each seed is above zero half the time, all three an eighth of the time
     assert math.isclose(chance_every_seed_above(0.0, 0.1, 3), 0.125)
@@ -259,7 +259,7 @@ def test_chance_every_seed_above_is_what_a_three_seed_percentile_interval_passed
 def test_chance_interval_above_matches_a_simulation_of_paired_difference():
     import numpy as np
 
-    from studies.measures import chance_interval_above
+    from rl_bk.experiments.measures import chance_interval_above
 
     assert math.isclose(chance_interval_above(0.0, 0.1, 3), 0.025, rel_tol=1e-6)
     rng = np.random.default_rng(7)
@@ -273,7 +273,7 @@ def test_chance_interval_above_matches_a_simulation_of_paired_difference():
 
 
 def test_chance_at_least_is_a_binomial_tail():
-    from studies.measures import chance_at_least
+    from rl_bk.experiments.measures import chance_at_least
 
     # 3 of 6 at 1/8: 1 - P(0) - P(1) - P(2)
     p = 1 / 8
@@ -283,7 +283,7 @@ def test_chance_at_least_is_a_binomial_tail():
 
 
 def test_sd_interval_is_the_chi_square_interval():
-    from studies.measures import sd_interval
+    from rl_bk.experiments.measures import sd_interval
 
     # 12 degrees of freedom: chi-square quantiles 4.4038 (2.5%) and 23.3367 (97.5%)
     low, high = sd_interval(1.0, 12)

@@ -21,6 +21,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from scipy import stats
+
 Point = tuple[float, float]
 
 
@@ -89,8 +91,6 @@ def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float
     three times in one resample of 27, so its 95% interval is the range of the values and
     covers the mean about three times in four. None below two values; when every value is
     the same, the interval is that value."""
-    from scipy import stats
-
     xs = [float(x) for x in values]
     n = len(xs)
     if n < 2:
@@ -182,8 +182,6 @@ def unpaired_difference(
     own variance; Welch-Satterthwaite degrees of freedom), whose coverage holds at a few runs
     a side whether or not the two spreads are equal. ``seeds`` and ``diffs`` are left empty;
     one run on either side gives no interval."""
-    from scipy import stats
-
     a = [float(v) for v in method if not math.isnan(v)]
     b = [float(v) for v in baseline if not math.isnan(v)]
     if not a or not b:
@@ -220,8 +218,6 @@ def within_task_sd(groups: Iterable[Iterable[float]]) -> tuple[float, int]:
 def sd_interval(sd: float, dof: int, confidence: float = 0.95) -> tuple[float, float]:
     """The confidence interval of a standard deviation estimated with ``dof`` degrees of
     freedom from normal values (the chi-square law of ``dof * sd**2 / sigma**2``)."""
-    from scipy import stats
-
     tail = (1 - confidence) / 2
     return (
         sd * math.sqrt(dof / stats.chi2.ppf(1 - tail, dof)),
@@ -237,8 +233,6 @@ def chance_every_seed_above(effect: float, sd: float, seeds: int) -> float:
     studies printed before :func:`t_interval`) lies above zero: the resample of the smallest
     difference three times has probability 1/27 > 2.5%, so that interval's lower end is the
     smallest difference. With no effect it passes one time in eight."""
-    from scipy import stats
-
     return float(stats.norm.cdf(effect / sd)) ** seeds
 
 
@@ -248,8 +242,6 @@ def chance_interval_above(effect: float, sd: float, seeds: int, confidence: floa
     and standard deviation ``sd``: the noncentral t law of the t statistic (``seeds - 1``
     degrees of freedom, noncentrality ``effect * sqrt(seeds) / sd``) above the critical
     value. With no effect it is ``(1 - confidence) / 2``."""
-    from scipy import stats
-
     critical = stats.t.ppf((1 + confidence) / 2, seeds - 1)
     return float(stats.nct.sf(critical, seeds - 1, effect * math.sqrt(seeds) / sd))
 
@@ -257,8 +249,6 @@ def chance_interval_above(effect: float, sd: float, seeds: int, confidence: floa
 def chance_at_least(needed: int, tasks: int, chance: float) -> float:
     """The chance that at least ``needed`` of ``tasks`` independent tasks pass, each with
     ``chance``."""
-    from scipy import stats
-
     return float(stats.binom.sf(needed - 1, tasks, chance))
 
 
