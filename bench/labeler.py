@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.labeler_quality import helpful_probe
+from rl_bk.experiments.labeler_probes import helpful_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 

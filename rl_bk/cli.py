@@ -12,6 +12,7 @@ default it labels in this process with the configured backend and the shared lab
 
     rl-bk labels export FILE [--model M] [--task T]   the label store's rows as JSON lines
     rl-bk labels import FILE                        add an export's rows (a build made elsewhere)
+    rl-bk probe [--kinds preference,helpful] [--backend llamacpp]   agreement with the oracle
 
 An exported row names its backend and model (file name and SHA-256 prefix for a local GGUF)
 and the template version it was asked under, so imported labels key exactly as made.
@@ -209,6 +210,30 @@ def labels_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def probe_main(args: argparse.Namespace) -> int:
+    # kept light: the probe sets load the simulators, torch and each family's code
+    from rl_bk.experiments.labeler_probes import make_probes, probe_labeller, render_markdown
+    from rl_bk.labeling.backends.registry import make_backend
+
+    who = LabelerConfig(**_config(args).model_dump(include=set(LabelerConfig.model_fields)))
+    preflight(who)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    probes = make_probes(kinds, args.items, args.goal_states, args.action_states)
+    backend = make_backend(who)
+    model = getattr(backend, "model", None) or who.backend
+    name = f"oracle ({model})" if who.backend == "oracle" else model  # whose answers
+    log = lambda line: print(line, file=sys.stderr)  # noqa: E731 (progress beside the table)
+    results = {
+        "model": name,
+        **probe_labeller(backend, probes, text_items=args.text_items, log=log),
+    }
+    print(render_markdown({"results": {name: results}}))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"labeller": who.model_dump(), **results}, indent=1))
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
 def knowledge_main(args: argparse.Namespace) -> int:
     # kept light: the pipeline and the sweep layer load Ray, torch and the simulators
     from rl_bk.experiments import knowledge_pipeline as pipeline
@@ -296,6 +321,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task", help="export only this task's labels")
     p.add_argument("--store", dest="store_path", help="the SQLite label store file")
     p = sub.add_parser(
+        "probe",
+        help="how well a labeller agrees with the oracle, on probe sets made from the envs "
+        "(BK-Pref's and ONI's questions, ELLM's and BK-Goal's goals, BK-Code, GLAM's actions)",
+    )
+    p.add_argument(
+        "--kinds",
+        default="preference,helpful",
+        help="comma-separated: preference, helpful, goals-crafter, goals-babyai, code, "
+        "action-scores (default preference,helpful)",
+    )
+    p.add_argument("--items", type=int, default=200, help="items per closed kind (default 200)")
+    p.add_argument("--goal-states", type=int, default=50, help="states per goals kind")
+    p.add_argument("--action-states", type=int, default=100, help="states for action-scores")
+    p.add_argument(
+        "--text-items",
+        type=int,
+        default=0,
+        help="items of each closed kind also asked as text under the grammar (default 0)",
+    )
+    p.add_argument("--json", help="also write the results to this JSON file")
+    _add_backend_flags(p)
+    p = sub.add_parser(
         "knowledge",
         help="run the knowledge pipeline's stages (collect, "
         "build, show): BK's potentials, Motif's reward model, PTGM's "
@@ -338,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve": serve_main,
         "label": label_main,
         "labels": labels_main,
+        "probe": probe_main,
         "knowledge": knowledge_main,
     }
     try:
