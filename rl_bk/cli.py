@@ -20,6 +20,7 @@ and the template version it was asked under, so imported labels key exactly as m
     rl-bk knowledge collect --task T               BK stage 1: the trajectory dataset
     rl-bk knowledge build --task T [--kinds bk-code,...,ptgm,bc] [--backend oracle]
     rl-bk knowledge show --task T                  what is built, where, from whose labels
+    rl-bk knowledge compare --task T [--backends llamacpp,oracle]   side by side, per kind
 
 ``knowledge`` runs the BK pipeline's stages alone (``tune_run.py`` runs whatever is missing
 before a sweep); settings come from the task's ``knowledge:`` section.
@@ -251,7 +252,10 @@ def knowledge_main(args: argparse.Namespace) -> int:
     unknown = sorted(set(kinds) - set(KNOWLEDGE))
     if unknown:
         raise ValueError(f"unknown kinds {', '.join(unknown)}; valid: {', '.join(KNOWLEDGE)}")
-    if args.action == "collect":
+    if args.action == "compare":
+        backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+        print("\n".join(pipeline.compare_knowledge(task, kinds, backends, args.reference)))
+    elif args.action == "collect":
         print(f"dataset: {pipeline.collect_dataset(task, force=args.force)}")
     elif args.action == "build":
         for kind in kinds:
@@ -350,9 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "action",
-        choices=["collect", "build", "show"],
+        choices=["collect", "build", "show", "compare"],
         help="collect the dataset, build the knowledge (collecting first if "
-        "needed), or show what is built and where",
+        "needed), show what is built and where, or compare what --backends built",
     )
     p.add_argument("--task", required=True, help="a task name or YAML (tune_run.py --list)")
     p.add_argument(
@@ -363,6 +367,15 @@ def main(argv: list[str] | None = None) -> int:
         "--backend",
         choices=BACKENDS,
         help="labeler (default: the task's knowledge.labeler.backend)",
+    )
+    p.add_argument(
+        "--backends",
+        default="llamacpp,oracle",
+        help="compare: the labellers whose built knowledge to set side by side "
+        "(default llamacpp,oracle)",
+    )
+    p.add_argument(
+        "--reference", default="oracle", help="compare: the labeller the others are compared with"
     )
     p.add_argument("--force", action="store_true", help="rebuild even if built")
     p.add_argument(

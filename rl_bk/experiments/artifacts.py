@@ -160,13 +160,17 @@ class Knowledge:
     the labeler and the mission it was told). ``labelled``: built from a labeler's answers;
     False: from the dataset alone, one artifact whatever the backend. ``hand_written(task)``:
     the text of knowledge the task gives by hand in place of a labeler's, if any (BK-Code's
-    ``code.path``), hashed too; its folder is ``hand-<hash>``."""
+    ``code.path``), hashed too; its folder is ``hand-<hash>``. ``compare(task, backends,
+    reference, episodes)``: markdown lines on what each backend's built artifact holds beside
+    the ``reference`` backend's, over the dataset's ``episodes`` (``rl-bk knowledge compare``;
+    None: the kind has no comparison)."""
 
     kind: str
     build: Builder
     settings: Callable[[TaskConfig], dict[str, Any]]
     labelled: bool = True
     hand_written: Callable[[TaskConfig], str | None] | None = None
+    compare: Callable[[TaskConfig, list[str], str, list], list[str]] | None = None
 
     def folder(
         self, task: TaskConfig, backend: str | None = None, root: Path | None = None

@@ -41,6 +41,7 @@ from rl_bk.experiments.artifacts import (
     DONE,
     dataset_dir,
     dataset_env,
+    dataset_fingerprint,
     is_built,
 )
 from rl_bk.experiments.labelers import labeler_for
@@ -210,3 +211,26 @@ def publish_artifact(task: TaskConfig, kind: str, backend: str | None = None) ->
 
     location = published_location(task, kind, backend)
     return publish(artifact_dir(task, kind, backend), location)
+
+
+def compare_knowledge(
+    task: TaskConfig, kinds: list[str], backends: list[str], reference: str = "oracle"
+) -> list[str]:
+    """What each backend's built knowledge of each kind holds beside ``reference``'s, as
+    markdown lines (each kind's ``Knowledge.compare``; a kind without one is said so). Builds
+    nothing but the dataset, if it is missing."""
+    dataset = collect_dataset(task)
+    episodes = read_episodes(dataset)
+    lines = [
+        f"Task `{task.name}`, dataset `{dataset.name}` (fingerprint "
+        f"`{dataset_fingerprint(dataset)}`); labellers {', '.join(backends)}; reference: "
+        f"{reference}.",
+        "",
+    ]
+    for kind in kinds:
+        compare = knowledge_of(kind).compare
+        if compare is None:
+            lines += [f"## {kind}", "", "no comparison for this kind.", ""]
+        else:
+            lines += compare(task, backends, reference, episodes)
+    return lines

@@ -18,7 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rl_bk.experiments.artifacts import Knowledge, family_of, task_mission
+import numpy as np
+
+from rl_bk.experiments.artifacts import Knowledge, family_of, is_built, task_mission
+from rl_bk.experiments.labelers import labeler_for
 from rl_bk.experiments.task_config import TaskConfig
 from rl_bk.methods.base import (
     KNOWLEDGE_PARAMS,
@@ -133,6 +136,49 @@ def _build_goals(task: TaskConfig, labeler, episodes, folder: Path) -> dict:
     return {"goals": repr(goals)[:2000]}
 
 
+# ------------------------------------------------------------------- beside the reference's
+#: episodes of the dataset whose states two BK-Code potentials are compared on
+CODE_EPISODES = 50
+
+
+def _built_folders(knowledge: Knowledge, task: TaskConfig, backends: list[str]) -> dict:
+    folders = {b: knowledge.folder(task, b) for b in backends}
+    return {b: folder if is_built(folder) else None for b, folder in folders.items()}
+
+
+def _compare_code(task: TaskConfig, backends: list[str], reference: str, episodes) -> list[str]:
+    # kept light: the registry loads the family on use (module docstring)
+    from rl_bk.methods.bk.comparison import code_lines
+
+    return code_lines(_built_folders(CODE, task, backends), reference, episodes[:CODE_EPISODES])
+
+
+def _compare_pref(task: TaskConfig, backends: list[str], reference: str, episodes) -> list[str]:
+    # kept light: the registry loads the family on use (module docstring)
+    from rl_bk.methods.bk.comparison import preference_lines
+    from rl_bk.methods.bk.preference.training import label_pairs, preference_pairs
+
+    folders, p = _built_folders(PREF, task, backends), task.knowledge.preference
+    rng = np.random.default_rng(task.knowledge.dataset.seed)  # the pairs the builds labelled
+    mission = task_mission(task)
+    _, _, requests = preference_pairs(
+        episodes, p.pairs, p.horizon, family_of(task.env), mission, rng
+    )
+    choices = {}
+    for b, folder in folders.items():
+        if folder is not None:  # read back from the label store: the build asked these pairs
+            labels = label_pairs(labeler_for(task, b).build(), requests)
+            choices[b] = [None if lab is None else lab.choice for lab in labels]
+    return preference_lines(folders, reference, choices)
+
+
+def _compare_goals(task: TaskConfig, backends: list[str], reference: str, episodes) -> list[str]:
+    # kept light: the registry loads the family on use (module docstring)
+    from rl_bk.methods.bk.comparison import goal_lines
+
+    return goal_lines(_built_folders(GOAL, task, backends), reference)
+
+
 def _section(section) -> dict[str, Any]:
     # RL-time choices (how Phi is computed, not what it is) do not make a new artifact.
     return {"section": section.model_dump(mode="json", exclude={"served"})}
@@ -143,12 +189,19 @@ CODE = Knowledge(
     build=_build_code,
     settings=lambda task: _section(task.knowledge.code),
     hand_written=lambda task: hand_written_code(task) if task.knowledge.code.path else None,
+    compare=_compare_code,
 )
 PREF = Knowledge(
-    "bk-pref", build=_build_pref, settings=lambda task: _section(task.knowledge.preference)
+    "bk-pref",
+    build=_build_pref,
+    settings=lambda task: _section(task.knowledge.preference),
+    compare=_compare_pref,
 )
 GOAL = Knowledge(
-    "bk-goal", build=_build_goals, settings=lambda task: _section(task.knowledge.goals)
+    "bk-goal",
+    build=_build_goals,
+    settings=lambda task: _section(task.knowledge.goals),
+    compare=_compare_goals,
 )
 
 
