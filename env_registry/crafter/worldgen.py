@@ -62,7 +62,7 @@ def _noise_fields(simplex: opensimplex.OpenSimplex, area: tuple[int, int]) -> di
 @contextlib.contextmanager
 def _one_numba_thread():
     """noise3array is numba-parallel; on the few, busy cores of an env runner its threads
-    cost more than they save (a 64x64 field: 0.4 ms on one thread, 6.6 ms on two)."""
+    cost more than they save on a 64x64 field (their start and sync outweigh the work)."""
     try:
         import numba
     except ImportError:  # opensimplex then runs in plain Python

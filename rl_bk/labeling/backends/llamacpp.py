@@ -57,7 +57,7 @@ _INSTALL_LLAMA = "bash scripts/setup.sh --with-llm, or pip install 'rl-bk[llamac
 
 def _import_llama_cpp() -> Any:
     # ggml's CPU threads sync through OpenMP barriers; libgomp's default is to spin there. On
-    # a shared, busy node a descheduled thread then stalls the other: 2-10× slower, erratic.
+    # a shared, busy node a descheduled thread then stalls the others, and labelling crawls.
     # PASSIVE waits sleep instead. Effective only if libgomp is not loaded yet (read at load).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
