@@ -1,33 +1,10 @@
-"""The ``rl-bk`` command.
-
-    rl-bk serve [--backend oracle|llamacpp|vllm|openai|fake] [--config labeler.yaml] [--port 8000]
-    rl-bk label TASK FILE [--out labels.jsonl] [--criteria TEXT] [--url http://127.0.0.1:8000]
-
-``serve`` starts the labeler app on Ray Serve (a local Ray, or ``--address auto`` for a
-running cluster) and keeps it up until Ctrl-C. ``label`` labels a file: JSONL lines are
-requests of the task (``{"caption": ..., "task": ...}`` for helpful; pairs for preference),
-a ``.txt`` file is one caption per line (with ``--criteria`` as the task or mission). By
-default it labels in this process with the configured backend and the shared label store;
-``--url`` sends the batches to a running server instead.
-
-    rl-bk labels export FILE [--model M] [--task T]   the label store's rows as JSON lines
-    rl-bk labels import FILE                        add an export's rows (a build made elsewhere)
-    rl-bk probe [--kinds preference,helpful] [--backend llamacpp]   agreement with the oracle
-
-An exported row names its backend and model (file name and SHA-256 prefix for a local GGUF)
-and the template version it was asked under, so imported labels key exactly as made.
-
-    rl-bk knowledge collect --task T               BK stage 1: the trajectory dataset
-    rl-bk knowledge build --task T [--kinds bk-code,...,ptgm,bc] [--backend oracle]
-    rl-bk knowledge show --task T                  what is built, where, from whose labels
-    rl-bk knowledge compare --task T [--backends llamacpp,oracle]   side by side, per kind
-
-``knowledge`` runs the BK pipeline's stages alone (``tune_run.py`` runs whatever is missing
-before a sweep); settings come from the task's ``knowledge:`` section.
-
-Each subcommand imports Ray, the env packages and the knowledge pipeline inside its function,
-so that ``rl-bk --help`` and the label-store commands answer without loading Ray, torch, a
-simulator or a model.
+"""The ``rl-bk`` command: ``serve`` and ``label`` (the labeler app, and labelling a file),
+``labels export|import`` (the label store's rows), ``probe`` (a labeller's agreement with the
+oracle) and ``knowledge collect|build|show|compare`` (the BK pipeline's stages); ``rl-bk
+COMMAND --help`` lists each one's flags. Usage: docs/labeler.md and
+docs/methods.md#the-bk-pipeline. Each subcommand imports Ray, the env packages and the
+knowledge pipeline inside its function, so that ``rl-bk --help`` and the label-store commands
+answer without loading Ray, torch, a simulator or a model.
 """
 
 from __future__ import annotations

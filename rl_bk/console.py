@@ -1,13 +1,7 @@
 """A quiet console for the main job: Ray's warnings that tell a user nothing they can act on
-are not shown, unless ``RLBK_VERBOSE=1``.
-
-What is hidden: RLlib's "You are running PPO on the new API stack!" (this project uses only
-the new stack), its deprecation notice for ``RLModule(config=...)`` (raised inside RLlib's
-own module construction), Tune's notes on gputil, slow setups and each checkpoint written,
-and the ``SystemExit`` an env runner's ``__del__`` raises while its actor shuts down (Python
-prints it as "Exception ignored in ... EnvRunner.__del__"). Every other warning and error
-still shows. :func:`quiet_worker` is the Ray runtime env's ``worker_process_setup_hook``, so
-trial and env-runner processes are quiet too.
+are not shown (:func:`quiet_ray_logs` says which), unless ``RLBK_VERBOSE=1``; every other
+warning and error still shows. :func:`quiet_worker` is the Ray runtime env's
+``worker_process_setup_hook``, so trial and env-runner processes are quiet too.
 """
 
 from __future__ import annotations
@@ -41,7 +35,12 @@ def _ignore_actor_teardown(unraisable) -> None:
 
 
 def quiet_ray_logs() -> None:
-    """Hides the noise in this process (nothing with ``RLBK_VERBOSE=1``)."""
+    """Hides the noise in this process (nothing with ``RLBK_VERBOSE=1``): RLlib's "You are
+    running PPO on the new API stack!" (this project uses only the new stack), its deprecation
+    notice for ``RLModule(config=...)`` (raised inside RLlib's own module construction), Tune's
+    notes on gputil, slow setups and each checkpoint written, and the ``SystemExit`` an env
+    runner's ``__del__`` raises while its actor shuts down (Python prints it as "Exception
+    ignored in ... EnvRunner.__del__")."""
     if verbose():
         return
     for name, level in NOISY_LOGGERS.items():

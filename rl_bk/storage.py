@@ -1,12 +1,9 @@
 """Folders every node of a cluster can read: a shared mount, or a URI (``s3://``, ``gs://``,
-``file://``, any filesystem ``pyarrow.fs`` knows).
-
-A run with ``storage`` set publishes what trials read (knowledge artifacts: BK potentials,
-Motif and PTGM models) there, and Tune writes its results there, so a trial that lands on a
-worker node never looks in the driver's home folder. On a shared mount a location is a path
-and nothing is copied. Behind a URI, :func:`publish` uploads a built folder once and
-:func:`fetch` gives a node its local copy, downloaded once per node into
-``~/.cache/rl-bk/fetched/`` (or ``$RLBK_FETCH_DIR``), complete or not at all.
+``file://``, any filesystem ``pyarrow.fs`` knows). A run with ``storage`` set publishes what
+trials read (knowledge artifacts) there, so a trial on a worker node never looks in the
+driver's home folder: on a shared mount nothing is copied; behind a URI :func:`publish`
+uploads a built folder once and :func:`fetch` downloads it once per node. Details:
+docs/cluster.md#three-settings-that-make-a-sweep-work-across-nodes.
 """
 
 from __future__ import annotations
@@ -81,7 +78,8 @@ def fetch_root() -> Path:
 
 def fetch(location: str | os.PathLike) -> Path:
     """The folder at ``location`` as a local path: a path as it is; a URI downloaded once into
-    this node's fetch cache (to a temporary folder first, then renamed into place)."""
+    this node's fetch cache (``~/.cache/rl-bk/fetched/``, or ``$RLBK_FETCH_DIR``; to a
+    temporary folder first, then renamed into place, so it is complete or not there)."""
     if not is_uri(location):
         return Path(location)
     import pyarrow.fs  # kept light: only a URI needs pyarrow (rl-bk --help imports this)

@@ -1,24 +1,8 @@
 """The env runner every rl-bk trial samples with: RLlib's ``SingleAgentEnvRunner`` less
-per-step costs that change nothing a trial computes (``bench/results/peer_throughput.md``).
-
-- Its module stays in eval mode, and its forward passes do not set it again. RLlib's
-  ``TorchRLModule.forward_exploration`` (and ``forward_inference``) puts the module in eval
-  mode before every pass and back in training mode after it, a walk over every submodule per
-  switch and env step; an env runner's copy never trains.
-- Its env-to-module and module-to-env pipelines are one piece each
-  (:mod:`rl_bk.connectors.runner_pipelines`) where the task allows (one array observation,
-  discrete actions, no recurrent state, no pieces of the config's own); RLlib's otherwise.
-- Its vector env hands over each env's info dict as the env returned it, in a list: RLlib
-  wraps gymnasium's ``SyncVectorEnv``, which merges the infos into one dict of arrays, in
-  ``DictInfoToList``, which splits them again, every step.
-- RLlib's connector timers (each pipeline's, ``env_to_module_connector`` and
-  ``module_to_env_connector``, and each piece's under ``timers/connector_timers``, several per
-  env step) are not kept. The connectors still get the logger for their own metrics, and the
-  runner's own timers (sample, env step, reset, inference) stay.
-
-With them, RLlib's action normalisation is off (``ppo_config``): every rl-bk env acts in a
-discrete space, where it changes nothing but still deep-copies each step's actions. A
-continuous action space is refused here rather than left unnormalised.
+per-step costs that change nothing a trial computes (the module's eval/train switch, the merge
+and split of the envs' infos, the connector timers, and RLlib's general pipelines where
+one-piece ones do): :class:`LeanEnvRunner` says what each is. Beside RLlib's runner and the
+peers': ``bench/results/peer_throughput.md``.
 """
 
 from __future__ import annotations
@@ -78,7 +62,27 @@ class _ListInfosAsTheyAre(DictInfoToList):
 
 class LeanEnvRunner(SingleAgentEnvRunner):
     """``SingleAgentEnvRunner`` with the module in eval mode, infos passed as a list, no
-    per-connector timers, and one-piece pipelines where they apply."""
+    per-connector timers, and one-piece pipelines where they apply.
+
+    - Its module stays in eval mode, and its forward passes do not set it again. RLlib's
+      ``TorchRLModule.forward_exploration`` (and ``forward_inference``) puts the module in eval
+      mode before every pass and back in training mode after it, a walk over every submodule
+      per switch and env step; an env runner's copy never trains.
+    - Its env-to-module and module-to-env pipelines are one piece each
+      (:mod:`rl_bk.connectors.runner_pipelines`) where the task allows (one array observation,
+      discrete actions, no recurrent state, no pieces of the config's own); RLlib's otherwise.
+    - Its vector env hands over each env's info dict as the env returned it, in a list: RLlib
+      wraps gymnasium's ``SyncVectorEnv``, which merges the infos into one dict of arrays, in
+      ``DictInfoToList``, which splits them again, every step.
+    - RLlib's connector timers (each pipeline's, ``env_to_module_connector`` and
+      ``module_to_env_connector``, and each piece's under ``timers/connector_timers``, several
+      per env step) are not kept. The connectors still get the logger for their own metrics,
+      and the runner's own timers (sample, env step, reset, inference) stay.
+
+    With them, RLlib's action normalisation is off (``ppo_config``): every rl-bk env acts in a
+    discrete space, where it changes nothing but still deep-copies each step's actions. A
+    continuous action space is refused here rather than left unnormalised.
+    """
 
     def __init__(self, *, config, **kwargs):
         super().__init__(config=config, **kwargs)

@@ -1,11 +1,8 @@
-"""What every rl-bk method trains on: the env reward times the task's ``extrinsic_coeff``,
-plus the reward terms the method adds (none for the baselines).
-
-A method that rewrites rewards overrides :meth:`RewardTermsMixin.reward_terms`; the mixin
-puts one :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece in the
-learner pipeline for them, or none when there is nothing to rewrite. The coefficient is the
-task file's ``ppo.extrinsic_coeff``, shared by every method of a task, so that a comparison's
-rows differ by the method alone (BK's tasks: BK's 10 x for every row).
+"""What every rl-bk method trains on: the env reward times the task's ``ppo.extrinsic_coeff``
+(shared by every method of a task, so that a comparison's rows differ by the method alone),
+plus the terms the method's :meth:`RewardTermsMixin.reward_terms` adds, in one
+:class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece (none when there is
+nothing to rewrite). Details: docs/architecture.md#where-to-add-a-new-method.
 """
 
 from __future__ import annotations

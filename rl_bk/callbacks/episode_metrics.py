@@ -1,18 +1,8 @@
-"""Per-episode task metrics, logged from the env runners at the end of each episode.
-
-RLlib reports returns and lengths by itself; what a comparison of methods also needs is
-whether the task was solved, which this callback reads from the env's final ``info``
-(the contract in ``env_registry/spec.py``):
-
-- ``success_rate``: mean of ``info["success"]`` over the episodes of the report (RLlib 2.60
-  clears env-runner metrics at each report, so the window below rarely fills; the results
-  tables re-smooth over the last 100 episodes: rl_bk/experiments/results.py);
-- Crafter: ``achievements_per_episode`` and, for each of the 22 achievements,
-  ``achievement/<name>``: the fraction of episodes that unlocked it (the input of the
-  Crafter score, which the results table computes);
-- NetHack: ``game_score_mean``, the in-game score at episode end.
-
-Nothing here runs per step: one dictionary read per finished episode.
+"""Per-episode task metrics, logged from the env runners at the end of each episode: whether
+the task was solved, Crafter's achievements and NetHack's game score, read from the env's final
+``info`` (the contract in ``env_registry/spec.py``; :class:`EpisodeMetricsCallback` lists
+them). RLlib reports returns and lengths by itself. Nothing here runs per step: one dictionary
+read per finished episode.
 """
 
 from __future__ import annotations
@@ -46,6 +36,17 @@ TRAINED_ENV_STEPS = "trained_env_steps"
 
 
 class EpisodeMetricsCallback(RLlibCallback):
+    """Logs, per finished episode:
+
+    - ``success_rate``: mean of ``info["success"]`` over the episodes of the report (RLlib 2.60
+      clears env-runner metrics at each report, so the window rarely fills; the results
+      tables re-smooth over the last 100 episodes: rl_bk/experiments/results.py);
+    - Crafter: ``achievements_per_episode`` and, for each of the 22 achievements,
+      ``achievement/<name>``: the fraction of episodes that unlocked it (the input of the
+      Crafter score, which the results table computes);
+    - NetHack: ``game_score_mean``, the in-game score at episode end.
+    """
+
     def on_episode_end(self, *, episode, metrics_logger=None, **kwargs) -> None:
         if metrics_logger is None:
             return

@@ -1,24 +1,9 @@
 """The env runner's two pipelines for what every rl-bk task samples with (one array
 observation, a discrete action, a policy without memory), each one piece that does per step
-only the work these tasks need.
-
-RLlib's default pipelines (seven pieces to the module, six back) also handle dict spaces,
-multi-agent mappings, time ranks and recurrent states, and unbatch every column item by item.
-These two give the module and the env the same values, dtypes included, converting arrays
-and tensors directly where RLlib's converters walk every structure item by item
-(``tree.map_structure``); a nested output still goes through RLlib's:
-
-- :class:`LatestObservationsToTensor`: each episode's latest observation, stacked into one
-  tensor (RLlib's ``AddObservationsFromEpisodesToBatch``, ``BatchIndividualItems`` and
-  ``NumpyToTensor``, for one module and no time rank);
-- :class:`ActionsToVectorEnv`: actions sampled from the module's distribution inputs
-  (RLlib's ``GetActions``; a categorical's sample and log-probability computed by the same
-  tensor operations, in the same order, without building its two distribution objects),
-  converted to numpy as RLlib converts them, the actions as one array for the vector env and
-  every other column as one item per env (RLlib's ``TensorToNumpy``,
-  ``UnBatchToIndividualItems`` and ``ListifyDataForVectorEnv``).
-
-:func:`lean_pipelines` builds them where they apply and says why not where they do not.
+only the work these tasks need, giving the module and the env the same values, dtypes
+included, as RLlib's default pipelines (which also handle dict spaces, multi-agent mappings,
+time ranks and recurrent states). :func:`lean_pipelines` builds them where they apply and says
+why not where they do not.
 """
 
 from __future__ import annotations
@@ -40,7 +25,9 @@ from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
 class LatestObservationsToTensor(ConnectorV2):
     """The module's input: every episode's latest observation, in episode order, as one
-    tensor."""
+    tensor (RLlib's ``AddObservationsFromEpisodesToBatch``, ``BatchIndividualItems`` and
+    ``NumpyToTensor``, for one module and no time rank), converted directly where RLlib's
+    converters walk every structure item by item (``tree.map_structure``)."""
 
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None, **kwargs):
         latest = np.stack([episode.get_observations(-1) for episode in episodes])
@@ -74,7 +61,14 @@ def _to_numpy(value: Any) -> Any:
 
 class ActionsToVectorEnv(ConnectorV2):
     """The env's input: the sampled actions as one array, and each other output of the
-    module (log-probabilities, distribution inputs) as one item per env for its episode."""
+    module (log-probabilities, distribution inputs) as one item per env for its episode.
+
+    The actions are sampled from the module's distribution inputs as RLlib's ``GetActions``
+    samples them (a categorical's sample and log-probability computed by the same tensor
+    operations, in the same order, without building its two distribution objects), and
+    converted to numpy as RLlib's ``TensorToNumpy``, ``UnBatchToIndividualItems`` and
+    ``ListifyDataForVectorEnv`` convert them; a nested output still goes through RLlib's.
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -1,12 +1,8 @@
 """The APPO every rl-bk method's ``algorithm: appo`` form builds on: RLlib's APPO, with a
-learner thread that waits for batches instead of polling for them.
-
-- :mod:`.config`: :class:`BaseAPPOConfig`, RLlib's ``APPOConfig`` with
-  :class:`BaseAPPOTorchLearner` as its learner;
-- :mod:`.learner`: :class:`BaseAPPOTorchLearner` and the :class:`WaitingCircularBuffer` its
-  learner thread reads batches from.
-
-The names load lazily, so that the settings import without the RLlib classes.
+learner thread that waits for batches instead of polling for them (:mod:`.config`:
+:class:`BaseAPPOConfig`; :mod:`.learner`: :class:`BaseAPPOTorchLearner` and the
+:class:`WaitingCircularBuffer` its learner thread reads). The names load lazily, so that the
+settings import without the RLlib classes.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """APPO's torch learner, with a learner thread that sleeps until a batch arrives.
 
-RLlib's APPO learner trains in a thread that takes batches from a ``CircularBuffer``, whose
-``get()`` polls an empty buffer every 0.1 ms (``while len(self) == 0: time.sleep(0.0001)``).
-When sampling is the bound, the buffer is empty most of the time, and those ten thousand
-wake-ups a second take CPU from the driver process, which on a machine of few cores the env
-runners need. On two quiet cores it is a small cost (``bench/results/env_throughput.md``:
-NetHack-Text's task layout 3,782 env steps/s against 3,535 with RLlib's thread, BabyAI's
-820 against 751, or no difference); it grows with everything else that wants the CPU.
-
-:class:`WaitingCircularBuffer` is RLlib's buffer (the same N batches, each sampled at most K
-times, uniformly) whose ``get()`` waits on a condition that ``put()`` notifies.
+RLlib's learner thread polls its empty ``CircularBuffer`` every 0.1 ms, CPU that the env
+runners need on a machine of few cores; :class:`WaitingCircularBuffer` is the same buffer (the
+same N batches, each sampled at most K times) whose ``get()`` waits on a condition that
+``put()`` notifies. Details: docs/methods.md#ppo-or-appo.
 """
 
 from __future__ import annotations

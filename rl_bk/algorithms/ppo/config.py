@@ -1,14 +1,7 @@
 """RLlib's PPO with the loss options (and the time-limit convention) of CleanRL-style PPO
 code, which BK's ``train_rs.py`` (mansicer/background-knowledge-rl) and RND's reference
-implementation use.
-
-    config = (BasePPOConfig()
-              .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
-              .training(value_loss="cleanrl", advantage_normalization="minibatch",
-                        adam_epsilon=1e-5, grad_clip=None))
-
-The defaults are RLlib's own behaviour, so a config that sets none of the three is RLlib's
-PPO. Every rl-bk method's config subclasses this one, so the options apply to all of them.
+implementation use. The defaults are RLlib's own behaviour, and every rl-bk method's config
+subclasses this one, so the options apply to all of them.
 """
 
 from __future__ import annotations
@@ -34,6 +27,15 @@ TORCH_ADAM_EPSILON = 1e-8
 
 
 class BasePPOConfig(RewardTermsMixin, PPOConfig):
+    """RLlib's ``PPOConfig`` with CleanRL's loss options, each RLlib's by default, so a config
+    that sets none of them is RLlib's PPO::
+
+        config = (BasePPOConfig()
+                  .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
+                  .training(value_loss="cleanrl", advantage_normalization="minibatch",
+                            adam_epsilon=1e-5, grad_clip=None))
+    """
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
         self.value_loss: Literal["rllib", "cleanrl"] = "rllib"

@@ -1,20 +1,7 @@
-"""BK's policy network over BabyAI's 7x7x3 view, as an RLlib RLModule.
-
-BK's ``IntrinsicAgent`` (mansicer/background-knowledge-rl, ``models/networks.py``), which its
-``train_rs.py`` trains for every method:
-
-- input: the view as 3 channels (object, colour, state) of 7x7, each divided by its range
-  (10, 5, 3: ``babyai_envs/wrappers.py``'s ``ImageObsWrapper``); BK's agent never sees the
-  mission;
-- torso, shared by every head: three 3x3 convolutions (32, 64, 64 channels, padding 1, ReLU),
-  flattened, a linear layer to 512 (no activation after it); torch's default initialisation;
-- policy: 512 -> ReLU(512) -> actions (orthogonal, gain 0.01 both);
-- values: ``h + ReLU(W h)`` (orthogonal gain 0.1) read by an extrinsic and an intrinsic head
-  (orthogonal gain 0.01). PPO trains the extrinsic one; RND-PPO both.
-
-rl-bk's BabyAI observation is the flat view divided by 10, then the mission's code
-(:mod:`env_registry.babyai.env`); this module takes the view back out of it.
-:class:`GridConvAPPOModule` is the same network with the target copy APPO's loss needs.
+"""BK's policy network over BabyAI's 7x7x3 view, as an RLlib RLModule: BK's ``IntrinsicAgent``
+(mansicer/background-knowledge-rl, ``models/networks.py``), which its ``train_rs.py`` trains
+for every method. :class:`GridConvPPOModule` gives its layers; :class:`GridConvAPPOModule` is
+the same network with the target copy APPO's loss needs.
 """
 
 from __future__ import annotations
@@ -60,7 +47,21 @@ def grid_from_observation(obs):
 
 
 class GridConvPPOModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
-    """BK's network (see the module docstring). ``model_config``: ``hidden`` (512)."""
+    """BK's network. ``model_config``: ``hidden`` (512).
+
+    - input: the view as 3 channels (object, colour, state) of 7x7, each divided by its range
+      (10, 5, 3: ``babyai_envs/wrappers.py``'s ``ImageObsWrapper``); BK's agent never sees the
+      mission;
+    - torso, shared by every head: three 3x3 convolutions (32, 64, 64 channels, padding 1,
+      ReLU), flattened, a linear layer to 512 (no activation after it); torch's default
+      initialisation;
+    - policy: 512 -> ReLU(512) -> actions (orthogonal, gain 0.01 both);
+    - values: ``h + ReLU(W h)`` (orthogonal gain 0.1) read by an extrinsic and an intrinsic
+      head (orthogonal gain 0.01). PPO trains the extrinsic one; RND-PPO both.
+
+    rl-bk's BabyAI observation is the flat view divided by 10, then the mission's code
+    (:mod:`env_registry.babyai.env`); :func:`grid_from_observation` takes the view back out.
+    """
 
     @override(TorchRLModule)
     def setup(self):

@@ -1,18 +1,7 @@
-"""PPO's loss with the options of :class:`~rl_bk.algorithms.ppo.config.BasePPOConfig`.
-
-With RLlib's options (``value_loss="rllib"``, ``advantage_normalization="batch"``) the loss
-is RLlib's own. Otherwise it is CleanRL's, as BK's ``train_rs.py`` computes it per minibatch
-(mansicer/background-knowledge-rl)::
-
-    A     = (A - mean(A)) / (std(A) + 1e-8)                  # "minibatch": over the minibatch
-    L_pi  = mean(max(-A r, -A clip(r, 1 - eps, 1 + eps)))
-    L_v   = 0.5 mean(max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2))  # "cleanrl"
-    loss  = L_pi + vf_loss_coeff L_v - entropy_coeff mean(H)
-
-``V_old`` is the value the critic gave the sample before the update; RLlib's GAE connector
-drops it after use, so :class:`KeepValuePredictions` keeps it in the batch (one more critic
-pass per train batch). The 0.5 is CleanRL's: with ``vf_loss_coeff`` 0.5 the squared error's
-weight is 0.25, half of RLlib's.
+"""PPO's loss with the options of :class:`~rl_bk.algorithms.ppo.config.BasePPOConfig`: with
+RLlib's options it is RLlib's own, otherwise CleanRL's, computed per minibatch as BK's
+``train_rs.py`` computes it (mansicer/background-knowledge-rl); :class:`BasePPOTorchLearner`
+gives the formula.
 """
 
 from __future__ import annotations
@@ -82,6 +71,20 @@ def cleanrl_value_loss(values, old_values, targets, clip: float):
 
 
 class BasePPOTorchLearner(PPOTorchLearner):
+    """RLlib's PPO loss with RLlib's options (``value_loss="rllib"``,
+    ``advantage_normalization="batch"``); otherwise CleanRL's::
+
+        A     = (A - mean(A)) / (std(A) + 1e-8)                  # "minibatch": per minibatch
+        L_pi  = mean(max(-A r, -A clip(r, 1 - eps, 1 + eps)))
+        L_v   = 0.5 mean(max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2))  # "cleanrl"
+        loss  = L_pi + vf_loss_coeff L_v - entropy_coeff mean(H)
+
+    ``V_old`` is the value the critic gave the sample before the update; RLlib's GAE connector
+    drops it after use, so :class:`KeepValuePredictions` keeps it in the batch (one more critic
+    pass per train batch). The 0.5 is CleanRL's: with ``vf_loss_coeff`` 0.5 the squared
+    error's weight is 0.25, half of RLlib's.
+    """
+
     @override(PPOTorchLearner)
     def build(self) -> None:
         super().build()

@@ -1,18 +1,7 @@
-"""The one view of an episode chunk of a train batch, for learner pieces that rewrite rewards
-after PPO's ``AddOneTsToEpisodesAndTruncate``: every reward term (BK's shaping, ELLM's and
-ONI's intrinsic rewards, PTGM's KL) reads its chunks through :class:`EpisodeChunk`.
-
-A chunk's real steps exclude the artificial last step PPO appends, and its episode is named
-by the episode's own id, the same in every chunk of it: RLlib renames chunks per train batch
-(:mod:`.rllib_internals`, where what this relies on of RLlib's internals is kept), so
-anything a term keeps per episode (ELLM's goals already paid, ONI's caption counts, the last
-potential of a chunk) is keyed by :attr:`EpisodeChunk.episode_id`; keyed by ``episode.id_``
-it would restart at every train batch.
-
-The view reads the episode's data on first use and keeps it, so a term pays only for what it
-reads, and two terms reading the same column read it once. Knowledge sources, which read the
-offline dataset too, get the chunk as the dataset's :class:`~rl_bk.knowledge.trajectory.Chunk`
-(:meth:`EpisodeChunk.as_chunk`).
+"""The one view of an episode chunk of a train batch, for the learner pieces that rewrite
+rewards after PPO's ``AddOneTsToEpisodesAndTruncate``: every reward term (BK's shaping, ELLM's
+and ONI's intrinsic rewards, PTGM's KL) reads its chunks through :class:`EpisodeChunk`, which
+says what it holds and why a term keys what it keeps by the episode's own id.
 """
 
 from __future__ import annotations
@@ -48,7 +37,19 @@ class Stream(NamedTuple):
 
 class EpisodeChunk:
     """The ``steps`` real steps of one RLlib single-agent episode chunk (``episode``), under
-    its episode's own id (``episode_id``)."""
+    its episode's own id (``episode_id``).
+
+    The real steps exclude the artificial last step PPO appends. The episode's own id is the
+    same in every chunk of it: RLlib renames chunks per train batch (:mod:`.rllib_internals`),
+    so anything a term keeps per episode (ELLM's goals already paid, ONI's caption counts, the
+    last potential of a chunk) is keyed by :attr:`episode_id`; keyed by ``episode.id_`` it
+    would restart at every train batch.
+
+    The view reads the episode's data on first use and keeps it, so a term pays only for what
+    it reads, and two terms reading the same column read it once. Knowledge sources, which
+    read the offline dataset too, get the chunk as the dataset's
+    :class:`~rl_bk.knowledge.trajectory.Chunk` (:meth:`as_chunk`).
+    """
 
     def __init__(self, episode: Any, steps: int, episode_id: str):
         self.episode, self.steps, self.episode_id = episode, int(steps), episode_id

@@ -1,21 +1,9 @@
-"""Intrinsic rewards added to a train batch's rewards, once per batch: a reward term of the
-learner's :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece (after PPO's
-``AddOneTsToEpisodesAndTruncate``, before GAE). It hands every episode chunk of the
-batch to one ``reward_fn`` call (one model pass, one label-store lookup, one embedding call
-per batch; never one per env step) and rewrites each real step's reward:
-
-    r'_t = extrinsic_coeff * r_t + intrinsic_t
-
-``reward_fn`` returns the intrinsic term already weighted (ONI's ``llm_coeff * r_int *
-N^-beta``, ELLM's goal-match reward), so methods keep their own formulas. The artificial last
-step PPO appends (reward 0, masked out of the loss) is left untouched. The env runners never
-see the rewrite: the episode return RLlib reports stays the environment's, and this term logs
-``intrinsic_reward_mean`` (per step) and ``intrinsic_return_mean`` (per chunk) beside it,
-plus the source's own counters under ``intrinsic/``.
-
-The reward function gets the learner's RLModule too, so an online reward model that lives in
-it as a learner-only module (ONI's classifier and ranking model) scores with the weights the
-learner trains.
+"""Intrinsic rewards added to a train batch's rewards, once per batch: the reward term
+(:class:`IntrinsicReward`) through which ELLM, ONI and Motif put ``r'_t = extrinsic_coeff *
+r_t + intrinsic_t`` in the learner's
+:class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece, before GAE, with one
+``reward_fn`` call per batch, never one per env step. Details:
+docs/methods.md#online-labelling-ellm-and-oni.
 """
 
 from __future__ import annotations
@@ -44,7 +32,16 @@ class IntrinsicReward:
     :class:`~rl_bk.connectors.learner.reward_rewrite.RewardTerm` of
     :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`: ``reward_fn`` sees the
     batch's chunks (:class:`~rl_bk.connectors.learner.episode_chunks.EpisodeChunk`), once
-    per batch."""
+    per batch (one model pass, one label-store lookup, one embedding call per batch).
+
+    ``reward_fn`` returns the intrinsic term already weighted (ONI's ``llm_coeff * r_int *
+    N^-beta``, ELLM's goal-match reward), so methods keep their own formulas. It gets the
+    learner's RLModule too, so an online reward model that lives in it as a learner-only
+    module (ONI's classifier and ranking model) scores with the weights the learner trains.
+    The term logs ``intrinsic_reward_mean`` (per step) and ``intrinsic_return_mean`` (per
+    chunk) beside the environment's return, plus the source's own counters under
+    ``intrinsic/``.
+    """
 
     def __init__(self, reward_fn: IntrinsicRewardFn):
         self.reward_fn = reward_fn

@@ -1,24 +1,9 @@
-"""The one learner piece that rewrites rewards before GAE, from reward terms.
-
-    r'_t = extrinsic_coeff * r_t + sum over terms of term_t
-
-(with no term, a rescaled env reward: BK's PPO baseline trains on 10 x the env reward).
-
-Where it sits: a learner ConnectorV2 piece on episodes, right after the
-``AddOneTsToEpisodesAndTruncate`` of PPO and APPO and before the batch is built, so GAE (PPO)
-or V-trace (APPO) sees the rewritten rewards (the base configs put it there with
-:func:`add_reward_rewrite`, for the terms a method's ``reward_terms()`` returns:
-:mod:`rl_bk.algorithms.reward_terms`). Each term is called once
-per train batch with every episode chunk of the batch (one model pass, one label-store lookup,
-one Serve call per batch; never one per env step) and returns its addition to each chunk's
-real steps. Every term reads the environment's rewards, not another term's. The artificial
-last step PPO appends (reward 0, masked out of the loss) is left untouched, and the env
-runners never see the rewrite: the episode return RLlib reports stays the environment's.
-
-The terms: BK's potential-based shaping (:mod:`rl_bk.methods.bk.potential_shaping`),
-ELLM's and ONI's intrinsic rewards (:mod:`.intrinsic_rewards`) and PTGM's KL penalty
-(:mod:`rl_bk.methods.ptgm.prior_kl`).
-Each logs its own metrics (:meth:`RewardTerm.batch_metrics`), under the names it always had.
+"""The one learner piece that rewrites rewards before GAE, from reward terms:
+``r'_t = extrinsic_coeff * r_t + sum over terms of term_t`` (with no term, a rescaled env
+reward: BK's PPO baseline trains on 10 x the env reward). The terms: BK's potential-based
+shaping, ELLM's, ONI's and Motif's intrinsic rewards (:mod:`.intrinsic_rewards`) and PTGM's KL
+penalty. Where it sits and why: :class:`RewriteRewards`, and
+docs/architecture.md#data-flow-from-the-environment-to-ppos-loss.
 """
 
 from __future__ import annotations
@@ -45,7 +30,20 @@ class RewardTerm(Protocol):
 
 
 class RewriteRewards(ConnectorV2):
-    """``r' = extrinsic_coeff * r + sum(terms)`` on every real step (see the module)."""
+    """``r' = extrinsic_coeff * r + sum(terms)`` on every real step.
+
+    A learner ConnectorV2 piece on episodes, right after the ``AddOneTsToEpisodesAndTruncate``
+    of PPO and APPO and before the batch is built, so GAE (PPO) or V-trace (APPO) sees the
+    rewritten rewards (the base configs put it there with :func:`add_reward_rewrite`, for the
+    terms a method's ``reward_terms()`` returns: :mod:`rl_bk.algorithms.reward_terms`). Each
+    term is called once per train batch with every episode chunk of the batch (one model pass,
+    one label-store lookup, one Serve call per batch; never one per env step) and returns its
+    addition to each chunk's real steps. Every term reads the environment's rewards, not
+    another term's. The artificial last step PPO appends (reward 0, masked out of the loss) is
+    left untouched, and the env runners never see the rewrite: the episode return RLlib
+    reports stays the environment's. Each term logs its own metrics
+    (:meth:`RewardTerm.batch_metrics`), under the names it always had.
+    """
 
     def __init__(
         self,

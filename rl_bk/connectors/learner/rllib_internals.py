@@ -1,13 +1,9 @@
 """What the learner pieces here rely on of RLlib 2.60's PPO learner pipeline beyond its public
-API, in one place (the module to check when Ray is upgraded).
-
-``AddOneTsToEpisodesAndTruncate`` (ray/rllib/connectors/learner/
-add_one_ts_to_episodes_and_truncate.py) appends one artificial step to every chunk of the
-train batch (reward 0, masked out of the loss), says so in ``shared_data`` under
-:data:`ADDED_ONE_TS`, and renames every chunk ``<episode id>_<index in batch>`` so that chunks
-stay apart in the batch. The next chunk of the same episode, in the next train batch, gets
-another index, so anything kept per episode must be keyed by the id before the suffix
-(:func:`episode_id_of`).
+API, in one place (the module to check when Ray is upgraded): ``AddOneTsToEpisodesAndTruncate``
+appends one artificial step to every chunk of the train batch (reward 0, masked out of the
+loss), says so in ``shared_data`` under :data:`ADDED_ONE_TS`, and renames every chunk
+``<episode id>_<index in batch>``, another index in each batch, so anything kept per episode
+is keyed by the id before the suffix (:func:`episode_id_of`).
 """
 
 from __future__ import annotations

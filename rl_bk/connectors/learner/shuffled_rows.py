@@ -1,17 +1,7 @@
 """A learner piece that puts the train batch's rows in random order, so that PPO's first
-epoch draws random minibatches as every later epoch does.
-
-RLlib's minibatch iterator (``MiniBatchCyclicIterator``, ray 2.60) shuffles a batch only when
-it wraps around to its start, so the first epoch takes the rows in the order the connectors
-built them: one episode chunk after another. With BK's 8 envs x 128 steps in minibatches of
-256, each minibatch of the first epoch is two envs' consecutive steps, and per-minibatch
-advantage normalisation normalises over those two. CleanRL's PPO, and BK's ``train_rs.py``
-(mansicer/background-knowledge-rl) with it, shuffle the sample indices before every epoch
-(``np.random.shuffle(b_inds)``), the first included.
-
-It runs last, after GAE (which needs the rows in time order), and only on modules without
-state: a recurrent module's rows are sequences. APPO's V-trace reads its rows in time order;
-its learners never run this piece.
+epoch draws random minibatches as every later epoch does, as CleanRL's PPO and BK's
+``train_rs.py`` (mansicer/background-knowledge-rl) draw them; RLlib's minibatch iterator
+shuffles only from the second epoch. Details: docs/methods.md#bk-bk-code-bk-pref-bk-goal.
 """
 
 from __future__ import annotations
@@ -35,7 +25,12 @@ def _take(column: Any, order: np.ndarray) -> Any:
 
 
 class ShuffleTrainBatch(ConnectorV2):
-    """Permutes every column of each stateless module's batch by one random order."""
+    """Permutes every column of each stateless module's batch by one random order.
+
+    It runs last, after GAE (which needs the rows in time order), and only on modules without
+    state: a recurrent module's rows are sequences. APPO's V-trace reads its rows in time
+    order; its learners never run this piece.
+    """
 
     def __init__(
         self,

@@ -1,15 +1,7 @@
 """A learner piece that reads an episode's time limit as its end (no bootstrap), as BK's
-``train_rs.py`` (mansicer/background-knowledge-rl) and CleanRL's PPO do: they pass GAE
-``done = terminated or truncated``, so the last step of an episode that ran out of time has
-no value after it. RLlib bootstraps there (the state could have gone on). On BabyAI every
-failed episode runs out at the time limit, so the choice sets the value targets of every
-failure.
-
-It runs first in the learner pipeline, before PPO's ``AddOneTsToEpisodesAndTruncate``, which
-marks every unfinished chunk truncated so it can bootstrap chunk boundaries: only episodes the
-env itself truncated (``is_truncated`` with the env done) are turned into terminated ones;
-a chunk cut mid-episode is not done and keeps its bootstrap. Only the learner's copy of the
-episode changes: the env runners and their metrics never see it.
+``train_rs.py`` (mansicer/background-knowledge-rl) and CleanRL's PPO do; RLlib bootstraps
+there. On BabyAI every failed episode runs out at the time limit, so the choice sets the value
+targets of every failure.
 """
 
 from __future__ import annotations
@@ -21,6 +13,16 @@ from ray.rllib.utils.annotations import override
 
 
 class TimeLimitAsTermination(ConnectorV2):
+    """Turns the episodes the env itself truncated into terminated ones, as BK and CleanRL
+    pass GAE ``done = terminated or truncated``.
+
+    It runs first in the learner pipeline, before PPO's ``AddOneTsToEpisodesAndTruncate``,
+    which marks every unfinished chunk truncated so it can bootstrap chunk boundaries: only
+    episodes the env truncated (``is_truncated`` with the env done) change; a chunk cut
+    mid-episode is not done and keeps its bootstrap. Only the learner's copy of the episode
+    changes: the env runners and their metrics never see it.
+    """
+
     @override(ConnectorV2)
     def __call__(
         self,
