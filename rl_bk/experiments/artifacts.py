@@ -1,26 +1,8 @@
 """Knowledge artifacts: what a knowledge kind is (:class:`Knowledge`), and where its folders
-are, built and published.
-
-    dataset  -> <root>/datasets/<env>-<hash>/
-    <kind>   -> <root>/<data env>/<kind>/<backend>-<hash>/   (a kind built with a labeler)
-                <root>/<data env>/<kind>/unlabelled-<hash>/  (from the dataset alone)
-                <root>/<data env>/<kind>/hand-<hash>/        (hand-written, as BK-Code's can be)
-
-Each folder's name carries a hash of every setting that shaped it (the kind's settings, the
-labeler, the dataset's own hash, and the mission the labeler was told, if any), and nothing
-else: the task's name is not part of it. So knowledge built on a pre-training env without the
-mission (BK's setting) is one artifact that every task sharing that dataset and those settings
-reuses, as BK reuses its knowledge on all its downstream tasks; a goal-aware build gets one
-artifact per mission. A changed setting builds a new artifact and an unchanged one is reused.
-A folder counts as built once ``DONE.json`` is in it: an interrupted build is redone, never
-half-used. The root is the task's ``knowledge.dir`` (``tune_run.py`` sets it for its trials),
-else ``$RLBK_KNOWLEDGE_DIR`` or ``~/.cache/rl-bk/knowledge`` (on a cluster, storage every node
-sees).
-
-The kinds themselves are declared with their methods (:mod:`rl_bk.methods.registry`); the
-stages that build them are :mod:`rl_bk.experiments.knowledge_pipeline`'s. The method
-registry imports this module, so the env families (and their simulators) load inside the
-functions that need them.
+are, built and published. A folder's name carries a hash of every setting that shaped it and
+not the task's name, so knowledge built without the mission (BK's setting) is one artifact
+every task sharing its dataset and settings reuses; a folder counts as built once
+``DONE.json`` is in it. Layout: docs/methods.md#knowledge-artifacts-on-disk.
 """
 
 from __future__ import annotations

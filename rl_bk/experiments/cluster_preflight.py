@@ -1,15 +1,9 @@
 """Checks, before any knowledge build or trial starts, that a sweep attached to a Ray cluster
-of several nodes can work there: every folder its trials read or write must be one that
-every node sees. Without it a trial on another node dies at its first checkpoint ("Unable to
-set up cluster storage"), or reads knowledge or labels that are not there.
-
-- Tune's storage (``--storage`` / ``$RLBK_STORAGE`` / the task's ``storage:``) must be set,
-  and, when it is a path rather than a URI, be the same folder on every node;
-- a label store that trials write themselves (methods that label online, without the sweep's
-  Serve labeler) must be such a folder too.
-
-"Sees" is tested, not assumed: a marker file written here must exist, from a zero-CPU task
-pinned to each alive node.
+of several nodes can work there: Tune's storage, and a label store that trials write
+themselves, must each be one folder every node sees. Without it a trial on another node dies
+at its first checkpoint ("Unable to set up cluster storage"), or reads knowledge or labels
+that are not there. "Sees" is tested, not assumed: a marker file written here must exist from
+a zero-CPU task pinned to each alive node. Details: docs/cluster.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """The offline knowledge pipeline, stage by stage: collect a dataset, label it, build each
 knowledge kind's artifact (a potential for BK, a reward model for Motif, PTGM's pre-trained
-models, BC-PPO's pairs).
-
-    collect  -> <root>/datasets/<env>-<hash>/              (Parquet, rl_bk.knowledge.dataset)
-    bk-code  -> <root>/<data env>/bk-code/<backend>-<hash>/  (code-final.py, history.json)
-    bk-pref  -> <root>/<data env>/bk-pref/<backend>-<hash>/  (model.pt, report.json)
-    bk-goal  -> <root>/<data env>/bk-goal/<backend>-<hash>/  (goals.json, sentence_vectors.npz)
-    motif    -> <root>/<data env>/motif/<backend>-<hash>/    (motif_model.pt, motif.json)
-    ptgm     -> <root>/<data env>/ptgm/unlabelled-<hash>/
-    bc       -> <root>/<data env>/bc/unlabelled-<hash>/    (bc.npz: the pairs BC-PPO clones)
-
-The kinds are declared with their methods (:mod:`rl_bk.methods.registry`, each a
-:class:`~rl_bk.experiments.artifacts.Knowledge` with its builder and the settings that key
-its folder); how folders are keyed, found and published is :mod:`rl_bk.experiments.artifacts`.
-Here they are looked up by name, as the command line and the sweep name them.
-
-Labels come from the task's labeler (:func:`rl_bk.experiments.labelers.labeler_for`) and go
-through the label store, so rebuilding an artifact with the same backend re-reads its labels
-instead of asking again.
-
-Every stage runs on one torch thread and records in its ``DONE`` file the numerics it ran on
-(:mod:`rl_bk.knowledge.numerics`: ``rl-bk knowledge`` pins them so that another machine
-builds the same artifact).
+models, BC-PPO's pairs). The kinds are declared with their methods
+(:mod:`rl_bk.methods.registry`) and looked up here by name; their folders are
+:mod:`rl_bk.experiments.artifacts`'s. Every stage runs on one torch thread and records the
+numerics it ran on (:mod:`rl_bk.knowledge.numerics`). Details: docs/methods.md#the-bk-pipeline.
 """
 
 from __future__ import annotations

@@ -1,31 +1,7 @@
-"""How well does a labeller agree with the oracle? Probe sets made from the envs, each
-labeller's answers on them, and the measures (``rl-bk probe``; the packaged models' table:
-``bench/results/labeler_quality.md``).
-
-Probe sets (scripted, fixed seeds; the oracle's answer is the reference):
-- ``preference`` — BK-Pref's question on BabyAI-Text GoToLocal-RedBall-S20: two 5-state
-  segments of random-policy episodes, each state "<caption> You choose the action: <name>.",
-  BK's task-agnostic criteria (no mission). Pairs the task-agnostic oracle calls a tie are
-  skipped; the oracle's preferred side alternates A, B, A, … (balanced).
-- ``helpful`` — ONI's question on NetHack-Text Score: captions (message and status) of
-  random play, one per distinct message, half of them helpful by the oracle's rules.
-- ``goals-crafter`` (ELLM) and ``goals-babyai`` (BK-Goal, no mission) — open: the share of
-  suggested goals that the oracle also suggests in that state (achievable and useful there),
-  and how many states got at least one such goal.
-- ``code`` — BK-Code as the pipeline builds it (``write_potential_code``: task-agnostic, 3
-  rounds, on random-policy BabyAI episodes): per round, whether the code ran and the Spearman
-  rank correlation of its potential with the task-agnostic oracle's over held-out windows.
-- ``action-scores`` — GLAM's zero-shot policy on BabyAI-Text GoToRedBall: the prompt of
-  states along the BabyAI bot's path, each action scored by log-likelihood
-  (``action_scores``); agreement of the top-scored action with the bot's (chance about 1/6).
-
-Answer modes for closed kinds: ``token-scores`` (the answers' log-probabilities at the reply's
-first token; ``rl_bk.labeling.closed_answers``), read in one order and in both orders from the
-same two prompts, and ``text`` (the model writes its answer under the grammar; on the first
-``--text-items`` items). Agreement is the share of items where the label equals the oracle's,
-with a 95% Wilson interval; the majority rate is the share of the most frequent answer.
-Position bias: the mean over pairs of log P(A) - log P(B) common to both orders (the part
-that does not follow the content).
+"""How well does a labeller agree with the oracle? Probe sets made from the envs with fixed
+seeds, each labeller's answers on them, and the measures (``rl-bk probe``; the packaged
+models' table: ``bench/results/labeler_quality.md``). What each probe set asks and how
+agreement is measured: docs/labeler.md#the-probe-sets.
 """
 
 from __future__ import annotations

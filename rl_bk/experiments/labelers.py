@@ -1,15 +1,9 @@
 """A task's labeler: the one place a sweep, a knowledge build, a trial or ``rl-bk knowledge``
-gets it from (:func:`labeler_for`).
-
-Who labels is the task's ``knowledge.labeler`` (a
-:class:`~rl_bk.labeling.config.LabelerConfig`), with a trial's ``backend`` parameter (a sweep
-grid, or ``tune_run.py --backend``) in place of its backend. Where it runs is the task's
-``labeler:`` section: ``local``, each process labels for itself (the driver's knowledge
-builds, each trial's label queue); ``serve``, one Serve labeler app per backend the sweep
-uses, named ``<app_name>`` for the task's own backend and ``<app_name>-<backend>`` for
-others, which the driver starts before the sweep (or, with ``attach``, finds running) and
-everything reaches through its deployment handle, so the replicas batch every trial's calls
-and the label store is the app's alone.
+gets it from (:func:`labeler_for`). Who labels is the task's ``knowledge.labeler``, with a
+trial's ``backend`` in place of its backend; where it runs is the task's ``labeler:`` section
+(``local``: each process labels for itself; ``serve``: one Serve labeler app per backend,
+which the driver starts before the sweep, or finds running). Details:
+docs/labeler.md#one-labeler-from-one-spec, docs/cluster.md#the-labeler-app-in-training.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
-"""BK's greedy evaluation, fast: N complete episodes, each from a fresh seeded reset, run in
-lockstep on N envs with one batched forward pass per step.
-
-BK evaluates 50 episodes of the argmax policy every 20k env steps (``utils/evaluate.py`` of
-mansicer/background-knowledge-rl). RLlib's own evaluation cannot run them side by side
-without bias: with several envs it stops once enough episodes have ended and drops the ones
-still running, which are the long, failing ones, so it over-counts successes; on one env,
-episode after episode, it is unbiased but slow (one forward pass and one connector pass per
-env step: about as long as the training iterations between two evaluations, on BabyAI S20).
-Here every env plays exactly one episode, so none is dropped, and the policy sees all the
-envs still playing at once.
-
-It is RLlib's ``custom_evaluation_function``: RLlib has synced the learner's weights into the
-evaluation env runner before calling it; the forward pass is that runner's RLModule's
-``forward_inference`` on the stacked observations (the default env-to-module connectors only
-batch and tensorise a flat observation, which this does directly), and the action is the
-mode of the module's inference distribution (greedy) or a sample from it. The results go to
-``evaluation/env_runners/...`` as RLlib's would: return, length, episodes, env steps, and the
-task metrics of ``rl_bk.callbacks.episode_metrics``.
+"""BK's greedy evaluation (50 argmax episodes every 20k env steps, ``utils/evaluate.py`` of
+mansicer/background-knowledge-rl), fast and unbiased: N complete episodes, each from a fresh
+seeded reset, run in lockstep on N envs with one batched forward pass per step, so none is
+dropped and the policy sees all the envs still playing at once. Why not RLlib's own
+evaluation: docs/methods.md#the-bk-pipeline.
 """
 
 from __future__ import annotations
@@ -76,7 +62,15 @@ class LockstepEvaluation:
 
     ``sampled``: also play the same episodes (same reset seeds) with the sampled policy, and
     report them beside the greedy ones as ``sampled_<metric>``; its samples come from a torch
-    generator state of their own, so training's random stream is not touched."""
+    generator state of their own, so training's random stream is not touched.
+
+    RLlib has synced the learner's weights into the evaluation env runner before calling it;
+    the forward pass is that runner's RLModule's ``forward_inference`` on the stacked
+    observations (the default env-to-module connectors only batch and tensorise a flat
+    observation, which this does directly), and the action is the mode of the module's
+    inference distribution (greedy) or a sample from it. The results go to
+    ``evaluation/env_runners/...`` as RLlib's would: return, length, episodes, env steps, and
+    the task metrics of ``rl_bk.callbacks.episode_metrics``."""
 
     def __init__(self, episodes: int, greedy: bool = True, sampled: bool = False) -> None:
         self.episodes, self.greedy, self.sampled = int(episodes), bool(greedy), bool(sampled)

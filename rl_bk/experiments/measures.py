@@ -1,18 +1,8 @@
-"""Summarising learning curves, and comparing methods paired by seed.
-
-A curve is a list of ``(env_steps, value)`` points, one per evaluation (or report), in
-increasing env steps. The primary measure is the normalised area under a curve up to a
-budget: the mean of its values at every evaluation up to the budget. It uses the whole curve,
-so it can tell methods apart where a threshold that no run reaches cannot (env steps to 0.9
-greedy success, which every BK reproduction run missed). Two methods are compared by the
-per-seed difference of such a statistic, with the Student t interval of the mean difference
+"""Summarising learning curves, and comparing methods paired by seed: the normalised area
+under a curve up to a budget, which uses the whole curve and so can tell methods apart where a
+threshold no run reaches cannot; the Student t interval of the mean per-seed difference
 (:func:`t_interval`), whose coverage is the stated one at three seeds where a bootstrap's is
-not. Over several tasks, :func:`pooled_difference` takes tasks as the unit: the t interval
-over the tasks' mean differences.
-
-Env steps to a threshold stay available as a secondary measure per trial
-(``rl_bk.experiments.results.steps_to_reach``); :func:`paired_difference` pairs any per-run
-statistic, that one included.
+not; and :func:`pooled_difference`, with tasks as the unit. Details: docs/methods.md#results.
 """
 
 from __future__ import annotations

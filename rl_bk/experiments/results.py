@@ -1,23 +1,8 @@
-"""What a run leaves behind: a table of final metrics per trial and a learning-curve plot.
-
-Files written into the run folder:
-
-- ``trials.csv``: one row per trial (method, swept parameters, seed, final metrics, env
-  steps, env steps/s, env steps to the success threshold, the main metric at the task's
-  ``budgets``);
-- ``summary.csv`` and ``summary.md``: one row per variant (method + parameters), mean and
-  standard deviation over seeds;
-- ``learning_curves.png``: episode return and success rate against env steps, the mean over
-  seeds with a band from the lowest to the highest seed;
-- ``curves.csv``: the points of those curves, for replotting.
-
-"Final" means the last reported value: a mean over the last 100 training episodes
-(stochastic policy), as RLlib reports it. A task with greedy evaluation (``evaluation:``,
-BK's protocol) also gets the last evaluation's success and return, the env steps at which the
-greedy policy first reached the success threshold, and a greedy-success curve.
-
-Variants whose knowledge or labels came from the rule-based oracle say so in every table and
-legend: ``(ORACLE)``, or ``(GOAL-AWARE ORACLE)`` when the oracle was told the task's mission.
+"""What a run leaves behind: ``trials.csv`` (one row per trial), ``summary.csv`` and
+``summary.md`` (one row per variant: mean and standard deviation over seeds, then each variant
+against the task's first method), ``learning_curves.png`` and ``curves.csv``. Variants whose
+knowledge or labels came from the rule-based oracle say so in every table and legend:
+``(ORACLE)``, or ``(GOAL-AWARE ORACLE)``. Details: docs/running.md#what-a-run-writes.
 """
 
 from __future__ import annotations

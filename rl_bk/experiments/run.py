@@ -1,18 +1,9 @@
-"""Runs a task's sweep through Tune and writes its results folder (``tune_run.py`` calls this).
-
-Layout of a run folder, ``<output_dir>/<task>/<timestamp>[-smoke]/``:
-
-- ``task.yaml``: the resolved task config the run used (after ``extends``/``--smoke``, with
-  the run's methods, seeds and stop); ``--resume`` reads it back;
-- ``tune/``: Tune's experiment: per-trial ``progress.csv``, ``result.json``, TensorBoard
-  event files (``tensorboard --logdir <run>/tune``) and the final checkpoints;
-- the tables and plot of :mod:`rl_bk.experiments.results`.
-
-With the task's ``storage`` (``tune_run.py --storage``), Tune's experiment goes to
-``<storage>/results/<task>/<timestamp>/tune`` instead, where trials on any node write and a
-resumed run reads, and knowledge artifacts are published under ``<storage>/knowledge/``
-(on a shared mount that folder *is* the knowledge root); the tables stay in the local run
-folder, read from Tune's results.
+"""Runs a task's sweep through Tune and writes its results folder,
+``<output_dir>/<task>/<timestamp>[-smoke]/`` (``tune_run.py`` calls this): knowledge first,
+the labeler apps, Tune, then the tables of :mod:`rl_bk.experiments.results`. With the task's
+``storage``, Tune's experiment and the knowledge artifacts go there, where trials on any node
+write and a resumed run reads, and the tables stay in the local run folder. Details:
+docs/running.md#what-a-run-writes, docs/cluster.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""A task's experiment, as written in ``tune_configs/<task>.yaml``, validated.
-
-A task file names the environment, the model, PPO's hyper-parameters, the stop criterion, the
-seeds and the sweep grid. It may ``extends:`` a shared base file (``_babyai_bk.yaml``); keys
-it sets override the base's, dictionaries merge key by key. The ``smoke:`` section overrides
-whatever ``--smoke`` should shrink, with the same structure.
-
-Unknown keys are errors (a typo must not silently fall back to a default), reported in one
-line with the valid keys.
+"""A task's experiment, as written in ``tune_configs/<task>.yaml``, validated: the environment,
+the model, PPO's hyper-parameters, the stop criterion, the seeds and the sweep grid, with
+``extends:`` and ``smoke:``. Unknown keys are errors (a typo must not silently fall back to a
+default), reported in one line with the valid keys. Details: docs/tasks.md#task-files.
 """
 
 from __future__ import annotations

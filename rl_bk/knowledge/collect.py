@@ -1,19 +1,8 @@
 """Whole episodes from a policy in a local env, as :class:`Chunk` s for the trajectory dataset
-(shared: the knowledge pipeline's collect stage for every offline kind, RND-PPO's precollection).
-
-BK's stage 1 collects its dataset with RND-PPO's *stochastic* policy at intervals during
-training; baselines collect with a plain PPO policy or uniformly random actions. One loop
-serves all of them: :func:`collect_episodes` takes an RLModule, an Algorithm (its current
-policy module), or ``None`` for uniform random actions.
-
-The env is built locally with ``gymnasium.make`` (after ``env_registry.register_all()``),
-not on RLlib's env runners: collection must not disturb training's episodes or metrics.
-The module is called on the raw observation, which is right for rl-bk's envs (flat float32
-Box observations, RLlib's default env-to-module pipeline); a policy trained with custom
-observation connectors would need them here too.
-
-Captions come from ``info["caption"]`` and the mission from ``info["mission"]`` (the env
-contract in ``env_registry/spec.py``).
+(the knowledge pipeline's collect stage for every offline kind, RND-PPO's precollection):
+one loop, :func:`collect_episodes`, for BK's stage 1 (RND-PPO's *stochastic* policy) and for
+baselines (a plain PPO policy, or uniformly random actions). The env is built locally, not on
+RLlib's env runners, so that collection never disturbs training's episodes or metrics.
 """
 
 from __future__ import annotations
@@ -83,7 +72,12 @@ def collect_episodes(
     seed: int,
     explore: bool = True,
 ) -> list[Chunk]:
-    """Runs ``num_episodes`` whole episodes and returns them as chunks.
+    """Runs ``num_episodes`` whole episodes and returns them as chunks, in an env built with
+    ``gymnasium.make`` (after ``env_registry.register_all()``). The module is called on the
+    raw observation, which is right for rl-bk's envs (flat float32 Box observations, RLlib's
+    default env-to-module pipeline); a policy trained with custom observation connectors would
+    need them here too. Captions come from ``info["caption"]`` and the mission from
+    ``info["mission"]`` (the env contract in ``env_registry/spec.py``).
 
     Args:
         module_or_algo: an RLModule, an RLlib Algorithm (its current default module), or

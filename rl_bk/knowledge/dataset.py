@@ -1,15 +1,8 @@
-"""The trajectory dataset offline knowledge is learned from: whole episodes on disk, as
-Parquet. Shared: BK's builders, Motif, PTGM's pre-training and BC-PPO read it; RND-PPO's
-precollection and the knowledge pipeline's collect stage write it.
-
-One row per state: ``episode_id, t, observation (list<float32>), caption, action, reward,
-terminated, truncated, mission``. An episode of ``n`` steps has ``n + 1`` rows; row ``t``
-holds state ``t``, the action taken in it and the reward that action earned. The last row
-holds the final state, with ``action = -1`` and ``reward = 0``, and the episode's
-terminated/truncated flags (False on every other row). A folder of ``part-*.parquet`` files
-is one dataset, so collectors on several workers write side by side.
-
-``metadata.json`` beside the parts says which env and policy made it.
+"""The trajectory dataset offline knowledge is learned from: whole episodes on disk, as Parquet,
+one row per state (:data:`COLUMNS`), in a folder of ``part-*.parquet`` files so that
+collectors on several workers write side by side, beside a ``metadata.json`` that says which
+env and policy made it. BK's builders, Motif, PTGM's pre-training and BC-PPO read it;
+RND-PPO's precollection and the knowledge pipeline's collect stage write it.
 """
 
 from __future__ import annotations
@@ -26,6 +19,10 @@ import pyarrow.parquet as pq
 
 from rl_bk.knowledge.trajectory import Chunk
 
+#: One row per state. An episode of ``n`` steps has ``n + 1`` rows; row ``t`` holds state
+#: ``t``, the action taken in it and the reward that action earned. The last row holds the
+#: final state, with ``action = -1`` and ``reward = 0``, and the episode's terminated/truncated
+#: flags (False on every other row).
 COLUMNS = (
     "episode_id",
     "t",

@@ -1,21 +1,9 @@
 """The floating-point path a knowledge build runs on, pinned, so that two machines build the
-same artifact from the same settings.
-
-A build trains networks on the CPU (the RND policy that collects the dataset, BK-Pref's
-preference model, Motif's ranker), and PyTorch's CPU libraries pick their code by what the
-machine offers: MKL's matrix products and oneDNN's convolutions take the widest SIMD the CPU
-has (AVX-512 on one machine, AVX2 on another), ATen's own kernels are dispatched the same way,
-and reductions are split over however many threads run. Each choice rounds the last bits
-differently; training carries those bits into other weights, and an RND policy into other
-episodes, so the same command built different knowledge on different machines.
-
-Pinned here: MKL's conditional numerical reproducibility at its AVX2 branch (``MKL_CBWR``),
-oneDNN's and ATen's dispatch capped at AVX2, and one thread. Every x86 CPU with AVX2 then runs
-the same kernels in the same order. The libraries read these when they load, so they must be
-in the environment before torch is imported: ``rl-bk knowledge`` sets them first thing, and the
-Ray workers a build starts inherit them (:func:`ray_runtime_env`). A build in a process where
-torch was loaded before (``tune_run.py`` building what a sweep is missing) runs on that
-process's numerics; :func:`numerics_in_effect` says which, and the build records it.
+same artifact from the same settings: MKL's reproducible AVX2 branch (``MKL_CBWR``), oneDNN's
+and ATen's dispatch capped at AVX2, and one thread. The libraries read these when they load,
+so ``rl-bk knowledge`` sets them before torch is imported and the Ray workers a build starts
+inherit them (:func:`ray_runtime_env`); :func:`numerics_in_effect` says what a build ran on.
+Why: docs/methods.md#the-bk-pipeline.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""Trajectory pieces as every knowledge source sees them: one contract for the dataset
-(offline) and for the learner connector (a train batch's episode chunks).
-
-A :class:`Chunk` is ``n`` consecutive steps of one episode: ``n + 1`` observations and
-captions (the states before and after each step) and ``n`` actions. A potential source maps a
-list of chunks to one potential per state: ``n + 1`` values per chunk.
-
-Windows: BK's potentials read a short history, not just the current state. ``windows(chunk,
-horizon)`` gives, for each state ``t``, the states ``t-horizon+1 .. t`` and the actions taken
-between them, cut at the chunk's start. In training, the shaping term puts the states before
-a chunk's first in front of it (RLlib splits episodes across train batches), and BK's padding
-before an episode's first state
-(:mod:`rl_bk.methods.bk.window_history`).
+"""Trajectory pieces as every knowledge source sees them, one contract for the dataset
+(offline) and for the learner's train batches: a :class:`Chunk` is ``n`` consecutive steps of
+one episode (``n + 1`` states, ``n`` actions), and a potential source maps chunks to ``n + 1``
+potentials each. :func:`windows` gives each state the short history BK's potentials read, cut
+at the chunk's start; in training the shaping term puts the states before a chunk's first in
+front of it, and BK's padding before an episode's first (:mod:`rl_bk.methods.bk.window_history`).
 """
 
 from __future__ import annotations
