@@ -1,20 +1,9 @@
-"""Closed questions answered from token scores: the model's probability of each allowed answer.
-
-A small instruct model that is asked "A or B?" and made to *write* its answer (greedy, under a
-grammar) answers the same letter to every question: the position bias outweighs what it
-knows. Its next-token distribution at the answer position still carries the knowledge, and
-reading it costs one prompt evaluation and no sampling. So for the closed tasks
-(``preference``: A/B/tie, ``helpful``: yes/no) rl-bk reads the log-probability of each
-allowed answer where the reply begins, and, for preferences, asks each pair in both orders:
-a bias toward the first (or second) position adds the same amount to the A-score in both
-orders, and it cancels when the two orders' scores of each *segment* are averaged (in log
-space: a geometric mean of the two orders' probabilities).
-
-An answer's score is the log of the summed probability of its one-token spellings ("A",
-" A", "yes", "Yes", " yes", …): the model may begin its reply either way. These functions are
-pure (no model): a TextGenerator supplies the log-probabilities
-(:meth:`~rl_bk.labeling.backends.base.TextGenerator.answer_logprobs`), this module turns them
-into labels that carry their probability.
+"""Closed questions answered from token scores: the model's probability of each allowed
+answer where its reply begins (each answer's one-token spellings summed), preferences asked in
+both orders so that a bias toward one position cancels, every label carrying its probability.
+These functions are pure: a TextGenerator supplies the log-probabilities
+(:meth:`~rl_bk.labeling.backends.base.TextGenerator.answer_logprobs`). Why:
+docs/labeler.md#closed-questions-answers-read-from-token-scores.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""Who labels: one configuration type for every labeler, and the backend names, declared once.
-
-    backend: oracle            # oracle | llamacpp | vllm | openai | fake
-    packaged: qwen2.5-coder-1.5b  # llamacpp: the embedded model (packaged_models.py) ...
-    model_path: null           # ... or any GGUF file
-    answer_mode: token-scores  # closed questions from the answers' token scores, or "text"
-    preference_orders: 2       # each pair asked in both orders (position bias cancels)
-    store_path: null           # SQLite label store (default ~/.cache/rl-bk/labels.sqlite3)
-
-A task file's ``knowledge.labeler`` is a :class:`LabelerConfig`; so is what ``rl-bk label``
-reads, and the Serve labeler app's configuration extends it with how the app is served
-(``serve_deployments.configs.LabelerAppConfig``). Where a labeler runs (in process, in a Serve
-app) is :class:`rl_bk.labeling.labeler.LabelerSpec`;
-:func:`rl_bk.labeling.backends.registry.build_label_service` is the one place a config becomes
-a working labeler.
+"""Who labels: one configuration type for every labeler (:class:`LabelerConfig`: a task file's
+``knowledge.labeler``, what ``rl-bk label`` reads, and the base of the Serve labeler app's
+configuration), and the backend names, declared once. Where a labeler runs is
+:class:`rl_bk.labeling.labeler.LabelerSpec`;
+:func:`rl_bk.labeling.backends.registry.build_label_service` is the one place a config
+becomes a working labeler. Details: docs/labeler.md#backends.
 """
 
 from __future__ import annotations
@@ -36,7 +27,18 @@ AnswerMode = Literal["token-scores", "text"]
 
 
 class LabelerConfig(BaseModel):
-    """Who labels: the backend and its model, and the label store its answers go to."""
+    """Who labels: the backend and its model, and the label store its answers go to::
+
+        backend: oracle            # oracle | llamacpp | vllm | openai | fake
+        packaged: qwen2.5-coder-1.5b  # llamacpp: the embedded model (packaged_models.py) ...
+        model_path: null           # ... or any GGUF file
+        answer_mode: token-scores  # closed questions from the answers' token scores, or "text"
+        preference_orders: 2       # each pair asked in both orders (position bias cancels)
+        store_path: null           # SQLite label store (default ~/.cache/rl-bk/labels.sqlite3)
+
+    The Serve labeler app's configuration extends it with how the app is served
+    (``serve_deployments.configs.LabelerAppConfig``).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

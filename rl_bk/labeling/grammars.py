@@ -1,19 +1,9 @@
-"""GBNF grammars that constrain every structured answer, and the env vocabularies behind them.
-
-Why grammars: the embedded 135M/270M models are at chance on A/B preferences and write
-nonsense goals when left free (``bench/results/labeler_quality.md``), but under a grammar every
-answer parses and every goal is made of the environment's own verbs and objects. Bigger models
-lose nothing by it. llama.cpp takes these strings as they are (``LlamaGrammar.from_string``);
-backends without grammar support get the same vocabulary in the prompt and in the parser.
-
-:data:`ENV_VOCABULARY` gathers the goal language of each env family: the grammar, the
-parser's validation (:func:`normalize_goal`) and the oracle all read it, so an LLM, the parser
-and the oracle can never disagree about what a valid goal is. The words themselves are written
-once, in each family's ``env_registry.<family>.vocabulary`` (plain data, so that importing the
-labeler pulls in neither minigrid nor crafter); this module writes them as grammars. The unit
-tests check them against the envs.
-
-:mod:`rl_bk.labeling.gbnf` checks and samples these grammars without llama.cpp.
+"""GBNF grammars that constrain every structured answer, and the env vocabularies behind them:
+under a grammar every answer parses and every goal is made of the environment's own verbs and
+objects. :data:`ENV_VOCABULARY` gathers each family's goal language (written once in
+``env_registry.<family>.vocabulary``), which the grammar, the parser and the oracle all read,
+so they can never disagree about what a valid goal is. Why:
+docs/labeler.md#tasks-prompts-grammars-and-parsers.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
-"""One labeler, built from one spec: who labels and where it runs.
-
-Everything in rl-bk that asks for labels (the offline knowledge builds of BK and Motif, the
-online label queues of ELLM and ONI, ``rl-bk label``) holds a :class:`LabelerSpec` and calls
-what :meth:`LabelerSpec.build` returns: a :data:`Labeler`, ``labeler(task, requests) ->
-labels``, with ``identity`` (``backend/model``, as artifacts and results name their labels'
-origin) and ``is_oracle``.
-
-- **Who** labels is a :class:`~rl_bk.labeling.config.LabelerConfig` (backend, model, label
-  store), declared once; a task file's ``knowledge.labeler`` is one.
-- **Where** it runs: in this process (a :class:`~rl_bk.labeling.service.LabelService`: the
-  label store first, then the backend), in a Ray actor of its own (``isolate``), or in a
-  running Serve labeler app, by deployment handle (``serve_app``) or over HTTP (``url``).
-
-A spec is a small frozen value, so it pickles into an RLlib config and is built where it is
-used (the learner process). A labeler raises when it cannot answer; callers decide what to do
-(:func:`label_in_batches` retries one request at a time; the online queue retries later).
+"""One labeler, built from one spec: who labels and where it runs. Everything in rl-bk that
+asks for labels holds a :class:`LabelerSpec` and calls what :meth:`LabelerSpec.build` returns,
+a :data:`Labeler` (``labeler(task, requests) -> labels``, with ``identity`` and
+``is_oracle``): in this process, in a Ray actor of its own, or in a running Serve labeler app.
+A labeler raises when it cannot answer; callers decide what to do. Details:
+docs/labeler.md#one-labeler-from-one-spec.
 """
 
 from __future__ import annotations
@@ -45,7 +34,10 @@ class LabelerSpec:
     (its deployment handle, inside the Ray cluster); ``url``: through a labeler app's HTTP
     API; neither: in this process. ``timeout_s``: a call's limit (served or isolated).
     ``isolate``: an in-process labeler in a Ray actor of its own (None: for the embedded
-    llama.cpp model, when Ray is up)."""
+    llama.cpp model, when Ray is up).
+
+    A spec is a small frozen value, so it pickles into an RLlib config and is built where it
+    is used (the learner process)."""
 
     config: LabelerConfig = field(default_factory=LabelerConfig)
     serve_app: str | None = None

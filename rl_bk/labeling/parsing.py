@@ -1,20 +1,8 @@
-"""Parsers: raw model text -> the task's label model.
-
-Under a grammar the answer is exact, but not every backend takes grammars (an OpenAI API, a
-vLLM server without guided decoding), and instruct models like to wrap answers in prose,
-Markdown or code fences. So each parser looks for the answer where models put it and ignores
-the rest:
-
-- preference: an explicit comparison (``A > B``, ``[Rank] B > A``, ``A = B``) first, else the
-  first standalone ``A``, ``B`` or ``tie``;
-- helpful: the first ``yes`` or ``no``;
-- goals: the first JSON list, else a numbered or bulleted list; each goal is then checked
-  against the env's vocabulary (``grammars.normalize_goal``) and invalid ones are dropped;
-- reward_code: the first code fence, else everything from the first ``def``; it must define
-  the requested function and compile (it is compiled, never executed).
-
-When nothing usable is found a parser raises :class:`ParseError`, with the raw text
-(truncated) in the message, so the backend can retry and the caller can see what came back.
+"""Parsers: raw model text -> the task's label model. Not every backend takes grammars, and
+instruct models wrap answers in prose, Markdown or code fences, so each parser looks for the
+answer where models put it and ignores the rest; when nothing usable is found it raises
+:class:`ParseError` with the raw text, so the backend can retry. Each task's rule:
+docs/labeler.md#tasks-prompts-grammars-and-parsers.
 """
 
 from __future__ import annotations

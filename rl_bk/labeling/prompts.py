@@ -1,22 +1,9 @@
-"""Prompt templates: one versioned template per labelling task.
-
-A template renders a typed request two ways: as chat messages (instruct models with a chat
-template: SmolLM2, anything behind an OpenAI-compatible API) and as one plain completion
-prompt ending where the answer starts (base models without a chat template, e.g. the
-gemma-3-270m GGUF). Both say the same thing in the same words.
-
-Prompts are short on purpose: the embedded models have ~1k-token contexts and lose the thread
-in long ones, so captions are clipped, segments keep their last steps and history its last two
-entries (the nearest-first caption format puts what matters at the start of each caption).
-The answer's form is not left to the prompt alone: the grammar (``grammars.py``) enforces it.
-
-Closed questions name their answers in the question's last words ("Answer with one letter, A
-or B, or with the word tie"): the reply then begins with the answer, where token scores are
-read (``closed_answers.py``); asked "Answer A, B or tie", a 1.5B model put most
-of its first token's mass on other words.
-
-A template's ``version`` must equal ``TaskSpec.template_version`` (``tasks.py``): the label
-store keys on it, so a change of wording here goes with a version bump there.
+"""Prompt templates: one versioned template per labelling task, rendered as chat messages
+(instruct models) and as one plain completion prompt ending where the answer starts (base
+models without a chat template), in the same words. A template's ``version`` must equal
+``TaskSpec.template_version`` (``tasks.py``): the label store keys on it, so a change of
+wording here goes with a version bump there. Why the prompts are short and how closed
+questions end: docs/labeler.md#tasks-prompts-grammars-and-parsers.
 """
 
 from __future__ import annotations

@@ -1,32 +1,8 @@
 """Labels asked for while training goes on: ONI's LLM worker, as a thread beside the learner.
-
-Training calls :meth:`AsyncLabelQueue.ask` with the keys it meets (captions, caption pairs)
-and reads whatever labels have arrived with :meth:`AsyncLabelQueue.get`. Neither call waits
-for the labeler: a key that has no label yet simply has none (its reward is the documented
-default), and it is counted as pending.
-
-A background thread takes the **newest** ``batch_size`` pending keys at a time (ONI's worker
-does the same: what the agent meets now matters more than what it met an hour ago), turns
-them into typed requests and makes one labeler call per batch. A batch the labeler fails on is
-retried one key at a time, so one malformed answer costs one key; a key that fails alone is
-counted and not asked again for ``retry_after_s``. When more than ``max_pending`` keys wait,
-the oldest are dropped (counted; a later ``ask`` may queue them again). The worker thread runs
-at a lower priority (``niceness``, Linux), so a labeler that computes in this process (the
-embedded llama.cpp model) uses the CPU time training leaves idle.
-
-A labeler computing on the same few cores as training slows training even at the lowest
-priority (shared caches and memory bandwidth; bench/results/async_labelling.md), so the worker
-can be held to a duty cycle: after a call that took ``t`` seconds it rests
-``t * (1 / max_busy_fraction - 1)`` seconds, so the labeler computes at most that fraction of
-the time. Fewer labels arrive; the trade is measured, not guessed. :meth:`pause` holds the
-worker between calls (a benchmark measuring training without the labeler running, an
-evaluation phase).
-
-The labeler is any :data:`~rl_bk.labeling.labeler.Labeler` (what a
-:class:`~rl_bk.labeling.labeler.LabelerSpec` builds: in process, or the Serve labeler app),
-built by ``make_labeler`` in the thread on first use, so loading a model never stalls
-training. Labels go through the label service, so they land in the persistent store: a
-re-run, or another trial on the same store, gets them back without asking the LLM.
+Training hands :class:`AsyncLabelQueue` the keys it meets (captions, caption pairs) and reads
+whatever labels have arrived; neither call waits for the labeler, and a background thread
+labels the newest keys first, in batches, through the label service, so the labels land in
+the persistent store. How it batches, retries, drops and rests: :class:`AsyncLabelQueue`.
 """
 
 from __future__ import annotations
@@ -50,7 +26,35 @@ logger = logging.getLogger(__name__)
 class AsyncLabelQueue:
     """``task``: the labelling task (``helpful``, ``goals``, ``preference``, ...);
     ``make_request(key)``: the typed request for a key; ``read_label(label)``: what is kept
-    per key (e.g. ``label.helpful``), so callers see plain values."""
+    per key (e.g. ``label.helpful``), so callers see plain values.
+
+    Training calls :meth:`ask` with the keys it meets and reads whatever labels have arrived
+    with :meth:`get`. Neither call waits for the labeler: a key that has no label yet simply
+    has none (its reward is the documented default), and it is counted as pending.
+
+    A background thread takes the **newest** ``batch_size`` pending keys at a time (ONI's
+    worker does the same: what the agent meets now matters more than what it met an hour ago),
+    turns them into typed requests and makes one labeler call per batch. A batch the labeler
+    fails on is retried one key at a time, so one malformed answer costs one key; a key that
+    fails alone is counted and not asked again for ``retry_after_s``. When more than
+    ``max_pending`` keys wait, the oldest are dropped (counted; a later ``ask`` may queue them
+    again). The worker thread runs at a lower priority (``niceness``, Linux), so a labeler that
+    computes in this process (the embedded llama.cpp model) uses the CPU time training leaves
+    idle.
+
+    A labeler computing on the same few cores as training slows training even at the lowest
+    priority (shared caches and memory bandwidth; bench/results/async_labelling.md), so the
+    worker can be held to a duty cycle: after a call that took ``t`` seconds it rests
+    ``t * (1 / max_busy_fraction - 1)`` seconds, so the labeler computes at most that fraction
+    of the time. Fewer labels arrive; the trade is measured, not guessed. :meth:`pause` holds
+    the worker between calls (a benchmark measuring training without the labeler running, an
+    evaluation phase).
+
+    The labeler is any :data:`~rl_bk.labeling.labeler.Labeler` (what a
+    :class:`~rl_bk.labeling.labeler.LabelerSpec` builds: in process, or the Serve labeler app),
+    built by ``make_labeler`` in the thread on first use, so loading a model never stalls
+    training. Labels go through the label service, so they land in the persistent store: a
+    re-run, or another trial on the same store, gets them back without asking the LLM."""
 
     def __init__(
         self,

@@ -1,14 +1,8 @@
 """Labelling with a memory: the label store first, then one backend call for what it lacks.
-
-:class:`LabelService` is what the Serve deployment runs, and what a process without Serve
-can use directly. For a batch of typed requests it
-
-1. de-duplicates them (captions repeat a lot),
-2. reads every distinct request from the label store in one query,
-3. asks the backend once for the misses, and stores its answers with their latency,
-4. returns one label per request, in order, and whether each came from the store.
-
-Stored labels survive restarts and are shared by every process using the same store file.
+:class:`LabelService` (what the Serve deployment runs, and what a process without Serve uses
+directly) de-duplicates a batch of typed requests, reads every distinct one from the store in
+one query, asks the backend once for the misses and stores its answers with their latency,
+and returns one label per request, in order, with whether each came from the store.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
-"""The persistent label store: every label an LLM (or the oracle) ever gave, on SQLite.
-
-Why: LLM labels are the slow and costly part of an experiment, and re-asking gives different
-answers. Keeping them lets a trial, a restart or a rerun read the very labels it used before,
-lets Serve replicas, Tune trials and the CLI share one cache, and lets labels made with a
-strong model on a GPU cluster be exported (JSON lines) and reused offline.
-
-Key: ``(backend, model, task, template_version, input_hash)``, where ``input_hash`` is the
-sha256 of the request's canonical JSON and ``template_version`` comes from the task's spec, so
-that a changed prompt or parser never reuses old labels, and labels of different models never
-mix. A stored label is never overwritten (``INSERT OR IGNORE``, first label wins): an
-experiment that already read a label must read the same one when rerun.
-
-Concurrency: one file, WAL mode (readers never block the writer), ``synchronous=NORMAL`` and a
-busy timeout, so several processes share it. Within a process the store is thread-safe: each
-thread gets its own sqlite3 connection (``threading.local``), opened on first use and closed
-by :meth:`LabelStore.close` (or when its thread is collected); counters sit behind a lock.
-A store used in a forked child opens fresh connections there (SQLite connections must not
-cross a fork).
+"""The persistent label store: every label an LLM (or the oracle) ever gave, on SQLite, keyed by
+``(backend, model, task, template_version, input_hash)`` so that a changed prompt or parser
+never reuses old labels and labels of different models never mix. A stored label is never
+overwritten (first label wins): an experiment that already read a label must read the same one
+when rerun. Why, and export and import: docs/labeler.md#the-label-store; how processes and
+threads share it: :class:`LabelStore`.
 """
 
 from __future__ import annotations
@@ -113,10 +100,19 @@ def _release(conns: set[sqlite3.Connection], lock: threading.Lock, conn: sqlite3
 
 
 class LabelStore:
-    """Labels keyed by (backend, model, task, template version, request); see module doc.
+    """Labels keyed by (backend, model, task, template version, request).
 
     ``path`` overrides ``$RLBK_LABEL_STORE`` and the default; parent folders are created.
     ``timeout_s`` is how long a writer waits for another process's lock before failing.
+
+    ``input_hash`` is the sha256 of the request's canonical JSON; ``template_version`` comes
+    from the task's spec. New labels go in with ``INSERT OR IGNORE``. Concurrency: one file,
+    WAL mode (readers never block the writer), ``synchronous=NORMAL`` and a busy timeout, so
+    several processes share it. Within a process the store is thread-safe: each thread gets
+    its own sqlite3 connection (``threading.local``), opened on first use and closed by
+    :meth:`close` (or when its thread is collected); counters sit behind a lock. A store used
+    in a forked child opens fresh connections there (SQLite connections must not cross a
+    fork).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout_s: float = 30.0):

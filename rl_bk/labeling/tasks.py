@@ -1,18 +1,9 @@
-"""The typed labelling tasks: what a caller asks (a request) and what it gets back (a label).
-
-These pydantic models are the contract shared by the HTTP endpoint, the in-process client,
-the label store (a request's canonical JSON is part of its key) and every backend. Limits on
-sizes are part of the contract: the service refuses (HTTP 422) what no prompt could hold.
-
-Tasks:
-- ``goals``: caption (and recent history) -> up to ``max_goals`` short goals, in the env's
-  vocabulary where it has one (ELLM, BK-Goal).
-- ``preference``: two trajectory segments (captions) and criteria -> ``A``, ``B`` or ``tie``
-  (BK-Pref, ONI-ranking, Motif).
-- ``helpful``: caption and task -> yes/no (ONI-classification).
-- ``reward_code``: env description, function signature, feedback -> Python source, returned
-  unexecuted (BK-Code; executing it is the sandbox's job).
-- ``action_scores``: prompt and candidate actions -> log-likelihood of each (GLAM).
+"""The typed labelling tasks: what a caller asks (a request) and what it gets back (a label),
+as pydantic models: the contract shared by the HTTP endpoint, the in-process labeler, the label
+store (a request's canonical JSON is part of its key) and every backend. Limits on sizes are
+part of the contract: the service refuses (HTTP 422) what no prompt could hold. The tasks
+(``goals``, ``preference``, ``helpful``, ``reward_code``, ``action_scores``) and who asks
+them: docs/labeler.md#tasks-prompts-grammars-and-parsers.
 """
 
 from __future__ import annotations

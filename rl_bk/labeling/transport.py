@@ -1,9 +1,6 @@
 """How a process reaches a running Serve app of rl-bk's: by deployment handle inside the Ray
-cluster, or over HTTP from anywhere. One transport type per way, for both apps: the labeler
-app (``label``, ``describe``) and the reward-model app (``score``, BK-Pref's served
-potential).
-
-A transport returns the app's replies as they are (plain dicts and lists) and raises on any
+cluster, or over HTTP from anywhere, one transport type per way, for both the labeler app and
+the reward-model app. A transport returns the app's replies as they are and raises on any
 failure: what to do about one is its caller's decision (an online label queue retries later;
 a knowledge build retries one request at a time).
 """

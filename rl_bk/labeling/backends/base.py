@@ -1,16 +1,9 @@
-"""What a labelling backend is.
-
-Two layers, so that the rules of prompting live in one place:
-
-- :class:`TextGenerator` — an LLM engine: completes a prompt (optionally constrained by a
-  GBNF grammar), answers a chat, scores continuations. llama.cpp, OpenAI-compatible servers
-  and vLLM implement it.
-- :class:`Backend` — answers typed labelling requests (``rl_bk.labeling.tasks``) in batches.
-  ``LLMBackend`` does it with any TextGenerator, our prompt templates and parsers; the oracle
-  (environment rules) and the fake (deterministic, for tests) answer without an LLM.
-
-Every backend has a ``name`` and a ``model``: with the task's template version and the
-request, they key the label store, so labels of different models never mix.
+"""What a labelling backend is, in two layers so that the rules of prompting live in one place:
+a :class:`TextGenerator` is an LLM engine (completes a prompt, optionally under a GBNF grammar,
+answers a chat, scores continuations: llama.cpp, OpenAI-compatible servers, vLLM), and a
+:class:`Backend` answers typed labelling requests in batches (``LLMBackend`` with any
+TextGenerator; the oracle and the fake without an LLM). A backend's ``name`` and ``model``,
+with the task's template version and the request, key the label store.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Deterministic stand-ins for an LLM, for tests that must not need one.
-
-- :class:`FakeBackend` answers typed requests from a hash of the request's canonical JSON, so
-  a test can predict every label (:func:`fake_label`) and two equal requests always get the
-  same one. ``delay_s`` makes it slow and ``fail`` makes it fail, for the service's timeout
-  and fallback paths; it counts its batches and requests. ``complete``/``chat`` return
-  deterministic text, so the OpenAI-compatible endpoints can be tested too.
-- :class:`FakeGenerator` is a TextGenerator for testing :class:`LLMBackend` without an LLM:
-  scripted answers first (to feed it malformed output), then deterministic text; under a
-  grammar it answers a string of that grammar, as a constrained LLM would. It records calls.
+"""Deterministic stand-ins for an LLM, for tests that must not need one: :class:`FakeBackend`
+answers typed requests from a hash of the request (:func:`fake_label`), slowly or failing on
+request; :class:`FakeGenerator` is a TextGenerator without a model, for testing
+:class:`LLMBackend`.
 """
 
 from __future__ import annotations
@@ -73,7 +67,11 @@ def fake_text(prompt: str, max_tokens: int = 128) -> str:
 
 
 class FakeBackend(Backend):
-    """Deterministic labels; see the module docstring.
+    """Deterministic labels, from a hash of the request's canonical JSON, so a test can
+    predict every label (:func:`fake_label`) and two equal requests always get the same one.
+    ``delay_s`` makes it slow and ``fail`` makes it fail, for the service's timeout and
+    fallback paths; it counts its batches and requests. ``complete``/``chat`` return
+    deterministic text, so the OpenAI-compatible endpoints can be tested too.
 
     Args:
         delay_s: seconds to sleep per batch (``label`` call).
@@ -124,7 +122,8 @@ class FakeBackend(Backend):
 
 
 class FakeGenerator(TextGenerator):
-    """A TextGenerator without a model.
+    """A TextGenerator without a model, for testing :class:`LLMBackend` without an LLM:
+    scripted answers first (to feed it malformed output), then deterministic text.
 
     Args:
         responses: answers returned in order, one per complete/chat call, whatever the

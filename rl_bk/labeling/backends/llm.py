@@ -1,20 +1,9 @@
-"""LLMBackend: typed labelling requests answered by any TextGenerator.
-
-The rules of prompting live here once, whatever engine runs the model: render the task's
-template (``prompts.py``), constrain the answer with the task's grammar when the engine takes
-grammars (``grammars.py``), parse it (``parsing.py``). llama.cpp, vLLM and OpenAI-compatible
-servers differ only in their TextGenerator.
-
-Closed questions (``preference``, ``helpful``) are answered from token scores by default
-(``answer_mode="token-scores"``, :mod:`rl_bk.labeling.closed_answers`): the log-probability of
-each allowed answer where the reply begins, preferences asked in both orders, every label
-carrying its probability. ``answer_mode="text"`` has the model write its answer under the
-grammar instead, for comparison (small models give the same letter to every pair that way:
-``bench/results/labeler_quality.md``).
-
-A malformed answer is retried once, at a higher temperature (greedy decoding would repeat the
-same answer word for word); a second failure raises BackendError naming the task and the raw
-output, so the service answers 503 and callers fall back and count it.
+"""LLMBackend: typed labelling requests answered by any TextGenerator. The rules of prompting
+live here once, whatever engine runs the model: render the task's template, constrain the
+answer with the task's grammar when the engine takes grammars, parse it, and retry a malformed
+answer once; closed questions are read from token scores by default
+(:mod:`rl_bk.labeling.closed_answers`). Details:
+docs/labeler.md#tasks-prompts-grammars-and-parsers.
 """
 
 from __future__ import annotations
@@ -152,7 +141,8 @@ class LLMBackend(Backend):
         )
 
     def _closed(self, task: str, request: BaseModel) -> BaseModel:
-        """A closed question from the answers' token log-probs (module docstring)."""
+        """A closed question from the answers' token log-probs
+        (:mod:`rl_bk.labeling.closed_answers`; both orders for a preference)."""
         answers = CLOSED_ANSWERS[task]
         if task == "preference":
             assert isinstance(request, PreferenceRequest)

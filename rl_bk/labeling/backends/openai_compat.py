@@ -1,31 +1,8 @@
-"""A TextGenerator for any OpenAI-compatible HTTP server: OpenAI, Azure OpenAI, vLLM, FastChat.
-
-The embedded llama.cpp models are plumbing defaults; real experiments need a bigger model, and
-the usual way to get one is a server that speaks the OpenAI API. This client talks to it with
-``httpx`` (rl-bk's one HTTP client, a declared dependency) rather than the ``openai`` package,
-which rl-bk does not depend on; only two endpoints and three JSON fields are needed.
-
-- ``complete`` → ``POST {base_url}/completions``, ``chat`` → ``POST {base_url}/chat/completions``.
-  ``base_url`` follows the openai package's convention (``https://api.openai.com/v1``); a URL
-  with no path gets ``/v1`` appended, so ``http://localhost:8000`` works for vLLM.
-- The API key is read from the environment variable named by ``api_key_env`` at each request.
-  It is never stored on the object and never appears in repr, logs or exception messages
-  (messages are scrubbed of it, and transport exceptions are not chained, because their
-  request objects carry the headers).
-- Grammars: the OpenAI API has none. Servers that take a GBNF grammar in an extra body field
-  (vLLM: ``grammar_field="guided_grammar"``) get it there; otherwise the grammar is dropped
-  with a warning, ``supports_grammar`` is False, and callers must parse free output.
-- ``score`` is best-effort: it needs the legacy ``echo=True, logprobs=1`` on
-  ``/completions`` (vLLM and FastChat have it; OpenAI's chat models do not). The continuation
-  tokens are picked out by character offset, so a token that straddles the prompt/continuation
-  boundary is counted with the continuation, and tokenisation may differ from scoring the
-  continuation alone. Servers without it raise :class:`UnsupportedError`.
-- ``answer_logprobs`` (closed answers from token scores) asks ``/chat/completions`` for one
-  token with ``logprobs: true, top_logprobs: 20`` (OpenAI, vLLM and llama.cpp's server
-  return them) and reads the answers' spellings from that list; a server that returns none
-  raises :class:`UnsupportedError` (set ``answer_mode: text`` for it).
-- Network errors, timeouts, 429 and 5xx are retried ``max_retries`` times with exponential
-  backoff, then raise :class:`BackendError` naming the URL and what to check.
+"""A TextGenerator for any OpenAI-compatible HTTP server (OpenAI, Azure OpenAI, vLLM,
+FastChat): real experiments need a bigger model than the embedded ones, and the usual way to
+get one is such a server. It talks to it with ``httpx`` (rl-bk's one HTTP client) rather than
+the ``openai`` package, which rl-bk does not depend on: only two endpoints and three JSON
+fields are needed. :class:`OpenAICompatGenerator` says how it sends keys, grammars and retries.
 """
 
 from __future__ import annotations
@@ -66,6 +43,30 @@ class OpenAICompatGenerator(TextGenerator):
     ``api_version`` switches to Azure's conventions: ``?api-version=...`` on every request and
     the key in an ``api-key`` header instead of ``Authorization: Bearer``. With no key in the
     environment no auth header is sent (local vLLM/FastChat servers need none).
+
+    - ``complete`` → ``POST {base_url}/completions``, ``chat`` → ``POST
+      {base_url}/chat/completions``. ``base_url`` follows the openai package's convention
+      (``https://api.openai.com/v1``); a URL with no path gets ``/v1`` appended, so
+      ``http://localhost:8000`` works for vLLM.
+    - The API key is read from the environment variable named by ``api_key_env`` at each
+      request. It is never stored on the object and never appears in repr, logs or exception
+      messages (messages are scrubbed of it, and transport exceptions are not chained, because
+      their request objects carry the headers).
+    - Grammars: the OpenAI API has none. Servers that take a GBNF grammar in an extra body
+      field (vLLM: ``grammar_field="guided_grammar"``) get it there; otherwise the grammar is
+      dropped with a warning, ``supports_grammar`` is False, and callers must parse free output.
+    - ``score`` is best-effort: it needs the legacy ``echo=True, logprobs=1`` on
+      ``/completions`` (vLLM and FastChat have it; OpenAI's chat models do not). The
+      continuation tokens are picked out by character offset, so a token that straddles the
+      prompt/continuation boundary is counted with the continuation, and tokenisation may
+      differ from scoring the continuation alone. Servers without it raise
+      :class:`UnsupportedError`.
+    - ``answer_logprobs`` (closed answers from token scores) asks ``/chat/completions`` for one
+      token with ``logprobs: true, top_logprobs: 20`` (OpenAI, vLLM and llama.cpp's server
+      return them) and reads the answers' spellings from that list; a server that returns
+      none raises :class:`UnsupportedError` (set ``answer_mode: text`` for it).
+    - Network errors, timeouts, 429 and 5xx are retried ``max_retries`` times with
+      exponential backoff, then raise :class:`BackendError` naming the URL and what to check.
     """
 
     def __init__(
@@ -132,7 +133,7 @@ class OpenAICompatGenerator(TextGenerator):
         return self._completion(data, choice, str(message.get("content") or ""))
 
     def score(self, prompt: str, continuations: Sequence[str]) -> list[float]:
-        """Sum of log-probs of each continuation via ``echo``; best-effort (module docstring)."""
+        """Sum of log-probs of each continuation via ``echo``; best-effort (class docstring)."""
         if not continuations:
             return []
         texts = [prompt + c for c in continuations]

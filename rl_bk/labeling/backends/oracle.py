@@ -1,23 +1,9 @@
-"""OracleBackend: environment rules that answer as a strong LLM would.
-
-An upper bound for benchmarks (ELLM's SimpleOracle is the precedent), never an LLM result:
-``is_oracle`` is True and the name is "oracle", so its labels are stored and reported apart.
-It reads the same captions an LLM would read (``env_registry.<family>.captioner``), not the
-env's state.
-
-The rules are each family's, next to its captioner: ``env_registry.babyai.oracle`` (with a
-mission: its sub-goals and the targets' distance; without, BK's setting: only what BK's
-prompts tell an LLM), ``env_registry.crafter.oracle`` (the tech tree) and
-``env_registry.nethack.oracle`` (keyword scores of the message line, as ONI's prompt judges
-messages). They are pure functions over text; this module turns a request into calls to them
-(the request's ``env``; when None, inferred from the caption format by :func:`infer_env`),
-their answers into labels, and every goal into the family's goal language. It also writes the
-reward code: a documented potential function, marked as oracle-written: for BabyAI "go to"
-missions the target's distance in the latest caption, for BabyAI without a mission the
-task-agnostic potential, otherwise a generic keyword score.
-
-Unknown env (None and not inferable, or minedojo): neutral answers: ``tie``, ``no``, ``[]``.
-``action_scores`` and free text need an LLM: UnsupportedError.
+"""OracleBackend: environment rules that answer as a strong LLM would (ELLM's SimpleOracle is
+the precedent), never an LLM result: ``is_oracle`` is True and the name is "oracle", so its
+labels are stored and reported apart. The rules are each family's, next to its captioner
+(``env_registry.<family>.oracle``: pure functions over the captions an LLM would read, not the
+env's state); this module turns requests into calls to them and their answers into labels.
+Details: docs/labeler.md#backends.
 """
 
 from __future__ import annotations
@@ -131,7 +117,20 @@ def oracle_reward_code(req: RewardCodeRequest) -> str:
 
 # ---------------------------------------------------------------------------------- backend
 class OracleBackend(Backend):
-    """Rule-based labels; see the module docstring. Takes no configuration."""
+    """Rule-based labels. Takes no configuration.
+
+    The family's rules: ``env_registry.babyai.oracle`` (with a mission: its sub-goals and the
+    targets' distance; without, BK's setting: only what BK's prompts tell an LLM),
+    ``env_registry.crafter.oracle`` (the tech tree) and ``env_registry.nethack.oracle``
+    (keyword scores of the message line, as ONI's prompt judges messages). The family is the
+    request's ``env``, or, when None, inferred from the caption format (:func:`infer_env`);
+    every goal is put in the family's goal language. It also writes the reward code: a
+    documented potential function, marked as oracle-written: for BabyAI "go to" missions the
+    target's distance in the latest caption, for BabyAI without a mission the task-agnostic
+    potential, otherwise a generic keyword score. An unknown env (None and not inferable, or
+    minedojo) gets neutral answers: ``tie``, ``no``, ``[]``. ``action_scores`` and free text
+    need an LLM: UnsupportedError.
+    """
 
     name = "oracle"
     # v2: BabyAI without a mission answers from background knowledge (the task-agnostic rules);

