@@ -1,15 +1,7 @@
 """What each labeller's BK knowledge holds, beside a reference labeller's (the oracle's): the
-comparison ``rl-bk knowledge compare`` prints for the bk-* kinds.
-
-- BK-Code: the final code, and the Spearman rank correlation of its potential with the
-  reference's over the states of the given episodes;
-- BK-Pref: the segment pairs the builds labelled, each labeller's answers (read back from the
-  label store), their agreement with the reference's, and each preference model's held-out
-  accuracy on its own labels (its ``report.json``);
-- BK-Goal: each goal list, and how many of its goals the reference's list also holds.
-
-Each function takes the artifact folders by labeller (None where that labeller's is not built,
-which it says) and returns markdown lines.
+comparison ``rl-bk knowledge compare`` prints for the bk-* kinds (:func:`code_lines`,
+:func:`preference_lines`, :func:`goal_lines`). Each function takes the artifact folders by
+labeller (None where that labeller's is not built, which it says) and returns markdown lines.
 """
 
 from __future__ import annotations
@@ -29,6 +21,8 @@ from rl_bk.methods.bk.goals.builder import GOALS_FILE, normalize_goal
 def code_lines(
     folders: Mapping[str, Path | None], reference: str, episodes: Sequence[Chunk]
 ) -> list[str]:
+    """BK-Code: each final code, and the Spearman rank correlation of its potential with the
+    reference's over the states of ``episodes``."""
     lines = ["## BK-Code", ""]
     potentials = {}
     for b, folder in folders.items():
@@ -70,8 +64,10 @@ def code_lines(
 def preference_lines(
     folders: Mapping[str, Path | None], reference: str, choices: Mapping[str, list[str | None]]
 ) -> list[str]:
-    """``choices``: each built labeller's answer ("A", "B", "tie"; None: failed) on the same
-    pairs, in order."""
+    """BK-Pref: the segment pairs the builds labelled, each labeller's answers, their
+    agreement with the reference's, and each preference model's held-out accuracy on its own
+    labels (its ``report.json``). ``choices``: each built labeller's answer ("A", "B", "tie";
+    None: failed) on the same pairs, in order, read back from the label store."""
     lines = ["## BK-Pref", ""]
     lines += [line for b in folders if b not in choices for line in (f"{b}: not built.", "")]
     if not choices:
@@ -100,6 +96,7 @@ def preference_lines(
 
 
 def goal_lines(folders: Mapping[str, Path | None], reference: str) -> list[str]:
+    """BK-Goal: each goal list, and how many of its goals the reference's list also holds."""
     lists, lines = {}, ["## BK-Goal", ""]
     for b, folder in folders.items():
         if folder is None:

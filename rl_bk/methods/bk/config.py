@@ -1,22 +1,8 @@
 """PPO (or APPO: :class:`ShapedAPPOConfig`) with potential-based reward shaping from a
-configured potential source (BK's stage 3).
-
-The algorithm is RLlib's PPO; what changes is the learner connector pipeline: right after
-PPO's ``AddOneTsToEpisodesAndTruncate`` the :class:`RewriteRewards` piece, with a
-:class:`PotentialShaping` term, rewrites the rewards of the train batch (one call to the
-potential source per batch; the formula, the two episode-end conventions and the
-normalisations are in that module), and PPO's GAE then runs on the shaped rewards. The env
-runners never see the shaping, so the episode return RLlib
-reports stays the environment's; the learner reports ``shaping_return_mean`` beside it.
-
-    config = (ShapedPPOConfig()
-              .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
-              .training(potential=SourceSpec("bk-code", "/path/to/artifact"),
-                        shaping_coeff=1.0, extrinsic_coeff=10.0))
-
-The defaults are BK's (``train_rs.py``): Phi divided by the std of its discounted running
-sum, each potential difference paid one step late. BK's 10 x env reward is the task's
-``ppo.extrinsic_coeff``, which every method of BK's tasks trains on.
+configured potential source (BK's stage 3): right after PPO's ``AddOneTsToEpisodesAndTruncate``
+one :class:`RewriteRewards` piece with a :class:`PotentialShaping` term rewrites the rewards of
+each train batch, and PPO's GAE runs on the shaped rewards; the env runners never see it. The
+defaults are BK's (``train_rs.py``). Details: docs/methods.md#bk-bk-code-bk-pref-bk-goal.
 """
 
 from __future__ import annotations
@@ -102,7 +88,18 @@ class PotentialShapingMixin:
 
 
 class ShapedPPOConfig(PotentialShapingMixin, BasePPOConfig):
-    """RLlib's PPO (with rl-bk's loss options: BK's to the letter on BK's tasks), shaped."""
+    """RLlib's PPO (with rl-bk's loss options: BK's to the letter on BK's tasks), shaped::
+
+        config = (ShapedPPOConfig()
+                  .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
+                  .training(potential=SourceSpec("bk-code", "/path/to/artifact"),
+                            shaping_coeff=1.0, extrinsic_coeff=10.0))
+
+    The defaults are BK's: Phi divided by the std of its discounted running sum, each
+    potential difference paid one step late. BK's 10 x env reward is the task's
+    ``ppo.extrinsic_coeff``, which every method of BK's tasks trains on. The learner reports
+    ``shaping_return_mean`` beside the environment's return.
+    """
 
 
 class ShapedAPPOConfig(PotentialShapingMixin, BaseAPPOConfig):

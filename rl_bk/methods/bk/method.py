@@ -1,14 +1,9 @@
 """BK (Zhang et al. 2024, "Improving Sample Efficiency of Reinforcement Learning with Background
-Knowledge from Large Language Models"; mansicer/background-knowledge-rl): PPO shaped by a
-potential learned offline from an LLM's knowledge, in three forms (BK-Code, BK-Pref,
-BK-Goal), each a knowledge kind built before the sweep. The algorithm and the builders are
-:mod:`rl_bk.methods.bk`'s; its settings are the task's ``knowledge:`` section.
-
-A trial's ``backend``, ``candidate`` and ``include_mission`` pick which artifact, ``served``
-whether Phi comes from the reward-model app; the rest go to ``ShapedPPOConfig.training``.
-
-RLlib and the family's classes are imported inside the build functions, so the registry
-(and ``tune_run.py --list``) loads these declarations without them.
+Knowledge from Large Language Models"; mansicer/background-knowledge-rl): bk-code, bk-pref and
+bk-goal, each a knowledge kind built before the sweep. A trial's ``backend``, ``candidate``
+and ``include_mission`` pick which artifact, ``served`` whether Phi comes from the
+reward-model app; the rest go to ``ShapedPPOConfig.training``. RLlib and the family's classes
+are imported inside the build functions, so the registry loads these declarations without them.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """BK's potential sources: what each knowledge source turns into (a potential Phi over states,
-computed in batch: :class:`PotentialSource`), and each built by name, lazily, where it is used.
-
-A source maps the chunks of one train batch (or of a dataset) to one potential per state:
-``n + 1`` values for a chunk of ``n`` steps. The shaping connector calls it once per train
-batch, so a source may run a model, a sandboxed program or a Serve deployment once per call,
-never once per env step.
-
-A shaped-PPO config carries a :class:`SourceSpec` (a kind, an artifact folder and options):
-plain data that pickles into every learner. The learner's connector wraps it in a
-:class:`LazySource`, which builds the real source (a sandboxed program, a torch model, an
-embedding index) on its first batch, in the learner's own process.
+computed in batch: :class:`PotentialSource`, called once per train batch, never once per env
+step), and each built by name, lazily, where it is used: a config carries a
+:class:`SourceSpec`, plain data that pickles into every learner, and the learner's connector
+wraps it in a :class:`LazySource`, which builds the real source on its first batch.
 """
 
 from __future__ import annotations
@@ -27,6 +20,11 @@ from rl_bk.storage import fetch
 
 @runtime_checkable
 class PotentialSource(Protocol):
+    """Maps the chunks of one train batch (or of a dataset) to one potential per state:
+    ``n + 1`` values for a chunk of ``n`` steps. The shaping connector calls it once per train
+    batch, so a source may run a model, a sandboxed program or a Serve deployment once per
+    call, never once per env step."""
+
     #: Shown in logs and results ("bk-code", "bk-pref", ...).
     name: str
     #: How many states a window holds: the potential of state t reads states t-horizon+1..t
@@ -66,6 +64,10 @@ class UnknownSourceError(ValueError):
 
 @dataclass(frozen=True)
 class SourceSpec:
+    """A kind, an artifact folder and options: plain data that pickles into every learner,
+    where a :class:`LazySource` builds the real source (a sandboxed program, a torch model, an
+    embedding index) on its first batch, in the learner's own process."""
+
     kind: str
     path: str
     options: dict[str, Any] = field(default_factory=dict)

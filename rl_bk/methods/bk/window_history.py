@@ -1,19 +1,8 @@
-"""The states before a chunk's first, for potentials that read a window of history.
-
-The potential of state t reads states t-h+1..t and the actions between them (h: the source's
-``horizon``). RLlib cuts an episode into one chunk per train batch, so a chunk that starts in
-the middle of an episode lacks the h-1 states before its first; BK's rollout buffer, kept per
-env slot, never loses them. :class:`WindowHistory` keeps the last h states (observations and
-captions) and the actions between them of each unfinished episode, and puts them in front of
-the episode's next chunk: every state gets the window it would get were the episode in one
-piece.
-
-At an episode's start BK fills its buffer with the first state and with the first action, the
-one about to be taken there (``train_rs.py``: ``rm_obs[rm_timesteps == 0] = next_obs``, the
-same for the action), so the first windows read as if the agent had stood at s_0 and taken
-a_0 h-1 times before the episode began. ``episode_start="repeat-first"`` does the same;
-``"short"`` gives the first states shorter windows instead (as the offline dataset's
-windows are, and as the BK-Code description promises the written function).
+"""The states before a chunk's first, for potentials that read a window of history: RLlib cuts
+an episode into one chunk per train batch, where BK's rollout buffer, kept per env slot, never
+loses them, so :class:`WindowHistory` puts them back, and fills an episode's first windows as
+BK's buffer does (or gives them fewer states). Details:
+docs/methods.md#potential-based-shaping.
 """
 
 from __future__ import annotations
@@ -66,7 +55,22 @@ def extended(chunk: Chunk, history: History | None) -> Chunk:
 
 
 class WindowHistory:
-    """Gives each chunk of a train batch the history its windows need (see the module)."""
+    """Gives each chunk of a train batch the history its windows need.
+
+    The potential of state t reads states t-h+1..t and the actions between them (h: the
+    source's ``horizon``). A chunk that starts in the middle of an episode lacks the h-1
+    states before its first, so this keeps the last h states (observations and captions) and
+    the actions between them of each unfinished episode, and puts them in front of the
+    episode's next chunk: every state gets the window it would get were the episode in one
+    piece.
+
+    At an episode's start BK fills its buffer with the first state and with the first action,
+    the one about to be taken there (``train_rs.py``: ``rm_obs[rm_timesteps == 0] =
+    next_obs``, the same for the action), so the first windows read as if the agent had stood
+    at s_0 and taken a_0 h-1 times before the episode began. ``episode_start="repeat-first"``
+    does the same; ``"short"`` gives the first states shorter windows instead (as the offline
+    dataset's windows are, and as the BK-Code description promises the written function).
+    """
 
     def __init__(self, episode_start: EpisodeStart = "repeat-first"):
         if episode_start not in EPISODE_STARTS:

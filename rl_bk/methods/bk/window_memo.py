@@ -1,17 +1,8 @@
-"""Potentials of windows already scored, remembered across train batches.
-
-A potential reads a window of the last few states and actions and nothing else, so a window
-seen in an earlier batch has the same Phi now. Agents revisit the same windows all the time (a
-BabyAI task on 20 seeds, an agent turning in place, a policy that has converged), and scoring
-them again was the largest part of what bk-pref and bk-goal cost per batch.
-
-Keys are built from content, never from text formatting: each state's own key (its
-observation's bytes, or its caption) maps to an integer id, and a window's key is the bytes of
-its ids and action ids. When either table passes ``capacity`` entries both are cleared (ids
-would otherwise point at states that are gone); clearing costs one batch of re-scoring.
-
-Only for potentials that are fixed functions of the window (trained once, before RL): a model
-that keeps learning must not be memoised.
+"""Potentials of windows already scored, remembered across train batches: a potential reads a
+window of the last few states and actions and nothing else, agents revisit the same windows
+all the time, and scoring them again was most of what bk-pref and bk-goal cost per batch. Only
+for potentials that are fixed functions of the window (trained once, before RL): a model that
+keeps learning must not be memoised.
 """
 
 from __future__ import annotations
@@ -24,6 +15,12 @@ DEFAULT_CAPACITY = 500_000
 
 
 class WindowMemo:
+    """Phi of each window seen, keyed by content, never by text formatting: each state's own
+    key (its observation's bytes, or its caption) maps to an integer id, and a window's key is
+    the bytes of its ids and action ids. When either table passes ``capacity`` entries both
+    are cleared (ids would otherwise point at states that are gone); clearing costs one batch
+    of re-scoring."""
+
     def __init__(self, capacity: int = DEFAULT_CAPACITY):
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")

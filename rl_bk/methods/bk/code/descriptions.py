@@ -1,14 +1,8 @@
-"""What a code-writing LLM is told about each env: the game, the exact caption format, the
-action names (each family's ``description.py`` in ``env_registry``), then the window its
-function reads and the function it must write (here, BK-Code's contract).
-
-The mission: BK withheld the task goal from the LLM ("you will not know the specific task")
-to test background knowledge alone. :func:`describe_env` states the mission when it is given,
-and callers give it by default, because each of our tasks has one fixed mission and a
-potential aimed at it is what shaping needs; pass ``mission=None`` for BK's setting.
-
-The text ends with the function's contract and the mission: a prompt that must shorten a
-description keeps its end. :func:`window_records` builds the argument the contract promises.
+"""What a code-writing LLM is told about each env: the game, the exact caption format and the
+action names (each family's ``description.py`` in ``env_registry``), then BK-Code's contract
+(the window its function reads, the function it must write) and, only where given, the
+mission (BK withheld it, to test background knowledge alone). The text ends with the contract
+and the mission, so a prompt that must shorten a description keeps its end.
 """
 
 from __future__ import annotations

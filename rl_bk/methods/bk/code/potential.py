@@ -1,16 +1,8 @@
-"""BK-Code at RL time: the written potential function as a PotentialSource.
-
-One train batch is one sandbox round trip: every window of every chunk is built, identical
-windows are merged (captions repeat a lot: an agent that turns in place sees few views), and
-the distinct ones go to the code in a single ``call_many``.
-
-Code that fails at RL time (refused, too slow, out of memory, raising) must not end a trial
-that may have run for hours: that batch gets zero potentials (shaping adds nothing to it), the
-failure is counted in :meth:`CodePotential.metrics` and logged, and the next batch tries again
-in a fresh worker where needed.
-
-The sandbox is created lazily, in the process that calls the source (RLlib builds the shaping
-connector on the learner), and is left out of pickles.
+"""BK-Code at RL time: the written potential function as a PotentialSource
+(:class:`CodePotential`), one sandbox round trip per train batch. Code that fails at RL time
+(refused, too slow, out of memory, raising) must not end a trial that may have run for hours:
+that batch gets zero potentials, the failure is counted and logged, and the next batch tries
+again.
 """
 
 from __future__ import annotations
@@ -32,7 +24,16 @@ logger = logging.getLogger(__name__)
 
 
 class CodePotential:
-    """Phi(state) = the written function on the window ending at that state."""
+    """Phi(state) = the written function on the window ending at that state.
+
+    One train batch is one sandbox round trip: every window of every chunk is built,
+    identical windows are merged (captions repeat a lot: an agent that turns in place sees few
+    views), and the distinct ones go to the code in a single ``call_many``. A batch the code
+    fails on gets zero potentials (shaping adds nothing to it), the failure is counted in
+    :meth:`metrics` and logged, and the next batch tries again in a fresh worker where needed.
+    The sandbox is created lazily, in the process that calls the source (RLlib builds the
+    shaping connector on the learner), and is left out of pickles.
+    """
 
     name = "bk-code"
 

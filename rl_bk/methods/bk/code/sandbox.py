@@ -1,13 +1,9 @@
-"""Running untrusted, LLM-written Python: a locked-down worker process, one round trip per batch.
-
-BK-Code executes code an LLM wrote, on every train batch, inside the learner; a Python-level
-jail alone cannot hold such code, so it runs in a persistent worker process behind four
-layers (process, limits, an import allow-list, an audit hook that cannot be removed) and every
-failure is a typed error after which the sandbox is usable again: docs/methods.md, "BK-Code's
-sandbox", says what each layer refuses.
-
-This file is also the worker's program (``python -I -B sandbox.py --worker R W``), so its
-module-level imports are the standard library only, and never ``subprocess``.
+"""Running untrusted, LLM-written Python in a locked-down, persistent worker process, one round
+trip per batch, behind four layers (process, limits, an import allow-list, an audit hook that
+cannot be removed); every failure is a typed error after which the sandbox is usable again:
+docs/methods.md#bk-codes-sandbox. This file is also the worker's program (``python -I -B
+sandbox.py --worker R W``), so its module-level imports are the standard library only, never
+``subprocess``.
 """
 
 from __future__ import annotations

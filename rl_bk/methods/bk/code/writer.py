@@ -1,28 +1,8 @@
 """BK-Code's offline stage: the labeler writes a potential function, and improves it over a few
-rounds from what the sandbox saw it do.
-
-For each candidate (Eureka-style: several independent codes, compared later as trials):
-
-1. Round 1 asks for the function with the env description, the signature
-   (:mod:`rl_bk.methods.bk.code.descriptions`) and one real window from the dataset,
-   printed as the function will receive it (a small model told only about the format misread
-   it: it took a window for a dict), and no feedback.
-2. Every answer is loaded into the sandbox and run on ``segments_per_round`` freshly
-   sampled segments of the dataset (one window per state, as at RL time).
-3. The next round's feedback carries the previous code and what happened: the refusal or the
-   trimmed traceback (with the window it failed on) when it failed; otherwise the captions of
-   each segment with the potential the code gave each state, and a request to improve it.
-
-Our labeler has no conversation memory (labels are stored by request content), so unlike
-BK's chat, each request carries the previous code itself; a "Round r of R" line (and
-"Candidate i of k") keeps requests distinct so no answer is replayed from the store by
-accident.
-
-A candidate's final code is the last one that ran without error. If none ever ran, the
-candidate is marked failed and falls back to a constant potential (``return 0.0``: shaping
-then does nothing), with a warning. Files written to ``out_dir``: ``code-final.py`` (the
-chosen candidate), ``code-candidate-{i}.py``, ``history.json`` (every round: feedback, code,
-outcome, values) and ``meta.json``.
+rounds from what the sandbox saw it do, for one or several independent candidates
+(Eureka-style, compared later as trials). Our labeler has no conversation memory, so unlike
+BK's chat each request carries the previous code itself. The rounds, the final code and the
+files written: :func:`write_potential_code`.
 """
 
 from __future__ import annotations
@@ -118,7 +98,25 @@ def write_potential_code(
     progress: bool = True,
 ) -> CodeResult:
     """Asks ``labeler`` for ``candidates`` potential functions, ``rounds`` rounds each, and
-    saves them (see the module docstring).
+    saves them.
+
+    1. Round 1 asks for the function with the env description, the signature
+       (:mod:`rl_bk.methods.bk.code.descriptions`) and one real window from the dataset,
+       printed as the function will receive it (a small model told only about the format
+       misread it: it took a window for a dict), and no feedback.
+    2. Every answer is loaded into the sandbox and run on ``segments_per_round`` freshly
+       sampled segments of the dataset (one window per state, as at RL time).
+    3. The next round's feedback carries the previous code and what happened: the refusal or
+       the trimmed traceback (with the window it failed on) when it failed; otherwise the
+       captions of each segment with the potential the code gave each state, and a request to
+       improve it. A "Round r of R" line (and "Candidate i of k") keeps requests distinct, so
+       no answer is replayed from the label store by accident.
+
+    A candidate's final code is the last one that ran without error. If none ever ran, the
+    candidate is marked failed and falls back to a constant potential (``return 0.0``: shaping
+    then does nothing), with a warning. Files written to ``out_dir``: ``code-final.py`` (the
+    chosen candidate), ``code-candidate-{i}.py``, ``history.json`` (every round: feedback,
+    code, outcome, values) and ``meta.json``.
 
     Args:
         labeler: ``(task, requests) -> labels``, e.g. a LocalLabeler.

@@ -1,25 +1,8 @@
-"""BK-Goal, offline: ask the labeler for goals on dataset segments and keep a goal list.
-
-BK's ``label_goals.py`` held one long conversation: each turn showed a random 3-step segment
-and asked the LLM to improve the goal list; every distinct goal got an id, and each segment's
-caption text (the "key") remembered the ids it produced. At RL time, keys similar to the
-recent history select which goals count (:mod:`rl_bk.methods.bk.goals.potential`).
-
-Here each iteration is one independent :class:`~rl_bk.labeling.tasks.GoalsRequest` (the
-labeling contract has no conversation), so the iterations are labelled in batches:
-
-- ``caption``: the segment's last caption; ``history``: the earlier states as
-  "<caption> You choose the action: <name>.", so the labeler sees what the agent did;
-- goals are de-duplicated after normalising (lowercase, single spaces, no trailing
-  punctuation), as BK's ``goals_dict`` did without the normalising;
-- the key is the segment's BK-style history text (:func:`caption_history`); a key seen twice
-  keeps the union of its goals; a segment that got no goal adds no key (an empty key could
-  only crowd useful ones out of the top-k).
-
-Mission policy: BK withheld the task goal from the LLM. Our tasks have one fixed mission, so
-when ``mission`` is given it is part of every request (the oracle answers with it).
-
-Saved as ``out_dir/goals.json``: goals, keys with their goal ids, the label origin, counts.
+"""BK-Goal, offline: ask the labeler for goals on dataset segments and keep a goal list, each
+goal under the keys (segment texts) that produced it. BK held one long conversation; the
+labelling contract has none, so each iteration here is one independent request, and the
+iterations are labelled in batches. How requests, keys and de-duplication follow BK's
+``label_goals.py``: docs/methods.md#bk-goals-potential.
 """
 
 from __future__ import annotations

@@ -1,23 +1,8 @@
-"""BK-Goal at RL time: Phi(s_t) = how well the last transition matches a goal suggested for
-situations like the current one (BK's ``GoalReward``).
-
-For each state's window of ``horizon`` states (default 4: the 3-step segments of the keys
-plus the current state):
-
-1. the query: the window's history text (:func:`caption_history`, the keys' format), compared
-   (cosine) with every key of the goal list; the goals of the ``top_k`` most similar keys
-   (their union) are the candidate goals;
-2. the transition "<caption_{t-1}> You choose the action: <a_{t-1}>. Current observation:
-   <caption_t>" (caption_t alone at a chunk's first state) is embedded;
-3. Phi = the largest cosine similarity between it and a candidate goal if above
-   ``threshold``, else 0.
-
-How texts become vectors (``embedding``: BK's whole ``"texts"``, or the default
-``"sentences"``, a text's vector the normalised mean of its sentences' cached vectors) and why
-the threshold is 0.5 for MiniLM where BK used 0.85 with bert-small, measured: docs/methods.md,
-"BK-Goal's potential".
-
-Every batch is one ``encode`` call over its distinct texts (or sentences).
+"""BK-Goal at RL time (BK's ``GoalReward``): Phi(s_t) = how well the last transition matches a
+goal suggested for situations like the current one, retrieved by the similarity of the
+recent history to the goal list's keys (:class:`GoalPotential`). How texts become vectors,
+and why the threshold is 0.5 for MiniLM where BK used 0.85 with bert-small, measured:
+docs/methods.md#bk-goals-potential.
 """
 
 from __future__ import annotations
@@ -114,7 +99,21 @@ def _normalise(x: np.ndarray) -> np.ndarray:
 
 
 class GoalPotential:
-    """PotentialSource "bk-goal" over a :class:`GoalList` (or the folder holding goals.json)."""
+    """PotentialSource "bk-goal" over a :class:`GoalList` (or the folder holding goals.json).
+
+    For each state's window of ``horizon`` states (default 4: the 3-step segments of the keys
+    plus the current state):
+
+    1. the query: the window's history text (:func:`caption_history`, the keys' format),
+       compared (cosine) with every key of the goal list; the goals of the ``top_k`` most
+       similar keys (their union) are the candidate goals;
+    2. the transition "<caption_{t-1}> You choose the action: <a_{t-1}>. Current observation:
+       <caption_t>" (caption_t alone at a chunk's first state) is embedded;
+    3. Phi = the largest cosine similarity between it and a candidate goal if above
+       ``threshold``, else 0.
+
+    Every batch is one ``encode`` call over its distinct texts (or sentences).
+    """
 
     name = "bk-goal"
 

@@ -1,31 +1,9 @@
-"""The BK-Pref potential: a Preference Transformer whose per-step reward is Phi.
-
-BK (``models/preference_transformer.py``) learns a reward model from segment preferences: a
-causal transformer reads a segment, a ``PreferenceAttention`` head turns each step into a
-scalar reward (its value projection) and weighs them into one segment logit; at RL time the
-reward of the window's last step is the potential. This module keeps that design on the
-project's flat observation vectors:
-
-- one token per state: encoder(observation) + embedding(action taken there) + embedding(slot).
-  BK interleaved state and action tokens and scored the token of the last *action*, i.e.
-  ``(s_{t-1}, a_{t-1})``: its Phi never saw the current state. Here the current state has a
-  token of its own, with the extra action id ``n_actions`` ("no action yet"), and Phi is its
-  reward. A window of ``horizon`` states is therefore ``horizon`` tokens, as many as BK's five;
-- the encoder is an MLP on the flat vector or, for families whose observation starts with a
-  symbolic egocentric grid (:data:`GRID_LAYOUTS`; BabyAI: 7x7x3), BK's conv net on the grid
-  plus the rest of the vector. The conv net generalises across the grid's cells, which
-  matters on the few decided pairs an oracle or LLM yields: trained on 3000 oracle-labelled
-  pairs of 40 random-policy BabyAI episodes, it ordered 79% of the decided pairs of 40 other
-  episodes as the oracle did (91% in the slow test's episodes), the MLP 66% (62% by the last
-  state's Phi alone). It costs more: 0.41-0.47 s per 2080-state batch on one thread against
-  the MLP's 0.15 s, each state encoded once (``PreferenceTransformer.potential_of_states``);
-- windows are right-aligned in ``horizon`` slots (the current state is always the last slot)
-  and shorter ones (the first states of a chunk) are left-padded. Padded slots are masked out
-  of every attention, so they cannot change any valid token's output;
-- one causal layer (``n_embed`` 128, one head), as BK's config.
-
-:class:`FlatPotential` wraps the model for TorchScript: one flat float row per window, so the
-reward-model app (``serve_deployments/reward_model.py``) can serve it as a ``vector`` model.
+"""The BK-Pref potential: a Preference Transformer whose per-step reward is Phi (BK's
+``models/preference_transformer.py``, mansicer/background-knowledge-rl), on the project's flat
+observation vectors: one token per state, the current state's included, an MLP or BK's conv
+encoder, one causal layer. How and why it departs from BK's:
+docs/methods.md#bk-prefs-model. :class:`FlatPotential` wraps it for TorchScript, so the
+reward-model app can serve it.
 """
 
 from __future__ import annotations

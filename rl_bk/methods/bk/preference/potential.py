@@ -1,13 +1,7 @@
-"""BK-Pref at RL time: Phi(s_t) = the trained model's reward of the current state of the window
-of the last ``horizon`` states (BK's ``PreferenceModel.compute_reward``).
-
-One call scores every window of every chunk of a train batch in one batched forward pass
-(CPU, ``torch.no_grad``; it does not touch torch's thread count, so a learner that set one
-thread keeps it). With ``served=(name, version)`` the same rows go to the reward-model app
-instead (one call per 4096 windows): in process through
-:class:`rl_bk.reward_models.scoring.RewardModels`, through a Serve deployment handle, or
-over HTTP. The model and any client are built on first use and dropped when pickled, so the
-source travels to learners as a path and a few settings.
+"""BK-Pref at RL time (BK's ``PreferenceModel.compute_reward``): Phi(s_t) = the trained model's
+reward of the current state of the window of the last ``horizon`` states, for every window of
+a train batch in one batched forward pass, in process or through the reward-model app
+(:class:`PreferencePotential`).
 """
 
 from __future__ import annotations
@@ -38,7 +32,15 @@ MEMO_CAPACITY = 200_000
 
 class PreferencePotential:
     """PotentialSource "bk-pref". ``horizon``: states per window, at most the trained one
-    (a shorter window is left-padded, as the first states of a chunk are)."""
+    (a shorter window is left-padded, as the first states of a chunk are).
+
+    One call scores every window of every chunk of a train batch in one batched forward pass
+    (CPU, ``torch.no_grad``; it does not touch torch's thread count, so a learner that set one
+    thread keeps it). With ``served=(name, version)`` the same rows go to the reward-model app
+    instead (one call per 4096 windows): in process through
+    :class:`rl_bk.reward_models.scoring.RewardModels`, through a Serve deployment handle, or
+    over HTTP. The model and any client are built on first use and dropped when pickled, so
+    the source travels to learners as a path and a few settings."""
 
     name = "bk-pref"
 

@@ -1,26 +1,9 @@
-"""BK-Pref, offline: label pairs of dataset segments, then fit the Preference Transformer.
-
-BK's ``label_preference.py`` + ``train_preference_model.py`` in one function:
-
-1. sample ``pairs`` pairs of segments of ``horizon`` states (``horizon - 1`` steps) from the
-   dataset: exactly the windows the potential reads at RL time, so training and use see the
-   same inputs;
-2. caption each state as "<caption> You choose the action: <name>." (the last state, with no
-   action yet, is its bare caption) and ask the labeler which segment is better;
-3. train with BK's loss (cross-entropy on decided pairs + 0.3 * smoothing that also uses ties),
-   AdamW, gradient clip 1.0; keep the epoch with the best held-out accuracy. BK trains on hard
-   labels (the default); with ``soft_labels`` a decided pair's target is the labeller's own
-   probability that B is better (labels read from token scores carry it:
-   :mod:`rl_bk.labeling.closed_answers`), so a pair the model was unsure of pulls less;
-4. write ``model.pt`` (state dict + config), ``report.json``, and optionally register the
-   TorchScript export in the reward-model registry.
-
-Mission policy: BK's prompt withheld the task goal ("You will NOT know the goal"). Our tasks
-have one fixed mission, so when ``mission`` is given it goes into the criteria, where an LLM
-can use it and the oracle needs it. Without one, the criteria are BK's three generic ones.
-
-Storing labels is the labeler's business (:class:`~rl_bk.labeling.labeler.LocalLabeler`
-stores every answer), so a re-run re-reads its labels instead of asking again.
+"""BK-Pref, offline: label pairs of dataset segments, then fit the Preference Transformer (BK's
+``label_preference.py`` and ``train_preference_model.py`` in one function,
+:func:`train_preference_potential`): pairs of exactly the windows the potential reads at RL
+time, BK's loss, the epoch with the best held-out accuracy kept. The steps, soft labels and
+the mission: docs/methods.md#bk-prefs-model. Labels go through the labeler's store, so a
+re-run re-reads them instead of asking again.
 """
 
 from __future__ import annotations
@@ -65,7 +48,9 @@ GENERIC_CRITERIA = (
 
 
 def criteria_text(mission: str | None) -> str:
-    """The request's criteria: the mission first, when the task has one (see module doc)."""
+    """The request's criteria: the mission first, when the build is told it (where an LLM can
+    use it and the oracle needs it), else BK's generic criteria (BK's prompt withheld the
+    goal: "You will NOT know the goal")."""
     if not mission:
         return GENERIC_CRITERIA
     return (
@@ -185,7 +170,8 @@ def train_preference_potential(
     included). ``register_as``: "name" or "name/version" in the reward-model registry.
     ``state_encoder``: "auto" reads the family's grid with a conv net where it has one
     (:data:`GRID_LAYOUTS`), else an MLP. ``soft_labels``: train on the labels' probabilities
-    (module docstring); BK's hard labels by default."""
+    (a decided pair's target is the labeller's own P(B is better), so a pair it was unsure of
+    pulls less); BK's hard labels by default."""
     if horizon < 2:
         raise ValueError(
             f"horizon must be >= 2 (one step and the state it leads to), got {horizon}"
