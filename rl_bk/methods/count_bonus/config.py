@@ -1,14 +1,8 @@
 """Count-bonus PPO: RLlib's PPO (with rl-bk's loss options) plus a count-based exploration
-bonus over the step captions, ``coeff / sqrt(N(caption))``.
-
-    config = (CountBonusPPOConfig()
-              .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
-              .training(count_bonus=CountBonusSettings(coeff=0.1)))
-
-The learner connector gets :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
-right after PPO's artificial-step piece (before GAE), with an intrinsic-reward term whose
-reward function is :class:`~rl_bk.methods.count_bonus.intrinsic_reward.CaptionCountBonus`.
-The policy, the value head and PPO's loss are PPO's own.
+bonus over the step captions, ``coeff / sqrt(N(caption))``, as an intrinsic-reward term
+(:class:`~rl_bk.methods.count_bonus.intrinsic_reward.CaptionCountBonus`) of the one
+:class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece before GAE. The
+policy, the value head and PPO's loss are PPO's own.
 """
 
 from __future__ import annotations
@@ -28,7 +22,14 @@ from rl_bk.methods.count_bonus.settings import CountBonusSettings
 
 
 class CountBonusPPOConfig(BasePPOConfig):
-    """RLlib's PPO on the env reward plus the caption count bonus."""
+    """RLlib's PPO on the env reward plus the caption count bonus::
+
+        config = (CountBonusPPOConfig()
+                  .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
+                  .training(count_bonus=CountBonusSettings(coeff=0.1)))
+
+    The settings object is kept whole; a sweep's values replace its fields by name.
+    """
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class)

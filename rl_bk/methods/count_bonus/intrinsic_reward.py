@@ -1,17 +1,8 @@
-"""The count-based exploration bonus over step captions, for one train batch.
-
-A step's caption is the text the env put in ``info["caption"]`` after the step. Each step
-earns
-
-    bonus_t = coeff / sqrt(N(caption_t))
-
-where ``N`` is how many times that caption has been seen so far over the whole run (this
-occurrence included: a new caption earns ``coeff``, its fourth occurrence ``coeff / 2``). The
-counts live in the learner, per caption string, and grow across episodes and train batches;
-within a batch the steps are counted in the batch's order of chunks, each chunk's in time
-order. The reward function runs once per train batch on the learner
-(:class:`~rl_bk.connectors.learner.intrinsic_rewards.IntrinsicReward` wraps it as a reward
-term); the env runners never see it.
+"""The count-based exploration bonus over step captions, for one train batch: each step earns
+``coeff / sqrt(N(caption_t))``, ``N`` the caption's count over the whole run so far, this
+occurrence included, the caption being the ``info["caption"]`` the env wrote after the step.
+The counts live in the learner and the env runners never see the bonus. Details:
+docs/methods.md#a-count-bonus-over-captions-count-bonus.
 """
 
 from __future__ import annotations

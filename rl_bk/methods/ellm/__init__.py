@@ -1,11 +1,9 @@
 """ELLM-PPO (Du et al. 2023): PPO on the reward for achieving goals an LLM suggested for the
-current caption.
-
-Everything that is ELLM's lives here: :mod:`.intrinsic_reward` (suggestions, the novelty
-filter, the reward function), :mod:`.goal_matching` (matching suggestions against the envs'
-``info["achieved"]``, once per goal per episode), :mod:`.vocabulary` (every goal of a family,
-for the novelty baseline, and the synonyms of an achievement), :mod:`.goal_observation` (the
-goal-conditioned observation) and :mod:`.config`. The names load lazily.
+current caption. Everything that is ELLM's lives here: :mod:`.intrinsic_reward` (suggestions
+and the reward function), :mod:`.goal_matching` (suggestions against what a step achieved,
+once per goal per episode), :mod:`.vocabulary` (the novelty baseline's goals, synonyms),
+:mod:`.goal_observation` (the goal-conditioned observation) and :mod:`.config`. The names load
+lazily.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
-"""ELLM-PPO: RLlib's PPO (or APPO: :class:`ELLMAPPOConfig`) trained on ELLM's
-goal-suggestion reward.
-
-    config = (ELLMPPOConfig()
-              .environment("Crafter-Text-v0")
-              .training(suggester="llm", labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
-                        family="crafter", ellm_coeff=1.0))
-
-The learner connector gets :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
-right after PPO's artificial-step piece (before GAE), with an intrinsic-reward term whose
-reward function is :class:`ELLMIntrinsicReward` (suggestions, novelty filter and matching:
-see that module). The policy is PPO's own; for ELLM's goal-conditioned policy the env is
-wrapped instead (:mod:`rl_bk.methods.ellm.goal_observation`; the ``ellm`` method does it
-when the task's ``ellm.goal_conditioned`` is true).
-
-Departures from ELLM's reference (yuqingd/ellm): PPO instead of double DQN (every method
-of a task shares the task's PPO); the env's reward is kept (the task's
-``ppo.extrinsic_coeff``, default 1; ELLM's pretraining zeroed it: set 0 for that); the match
-uses the packaged all-MiniLM-L6-v2 at threshold 0.9 (ELLM: paraphrase-MiniLM-L3 at 0.99) on
-achieved texts the env writes in the goal vocabulary, not the successful action's name.
+"""ELLM-PPO: RLlib's PPO (or APPO: :class:`ELLMAPPOConfig`) trained on ELLM's goal-suggestion
+reward, one :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece with
+:class:`ELLMIntrinsicReward` as its term; the policy is PPO's own (for ELLM's goal-conditioned
+policy the env is wrapped instead: :mod:`rl_bk.methods.ellm.goal_observation`). Where it
+departs from ELLM's reference (yuqingd/ellm), and why:
+docs/methods.md#where-ellm-and-oni-here-depart-from-their-papers-and-why.
 """
 
 from __future__ import annotations
@@ -103,7 +89,16 @@ class ELLMRewardMixin:
 
 
 class ELLMPPOConfig(ELLMRewardMixin, BasePPOConfig):
-    """RLlib's PPO (with rl-bk's loss options) on ELLM's reward."""
+    """RLlib's PPO (with rl-bk's loss options) on ELLM's reward::
+
+        config = (ELLMPPOConfig()
+                  .environment("Crafter-Text-v0")
+                  .training(suggester="llm",
+                            labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
+                            family="crafter", ellm_coeff=1.0))
+
+    ``ellm_coeff`` weighs ELLM's reward; the env reward's weight is ``extrinsic_coeff``.
+    """
 
 
 class ELLMAPPOConfig(ELLMRewardMixin, BaseAPPOConfig):

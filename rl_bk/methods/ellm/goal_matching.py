@@ -1,28 +1,7 @@
-"""ELLM's intrinsic reward ("Guiding Pretraining in RL with LLMs", Du et al. 2023): pay the agent
-when what it just did matches a goal an LLM suggested for the state it did it from.
-
-Per step ``t`` of an episode, as ELLM's ``text_crafter`` does it:
-
-1. candidates: the goals suggested for the state before step ``t``, less the goals that
-   already paid in this episode. This is ELLM's novelty filter (its ``take_action`` records
-   the suggestion a step matched, and later suggestions of that text are dropped). It drops
-   only goals that were suggested and then achieved: achieving something nobody suggested
-   leaves its goal open. It compares texts, after ``synonyms`` (Crafter: "attack cow" and
-   "eat cow" are one goal, as ELLM treats them, since eating a cow is what attacking one does);
-2. ``r_t`` = the largest ``cos(g, a)`` over candidates ``g`` and texts ``a`` achieved by step
-   ``t`` (the env's ``info["achieved"]``), if above ``threshold``; else 0;
-3. the candidate that matched best (ELLM's ``closest_suggestion``) joins the episode's paid
-   goals.
-
-The train batch holds pieces of episodes (RLlib splits episodes across batches), so each
-episode's paid goals are kept between calls, by episode id, in a bounded LRU dict, and
-forgotten with the piece that ends the episode.
-
-Cost: a step that achieved nothing pays nothing whatever was suggested, and achievements are
-rare (a few per hundred steps), so only the suggestions of steps that achieved something are
-embedded: all distinct texts of one :meth:`GoalMatcher.rewards` call go to the embedder in one
-``encode`` call, the similarities are one matrix product, and the per-step loop only visits
-those steps.
+"""ELLM's intrinsic reward ("Guiding Pretraining in RL with LLMs", Du et al. 2023): pay the
+agent when what it just did matches a goal an LLM suggested for the state it did it from, once
+per goal per episode (ELLM's novelty filter), as ELLM's ``text_crafter`` does it. The steps:
+:class:`GoalMatcher`.
 """
 
 from __future__ import annotations
@@ -98,7 +77,29 @@ def _ids(
 
 
 class GoalMatcher:
-    """ELLM's reward over batches of :class:`EpisodePiece` (see the module docstring)."""
+    """ELLM's reward over batches of :class:`EpisodePiece`. Per step ``t`` of an episode:
+
+    1. candidates: the goals suggested for the state before step ``t``, less the goals that
+       already paid in this episode. This is ELLM's novelty filter (its ``take_action``
+       records the suggestion a step matched, and later suggestions of that text are
+       dropped). It drops only goals that were suggested and then achieved: achieving
+       something nobody suggested leaves its goal open. It compares texts, after ``synonyms``
+       (Crafter: "attack cow" and "eat cow" are one goal, as ELLM treats them, since eating a
+       cow is what attacking one does);
+    2. ``r_t`` = the largest ``cos(g, a)`` over candidates ``g`` and texts ``a`` achieved by
+       step ``t`` (the env's ``info["achieved"]``), if above ``threshold``; else 0;
+    3. the candidate that matched best (ELLM's ``closest_suggestion``) joins the episode's
+       paid goals.
+
+    The train batch holds pieces of episodes (RLlib splits episodes across batches), so each
+    episode's paid goals are kept between calls, by episode id, in a bounded LRU dict, and
+    forgotten with the piece that ends the episode.
+
+    A step that achieved nothing pays nothing whatever was suggested, and achievements are
+    rare, so only the suggestions of steps that achieved something are embedded: all distinct
+    texts of one :meth:`rewards` call go to the embedder in one ``encode`` call, the
+    similarities are one matrix product, and the per-step loop only visits those steps.
+    """
 
     def __init__(
         self,

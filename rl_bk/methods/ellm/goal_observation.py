@@ -1,21 +1,8 @@
 """ELLM's goal-conditioned policy: the observation carries the embedded text of the goals
-suggested for the current state, so the policy can act on them.
-
-ELLM gives its policy ``"Your goal is: <suggestions>."`` embedded by SBERT. Here a gymnasium
-wrapper appends the packaged MiniLM's 384 values of that text to the flat observation, so the
-episode records exactly what the policy saw and PPO's learner trains on the same input (an
-env-to-module connector would not store it in the episode).
-
-The suggestions are read at act time from a per-process :class:`~rl_bk.labeling.queue.
-AsyncLabelQueue`: a caption with no suggestions yet is queued and gets the zero vector (the
-documented default, counted in ``info["goal_missing"]``); training never waits. Goals that
-were suggested for a state and achieved by the step from it (``info["achieved"]``, the same
-text after the family's synonyms) are left out for the rest of the episode, as ELLM's novelty
-filter does. Goal texts are embedded once each (cached), never an LLM call per step.
-
-Each env-runner process builds its own labeler from the :class:`~rl_bk.labeling.labeler.
-LabelerSpec` (the oracle costs nothing; for an LLM, reach the labeler app by ``serve_app`` or
-``url`` rather than loading a model in every runner) and its own embedder.
+suggested for the current state (ELLM's ``"Your goal is: <suggestions>."``, embedded), so the
+policy can act on them. A gymnasium wrapper (:class:`GoalObservation`) appends it, so that the
+episode records exactly what the policy saw and PPO's learner trains on the same input; the
+suggestions are read at act time from a label queue in the env runner, never waited for.
 """
 
 from __future__ import annotations
@@ -58,7 +45,23 @@ def _queue(labeler: LabelerSpec, family: str, max_goals: int) -> AsyncLabelQueue
 
 
 class GoalObservation(gym.ObservationWrapper):
-    """Appends the embedded goal text to the env's flat observation (see module)."""
+    """Appends the embedded goal text to the env's flat observation: the packaged MiniLM's 384
+    values of :func:`goal_text` (an env-to-module connector would not store it in the
+    episode).
+
+    The suggestions are read at act time from a per-process
+    :class:`~rl_bk.labeling.queue.AsyncLabelQueue`: a caption with no suggestions yet is
+    queued and gets the zero vector (the documented default, counted in
+    ``info["goal_missing"]``); training never waits. Goals that were suggested for a state and
+    achieved by the step from it (``info["achieved"]``, the same text after the family's
+    synonyms) are left out for the rest of the episode, as ELLM's novelty filter does. Goal
+    texts are embedded once each (cached), never an LLM call per step.
+
+    Each env-runner process builds its own labeler from the
+    :class:`~rl_bk.labeling.labeler.LabelerSpec` (the oracle costs nothing; for an LLM, reach
+    the labeler app by ``serve_app`` or ``url`` rather than loading a model in every runner)
+    and its own embedder.
+    """
 
     def __init__(
         self,

@@ -1,25 +1,8 @@
 """ELLM's intrinsic reward for one train batch: suggestions for the captions of the batch, from
-the label store (asked for asynchronously), matched against what each step achieved.
-
-Per step ``t`` of a chunk: the suggestions are those for the caption of the state before the
-step (``info["caption"]``), the achieved texts are the env's ``info["achieved"]`` after it, and
-:class:`~.goal_matching.GoalMatcher` pays the match once per goal per episode. Where the
-suggestions come from (``suggester``):
-
-- ``"llm"``: the labeler (``goals`` task, constrained to the env's goal vocabulary), asked
-  once per train batch for the captions of the states a step achieved something from (only
-  those can pay), through the label store. The batch waits for them up to
-  ``label_timeout_s`` (logged as ``label_wait_seconds``); a step whose suggestions did not
-  come pays 0 and is counted. Why wait, when ONI never does: ELLM's reward for a step needs
-  the suggestions for that very state, and on Crafter almost every caption is new (the
-  inventory counts change), so suggestions that arrive later would never be used. Asking
-  only for achieving states keeps it to a few captions per batch. With the ``oracle``
-  backend this is ELLM's oracle baseline (every goal whose prerequisites the caption shows),
-  which must be reported as oracle;
-- ``"novelty"``: every goal of the env's vocabulary (ELLM's "novelty" baseline: any first
-  achievement of an episode pays). No labels.
-
-The weighted reward is ``ellm_coeff * r``.
+the labeler (``"llm"``) or every goal of the env's vocabulary (``"novelty"``, ELLM's
+baseline), matched against what each step achieved by
+:class:`~.goal_matching.GoalMatcher`. Unlike ONI, the batch waits for its suggestions; why:
+:class:`ELLMIntrinsicReward`, and docs/methods.md#online-labelling-ellm-and-oni.
 """
 
 from __future__ import annotations
@@ -52,7 +35,28 @@ def resolve_max_goals(max_goals: int | None, labeler: LabelerSpec | None) -> int
 
 
 class ELLMIntrinsicReward:
-    """The :class:`~rl_bk.connectors.learner.intrinsic_rewards.IntrinsicRewardFn` of ELLM."""
+    """The :class:`~rl_bk.connectors.learner.intrinsic_rewards.IntrinsicRewardFn` of ELLM.
+
+    Per step ``t`` of a chunk: the suggestions are those for the caption of the state before
+    the step (``info["caption"]``), the achieved texts are the env's ``info["achieved"]`` after
+    it, and :class:`~.goal_matching.GoalMatcher` pays the match once per goal per episode.
+    Where the suggestions come from (``suggester``):
+
+    - ``"llm"``: the labeler (``goals`` task, constrained to the env's goal vocabulary), asked
+      once per train batch for the captions of the states a step achieved something from
+      (only those can pay), through the label store. The batch waits for them up to
+      ``label_timeout_s`` (logged as ``label_wait_seconds``); a step whose suggestions did not
+      come pays 0 and is counted. Why wait, when ONI never does: ELLM's reward for a step
+      needs the suggestions for that very state, and on Crafter almost every caption is new
+      (the inventory counts change), so suggestions that arrive later would never be used.
+      Asking only for achieving states keeps it to a few captions per batch. With the
+      ``oracle`` backend this is ELLM's oracle baseline (every goal whose prerequisites the
+      caption shows), which must be reported as oracle;
+    - ``"novelty"``: every goal of the env's vocabulary (ELLM's "novelty" baseline: any first
+      achievement of an episode pays). No labels.
+
+    The weighted reward is ``ellm_coeff * r``.
+    """
 
     def __init__(
         self,

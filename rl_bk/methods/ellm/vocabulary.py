@@ -1,13 +1,8 @@
-"""The goals a family's envs can report as achieved, for the "novelty" baseline of ELLM.
-
-ELLM compares its LLM suggestions with a baseline that suggests every goal not achieved yet in
-the episode (an oracle list, no LLM). With :class:`~.goal_matching.GoalMatcher` doing the
-"not achieved yet" part (its novelty filter), the baseline's suggestion is the same
-every step: the whole vocabulary, from each family's ``env_registry.<family>.vocabulary``,
-the words the envs' ``info["achieved"]`` uses.
-
-Only the families whose envs fill ``info["achieved"]`` (Crafter, BabyAI) are offered: under
-any other the baseline could never pay.
+"""The goals a family's envs can report as achieved, for ELLM's "novelty" baseline, which
+suggests every goal not achieved yet in the episode (an oracle list, no LLM): with
+:class:`~.goal_matching.GoalMatcher`'s novelty filter doing the "not achieved yet" part, its
+suggestion is the whole vocabulary every step. Only the families whose envs fill
+``info["achieved"]`` (Crafter, BabyAI) are offered: under any other it could never pay.
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """ONI-PPO: RLlib's PPO (or APPO: :class:`ONIAPPOConfig`) trained on ONI's online intrinsic
-rewards from LLM feedback.
-
-    config = (ONIPPOConfig()
-              .environment("NetHack-Text-Score-v0")
-              .training(reward_type="classification",
-                        labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
-                        oni=ONISettings(caption_key="message"), extrinsic_coeff=0.1))
-
-What it wires:
-
-- the learner connector: :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
-  right after PPO's artificial-step piece (before GAE), with an intrinsic-reward term whose
-  reward function is :class:`OnlineIntrinsicReward` (see that module for every reward
-  type, the label queue and the count decay);
-- for ``classification`` and ``ranking``: the learner-only :class:`OnlineRewardModel` beside
-  the policy, and :class:`ONIPPOTorchLearner`, which fits it on the labels after each update.
-
-PPO (clipped surrogate, GAE, one value head) is unchanged: ONI's reference trains APPO with
-V-trace; here every method of a task shares the task's PPO, so comparisons stay fair. Defaults
-are ONI's (facebookresearch/oni): llm_coeff 0.4, beta 3, classification threshold 0.5, ranking
-threshold -0.5 on the normalised scale, reward-model lr 1e-4, minibatch 256, 32 steps per new
-labels below 25k labels. The env reward's weight is the task's ``ppo.extrinsic_coeff`` (every
-method's; default 1): ONI used 0.1 on NetHack Score and 10 elsewhere, so task files set it.
+rewards from LLM feedback: one :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
+piece with :class:`OnlineIntrinsicReward` as its term, and, for ``classification`` and
+``ranking``, the learner-only :class:`OnlineRewardModel` beside the policy and a learner that
+fits it after each update. PPO itself is unchanged; defaults are ONI's (facebookresearch/oni).
+Details: docs/methods.md#online-labelling-ellm-and-oni.
 """
 
 from __future__ import annotations
@@ -162,7 +144,14 @@ class ONIRewardMixin:
 
 class ONIPPOConfig(ONIRewardMixin, BasePPOConfig):
     """RLlib's PPO (with rl-bk's loss options) on ONI's reward; its learner also fits the
-    learner-only reward model (classification, ranking)."""
+    learner-only reward model (classification, ranking)::
+
+        config = (ONIPPOConfig()
+                  .environment("NetHack-Text-Score-v0")
+                  .training(reward_type="classification",
+                            labeler=LabelerSpec(LabelerConfig(backend="llamacpp")),
+                            oni=ONISettings(caption_key="message"), extrinsic_coeff=0.1))
+    """
 
     @override(BasePPOConfig)
     def get_default_learner_class(self) -> type:

@@ -1,36 +1,9 @@
-"""ONI's intrinsic reward for one train batch, from labels that arrive while training goes on.
-
-The caption of a step is the text the env put in ``info[caption_key]`` after the step (NetHack:
-``"message"``, the message line, as ONI; other envs: ``"caption"``). For every train batch:
-
-1. the batch's distinct non-empty captions that have no label yet are queued for labelling
-   (:class:`~rl_bk.labeling.queue.AsyncLabelQueue`, newest first, never waited for); ranking
-   queues random pairs of captions seen so far instead, ``pairs_per_batch`` at a time while
-   fewer than two label batches wait (ONI's rule);
-2. labels that arrived since the last batch go to the online reward model (classification and
-   ranking), which the learner fits after each PPO update;
-3. each step gets ``r_int`` by ``reward_type``:
-
-   - ``retrieval``: the caption's label (1 helpful, 0 not, 0 while unlabelled): ONI-Retrieval;
-   - ``classification``: 1 where the model's p(helpful) > ``classification_threshold``:
-     ONI-Classification;
-   - ``ranking``: the Bradley-Terry model's reward, normalised by a running mean and std of
-     the rewards of the steps seen, kept where it exceeds ``ranking_threshold`` (or the
-     ``ranking_quantile`` of the batch's normalised rewards): ONI-Ranking;
-   - ``motif``: the same with a model trained offline (:mod:`rl_bk.methods.oni.motif`),
-     the normalisation of its dataset, and (Motif's) the threshold at the ``motif_quantile``
-     of the normalised reward over that dataset: Motif;
-   - ``cosine-bow``: bag-of-words cosine similarity to the ``goal`` text, kept above
-     ``cosine_threshold``: ONI's ELLM-BoW baseline;
-   - ``none``: 0 (the extrinsic-only baseline).
-
-   Until a fit on at least ``min_examples`` labelled examples has been published,
-   classification and ranking pay 0 (an untrained net's output is noise).
-4. the weighted reward is ``llm_coeff * r_int * N ** -beta``, ``N`` the caption's count in the
-   episode so far (this occurrence included): the env's own ``info["message_count"]`` where it
-   reports one (NetHack, as ONI's ``msg_count``), else counted here per episode.
-
-Everything here runs once per batch on the learner; nothing runs per env step.
+"""ONI's intrinsic reward for one train batch, from labels that arrive while training goes on:
+the batch's new captions are queued for labelling (never waited for), the labels that arrived
+go to the online reward model, and each step is paid by the reward type (retrieval,
+classification, ranking, motif, cosine-bow, none), divided by the caption's count in the
+episode to the power beta. The steps: :class:`OnlineIntrinsicReward`. Everything here runs
+once per batch on the learner; nothing runs per env step.
 """
 
 from __future__ import annotations
@@ -65,7 +38,38 @@ MESSAGE_COUNT_KEY = "message_count"  # the env's per-episode count of the step's
 
 
 class OnlineIntrinsicReward:
-    """The :class:`~rl_bk.connectors.learner.intrinsic_rewards.IntrinsicRewardFn` of ONI."""
+    """The :class:`~rl_bk.connectors.learner.intrinsic_rewards.IntrinsicRewardFn` of ONI.
+
+    The caption of a step is the text the env put in ``info[caption_key]`` after the step
+    (NetHack: ``"message"``, the message line, as ONI; other envs: ``"caption"``). For every
+    train batch:
+
+    1. the batch's distinct non-empty captions that have no label yet are queued for
+       labelling (:class:`~rl_bk.labeling.queue.AsyncLabelQueue`, newest first, never waited
+       for); ranking queues random pairs of captions seen so far instead,
+       ``pairs_per_batch`` at a time while fewer than two label batches wait (ONI's rule);
+    2. labels that arrived since the last batch go to the online reward model
+       (classification and ranking), which the learner fits after each PPO update;
+    3. each step gets ``r_int`` by ``reward_type``:
+
+       - ``retrieval``: the caption's label (1 helpful, 0 not, 0 while unlabelled);
+       - ``classification``: 1 where the model's p(helpful) > ``classification_threshold``;
+       - ``ranking``: the Bradley-Terry model's reward, normalised by a running mean and std
+         of the rewards of the steps seen, kept where it exceeds ``ranking_threshold`` (or the
+         ``ranking_quantile`` of the batch's normalised rewards);
+       - ``motif``: the same with a model trained offline (:mod:`rl_bk.methods.oni.motif`),
+         the normalisation of its dataset, and (Motif's) the threshold at the
+         ``motif_quantile`` of the normalised reward over that dataset;
+       - ``cosine-bow``: bag-of-words cosine similarity to the ``goal`` text, kept above
+         ``cosine_threshold``: ONI's ELLM-BoW baseline;
+       - ``none``: 0 (the extrinsic-only baseline).
+
+       Until a fit on at least ``min_examples`` labelled examples has been published,
+       classification and ranking pay 0 (an untrained net's output is noise).
+    4. the weighted reward is ``llm_coeff * r_int * N ** -beta``, ``N`` the caption's count in
+       the episode so far (this occurrence included): the env's own ``info["message_count"]``
+       where it reports one (NetHack, as ONI's ``msg_count``), else counted here per episode.
+    """
 
     def __init__(
         self,

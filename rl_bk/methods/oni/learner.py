@@ -1,26 +1,9 @@
-"""ONI's learners: PPO's (or APPO's) torch learner, plus fitting the online reward model on
-labels (:class:`OnlineRewardModelFitting`, shared by :class:`ONIPPOTorchLearner` and
-:class:`ONIAPPOTorchLearner`).
-
-After each PPO update, the learner-only :class:`OnlineRewardModel` takes gradient steps on the
-labelled examples that have arrived so far (ONI's schedule: ``reward_model_steps`` steps, 32 in
-ONI, whenever new labels came in while the label set is under ``reward_model_full_until``
-labels, one step per iteration otherwise), with its own Adam (ONI: lr 1e-4, minibatch 256;
-ONI-Ranking clips gradients at 10). It is not part of PPO's loss: it learns from the LLM's
-labels, not from the train batch, so it sits outside RLlib's loss and optimiser bookkeeping,
-and its optimiser state is not checkpointed (the weights are, with the module). It must stay
-outside: PPO zeroes the gradients of every registered optimiser before each minibatch and
-steps them all after it, which, with the fit running in a thread, wiped the fit's gradients
-and changed its weights under its backward pass ("modified by an inplace operation").
-
-By default the fit runs in a background thread (``reward_model_in_background``), started
-after an update and published (the weights rewards are scored with) after a later one: the
-learner's process is idle while the env runners sample, so on a small machine the fit uses
-that time instead of adding to the iteration; rewards lag the fit by an iteration or two.
-With it off, the fit runs in place and is published at once (ONI's way).
-
-Logged under ``oni_reward_model/``: ``loss``, ``train_accuracy``, ``held_out_accuracy`` (on
-labels never trained on), ``examples`` and ``gradient_steps``.
+"""ONI's learners: PPO's (or APPO's) torch learner, plus fitting the online reward model on the
+labels that have arrived after each update, with its own optimiser, outside PPO's loss
+(:class:`OnlineRewardModelFitting`, shared by :class:`ONIPPOTorchLearner` and
+:class:`ONIAPPOTorchLearner`). By default the fit runs in a background thread, in the time
+the learner waits for samples. The schedule, and why the optimiser stays outside:
+docs/methods.md#onis-reward-models.
 """
 
 from __future__ import annotations
@@ -44,7 +27,16 @@ GRAD_CLIP = 10.0
 
 class OnlineRewardModelFitting:
     """What ONI adds to a torch learner (PPO's or APPO's): the reward model's own optimiser,
-    and its fit after each update (see the module docstring)."""
+    and its fit after each update (ONI's schedule: ``reward_model_steps`` steps whenever new
+    labels came in while the label set is under ``reward_model_full_until`` labels, one step
+    per iteration otherwise).
+
+    The optimiser state is not checkpointed (the weights are, with the module). With
+    ``reward_model_in_background`` (the default) the fit starts after an update and is
+    published (the weights rewards are scored with) after a later one, so rewards lag the fit
+    by an iteration or two; with it off, the fit runs in place and is published at once
+    (ONI's way). Logged under ``oni_reward_model/``: ``loss``, ``train_accuracy``,
+    ``held_out_accuracy`` (on labels never trained on), ``examples`` and ``gradient_steps``."""
 
     @override(Learner)
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:

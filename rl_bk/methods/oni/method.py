@@ -1,11 +1,9 @@
 """ONI (Zheng et al. 2024, "Online Intrinsic Rewards for Decision Making Agents from Large
 Language Model Feedback") and Motif (Klissarov et al. 2023, "Motif: Intrinsic Motivation from
 Artificial Intelligence Feedback"): PPO on an intrinsic reward from LLM feedback on captions,
-labelled while training (ONI) or offline into a reward model (Motif, a knowledge kind). The
-algorithm is :mod:`rl_bk.methods.oni`'s; the settings, ``oni:`` and ``knowledge.motif``.
-
-RLlib and the family's classes are imported inside the build functions, so the registry
-(and ``tune_run.py --list``) loads these declarations without them.
+labelled while training (ONI) or offline into a reward model (Motif, a knowledge kind). RLlib
+and the family's classes are imported inside the build functions, so the registry loads these
+declarations without them.
 """
 
 from __future__ import annotations

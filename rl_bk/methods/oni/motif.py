@@ -1,25 +1,9 @@
-"""Motif, offline: an LLM ranks pairs of captions from a dataset, a Bradley-Terry reward model
-learns the ranking, and RL is run with that fixed model (``reward_type="motif"``).
-
-Motif (Klissarov et al. 2023) is the offline ancestor of ONI-Ranking, and uses the same pieces
-here: :class:`~rl_bk.methods.oni.caption_models.ranking.MessageRanker` (ONI's char-CNN
-over the message),
-the soft-label Bradley-Terry loss (a tie is 0.5), and at RL time the reward normalised by the
-mean and std of the model's rewards over the dataset's captions, thresholded, and divided by
-the caption's count in the episode to the power beta (:mod:`.intrinsic_reward`).
-
-Pairs are drawn from the dataset's caption *occurrences* (so frequent captions are compared
-more often, as Motif samples observations), skipping empty captions and identical pairs. On
-NetHack the caption is the message line (the dataset holds the full caption; its status part
-is cut off, as ONI's reward reads the message alone).
-
-The threshold: Motif keeps the normalised reward where it exceeds a quantile of the
-normalised reward over the dataset (its ``eps_threshold_quantile``; 0.5 in its README's
-NetHack command), read from a table of quantiles saved with the model. The table here holds
-the quantiles 0.05, 0.10, ..., 0.95 over the dataset's steps, as Motif's does.
-
-Artifact folder: ``motif_model.pt`` (state dict), ``motif.json`` (normalisation, quantiles,
-accuracy, where the labels came from).
+"""Motif (Klissarov et al. 2023), offline: an LLM ranks pairs of captions from a dataset, a
+Bradley-Terry reward model learns the ranking, and RL runs with that fixed model
+(``reward_type="motif"``). It is the offline ancestor of ONI-Ranking and uses the same pieces
+here: ONI's char-CNN ranker, the soft-label loss, and a reward normalised over the dataset,
+thresholded at a quantile of it (Motif's). How pairs are drawn and what the artifact holds:
+docs/methods.md#onis-reward-models.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""ONI's online reward model, as a learner-only RLModule beside the policy.
-
-The model (ONI's char-CNN over the message bytes:
-:class:`~rl_bk.methods.oni.caption_models.classifier.MessageClassifier` for
-ONI-Classification, :class:`~rl_bk.methods.oni.caption_models.ranking.MessageRanker`
-for ONI-Ranking) lives in the learner's MultiRLModule, so its weights are checkpointed with the
-policy and the reward connector scores with exactly the weights the learner trains. Env runners
-never get it (``learner_only``). It holds two copies of the net: ``net``, which the learner
-fits, and ``scorer``, which rewards are computed with and which takes ``net``'s weights when a
-fit is published, so fitting can run beside training without a half-updated net scoring.
-
-It also holds the labelled examples the learner fits it on, as they arrive from the online
-label queue (plain Python lists, not checkpointed: the labels themselves are in the label
-store, and a restored run gets them back from there without asking the LLM). One label in
-``held_out_every`` (chosen by a stable hash of the caption, so the split never changes) is
-kept out of training to measure the model's accuracy on labels it never saw.
+"""ONI's online reward model, as a learner-only RLModule beside the policy
+(:class:`~rl_bk.methods.oni.caption_models.classifier.MessageClassifier` or
+:class:`~rl_bk.methods.oni.caption_models.ranking.MessageRanker`), so its weights are
+checkpointed with the policy and rewards are scored with the weights the learner trains; env
+runners never get it. It keeps a copy to score with while the other is fitted, and the
+labelled examples it is fitted on. Details: docs/methods.md#onis-reward-models.
 """
 
 from __future__ import annotations
@@ -54,7 +44,16 @@ def _stable_hash(key: Hashable) -> int:
 class OnlineRewardModel(TorchRLModule):
     """``model_config``: ``kind`` ("classification": examples are ``caption -> 1.0/0.0``;
     "ranking": ``(caption_a, caption_b) -> P(B preferred)``), ``message_length`` (256),
-    ``held_out_every`` (10)."""
+    ``held_out_every`` (10).
+
+    It holds two copies of the net: ``net``, which the learner fits, and ``scorer``, which
+    rewards are computed with and which takes ``net``'s weights when a fit is published, so
+    fitting can run beside training without a half-updated net scoring. It also holds the
+    labelled examples, as they arrive from the online label queue (plain Python lists, not
+    checkpointed: the labels themselves are in the label store, and a restored run gets them
+    back from there without asking the LLM). One label in ``held_out_every`` (chosen by a
+    stable hash of the caption, so the split never changes) is kept out of training to
+    measure the model's accuracy on labels it never saw."""
 
     @override(TorchRLModule)
     def setup(self):

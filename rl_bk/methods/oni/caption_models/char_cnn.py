@@ -1,14 +1,8 @@
-"""ONI's character-level message encoder, and the MLP head its reward models put on top.
-
-ONI (facebookresearch/oni, ``rlaif/reward_model.py``) reads NetHack's 256-byte message with
-the char CNN of the NLE TorchBeast baseline: a byte embedding (32), six 1-D convolutions of
-64 channels (kernels 7, 7, 3, 3, 3, 3, no padding) with max-pools of 3 after the first, the
-second and the last, then one linear layer to 128 features. Characters rather than words
-because NetHack's messages are full of monster and item names no word vocabulary covers, and
-bytes need no tokenizer at RL time.
-
-The flattened width (ONI hard-codes ``5 * 64 = 320`` for 256 bytes) is computed from the row
-length here, so shorter captions (other envs) can use shorter, cheaper rows.
+"""ONI's character-level message encoder (facebookresearch/oni, ``rlaif/reward_model.py``: the
+char CNN of the NLE TorchBeast baseline), and the MLP head its reward models put on top:
+characters rather than words, because NetHack's messages are full of names no word vocabulary
+covers, and bytes need no tokenizer at RL time. Layers: :class:`CharCNNEncoder`; details:
+docs/methods.md#onis-reward-models.
 """
 
 from __future__ import annotations
@@ -35,7 +29,14 @@ def conv_output_length(length: int) -> int:
 
 
 class CharCNNEncoder(nn.Module):
-    """``(B, length)`` bytes (any integer dtype) -> ``(B, out_dim)`` features, ReLU'd."""
+    """``(B, length)`` bytes (any integer dtype) -> ``(B, out_dim)`` features, ReLU'd.
+
+    A byte embedding (32), six 1-D convolutions of 64 channels (kernels 7, 7, 3, 3, 3, 3, no
+    padding) with max-pools of 3 after the first, the second and the last, then one linear
+    layer to 128 features. The flattened width (ONI hard-codes ``5 * 64 = 320`` for 256 bytes)
+    is computed from the row length (:func:`conv_output_length`), so shorter captions (other
+    envs) can use shorter, cheaper rows.
+    """
 
     def __init__(
         self,

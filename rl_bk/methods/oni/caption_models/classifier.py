@@ -1,11 +1,7 @@
-"""ONI-Classification: a message classifier whose thresholded "helpful" probability is the
-intrinsic reward.
-
-ONI labels each new message once with the LLM (helpful or not) and trains this classifier
-online on the labels, so messages the LLM has not seen yet (or will never see: it is slower
-than the env) still get a reward. At RL time the reward is 1 where p(helpful) exceeds a
-threshold, else 0: training with cross-entropy puts the decision boundary at 0.5, and raising
-the threshold makes the reward sparser without retraining.
+"""ONI-Classification: a message classifier, trained online on the LLM's helpful labels, so that
+messages the LLM has not seen yet (or never will: it is slower than the env) still get a
+reward: 1 where p(helpful) exceeds a threshold, else 0. Cross-entropy puts the decision
+boundary at 0.5; a higher threshold makes the reward sparser without retraining.
 """
 
 from __future__ import annotations

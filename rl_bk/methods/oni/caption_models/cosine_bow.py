@@ -1,16 +1,9 @@
 """ONI's cosine-BoW baseline (ELLM-style): reward = cosine(caption, goal) of bag-of-words
-embeddings, where it exceeds a threshold.
-
-ONI sums fastText's word vectors. fastText's 7 GB model is not something this project ships,
-so the bag of words here is the packaged MiniLM's *input* word-piece embedding table: the
-caption's word pieces (from MiniLM's own tokenizer, special tokens left out) are looked up and
-summed, then L2-normalised. No transformer layer runs, so the vector ignores word order
-("kill the newt" == "the newt kill"), as a bag of words must, and costs one table look-up per
-word piece. For the contextual sentence embedding, use ``rl_bk.labeling.embedding``.
-
-Captions repeat a lot, so vectors and rewards are cached per text. The embedder (tokenizer
-and table, ~47 MB) is built on first use and left out of pickles: the reward is shipped to
-learners before it is used.
+embeddings, where it exceeds a threshold. ONI sums fastText's word vectors, a 7 GB model this
+project does not ship; here the bag of words is the packaged MiniLM's *input* word-piece
+embedding table, summed and L2-normalised, with no transformer layer run, so the vector
+ignores word order, as a bag of words must (:class:`BagOfWordsEmbedder`). For the contextual
+sentence embedding, use ``rl_bk.labeling.embedding``.
 """
 
 from __future__ import annotations
@@ -35,6 +28,11 @@ class TextEncoder(Protocol):
 class BagOfWordsEmbedder:
     """Texts -> ``(N, dim)`` float32 unit vectors: the normalised sum of their word-piece
     embeddings. A text with no word piece (empty, blank) gives the zero vector.
+
+    The word pieces come from MiniLM's own tokenizer, special tokens left out, and are looked
+    up in its input embedding table; no transformer layer runs, so the vector ignores word
+    order ("kill the newt" == "the newt kill") and costs one table look-up per word piece.
+    The tokenizer and table (~47 MB) load when it is built.
 
     ``model_dir``: a Hugging Face model directory; ``None`` is the packaged MiniLM.
     """
@@ -124,7 +122,9 @@ class CosineBoWReward:
     negative threshold a caption between it and 0 gives a negative reward. An empty caption
     gives 0. ``embedder``: anything with ``encode`` (vectors need not be unit length); the
     default, a :class:`BagOfWordsEmbedder` on the packaged MiniLM, is built on first use and
-    dropped on pickle, while the goal vector and the per-caption rewards are kept.
+    dropped on pickle, while the goal vector and the per-caption rewards are kept: captions
+    repeat a lot, so vectors and rewards are cached per text, and the reward is shipped to
+    learners before it is used.
     """
 
     def __init__(self, goal: str, threshold: float, embedder: TextEncoder | None = None):

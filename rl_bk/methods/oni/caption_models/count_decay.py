@@ -1,14 +1,8 @@
-"""ONI's within-episode count decay: how often each caption has been seen in its episode.
-
-A message that is rewarded every time it appears can be farmed (walk into a wall, read the
-same message again), so ONI divides the intrinsic reward by the caption's count in the
-episode raised to ``beta`` (:mod:`rl_bk.methods.oni.intrinsic_reward`):
-
-    r = extrinsic_coeff * r_ext + llm_coeff * r_int * N ** (-beta)
-
-where ``N`` counts this occurrence too (first time: N = 1, full reward; with beta = 3 the
-second occurrence gets 1/8). RLlib cuts episodes into chunks across train batches, so
-:class:`EpisodeCounts` keeps each episode's counts between calls, keyed by episode id.
+"""ONI's within-episode count decay: how often each caption has been seen in its episode. A
+message rewarded every time it appears can be farmed (walk into a wall, read the same message
+again), so ONI divides the intrinsic reward by that count, this occurrence included, to the
+power ``beta`` (with beta = 3 the second occurrence gets 1/8). RLlib cuts episodes into chunks
+across train batches, so :class:`EpisodeCounts` keeps each episode's counts between calls.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
-"""ONI-Ranking and offline Motif: a per-message reward learned from pairwise LLM preferences.
-
-The LLM compares two messages; a model gives each one scalar reward, and the Bradley-Terry
-model reads the pair's two rewards as logits of "which one is preferred". Labels are soft, as
-in Motif: ``target_b`` is P(B preferred), 0.5 for a tie, so a tie pulls the two rewards
-together instead of being thrown away.
-
-At RL time the raw reward is normalised by a running mean and std and then thresholded:
-``r_n * (r_n > threshold)``. Note the shape of that function, kept from ONI and Motif: values
-above the threshold pass unchanged, so with a negative threshold (ONI's default is -0.5 on
-the normalised scale) a message between the threshold and 0 still gives a *negative* reward;
-only those below the threshold are zeroed. Motif picks the threshold as a quantile of the
-normalised rewards of its dataset (``eps_threshold_quantile``); :func:`quantile_threshold`
-computes it, so callers choose a fixed threshold or a quantile.
+"""ONI-Ranking and offline Motif: a per-message reward learned from pairwise LLM preferences
+with a Bradley-Terry model, on soft labels as in Motif (a tie is 0.5, so it pulls the two
+rewards together instead of being thrown away). At RL time the reward is normalised and
+thresholded, ``r_n * (r_n > threshold)``, ONI's and Motif's shape, under which a negative
+threshold leaves some rewards negative (:func:`thresholded_reward`); Motif's threshold is a
+quantile (:func:`quantile_threshold`). Details: docs/methods.md#onis-reward-models.
 """
 
 from __future__ import annotations
