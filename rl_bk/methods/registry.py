@@ -1,18 +1,9 @@
 """The one registry of methods and of knowledge kinds: every name a task file, a sweep or the
-command line gives is looked up here.
-
-Each family's ``method.py`` (``rl_bk/methods/<family>/method.py``) declares its methods
-(``METHODS``, a list of :class:`Method`): the build function, the knowledge kind its trials
-need built before the sweep (:class:`~rl_bk.experiments.artifacts.Knowledge`, with its
-builder), whether a labeler is part of it, its settings section and its results columns.
-:data:`~rl_bk.methods.FAMILIES` is the one list of families; everything else that names methods or
-knowledge kinds (the sweep, the knowledge pipeline, the results tables, the command line)
-reads the declarations collected here.
-
-Every build function starts from :func:`~rl_bk.experiments.ppo_config.base_ppo_config`, so
-every method of a task shares its env, model, PPO hyper-parameters and runner layout, and
-comparisons are fair. The declarations import RLlib only inside the build functions, so that
-they load fast (the command line's help reads them).
+command line gives is looked up here, in the declarations each family's ``method.py``
+makes (``METHODS``, a list of :class:`Method`) for the families :data:`~rl_bk.methods.FAMILIES`
+lists. Every build function starts from the task's shared PPO setup, so every method of a task
+shares its env, model, PPO hyper-parameters and runner layout. Details:
+docs/architecture.md#where-to-add-a-new-method.
 """
 
 from __future__ import annotations

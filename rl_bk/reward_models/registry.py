@@ -1,18 +1,8 @@
-"""Trained reward models on disk, by name and version, as the reward-model app serves them.
-
-A reward model is a TorchScript module mapping a float batch ``(B, input_dim)`` to rewards
-``(B,)``, saved with the facts a server needs to use it:
-
-    <root>/<name>/<version>/model.pt      torch.jit.save(...)
-    <root>/<name>/<version>/meta.json     {"kind", "input", "input_dim", "created_at", ...}
-
-``kind`` says what it was trained as (``potential``, ``classifier``, ``ranking``), ``input``
-what it reads: ``vector`` (an observation or any feature vector) or ``text`` (captions,
-embedded by the packaged MiniLM before the model sees them). TorchScript keeps the server
-free of the training code: any module that scripts or traces can be served.
-
-The root is ``$RLBK_REWARD_MODELS`` or ``~/.cache/rl-bk/reward_models``; versions are
-strings, and ``"latest"`` means the most recently saved one.
+"""Trained reward models on disk, by name and version, as the reward-model app serves them: a
+TorchScript module mapping a float batch ``(B, input_dim)`` to rewards ``(B,)``, saved with
+the facts a server needs (:class:`RewardModelMeta`), so the server stays free of the training
+code. The root is ``$RLBK_REWARD_MODELS`` or ``~/.cache/rl-bk/reward_models``; ``"latest"`` is
+the most recently saved version. Layout: :func:`save_reward_model`.
 """
 
 from __future__ import annotations
@@ -38,6 +28,10 @@ class RewardModelNotFound(KeyError):
 
 @dataclass(frozen=True)
 class RewardModelMeta:
+    """``meta.json``. ``kind``: what the model was trained as (``potential``, ``classifier``,
+    ``ranking``); ``input``: what it reads, ``vector`` (an observation or any feature vector)
+    or ``text`` (captions, embedded by the packaged MiniLM before the model sees them)."""
+
     name: str
     version: str
     kind: Literal["potential", "classifier", "ranking"]
@@ -68,7 +62,9 @@ def save_reward_model(
     notes: str = "",
     root: Path | None = None,
 ) -> Path:
-    """Scripts (or keeps, if already scripted) and saves ``module``; returns its folder."""
+    """Scripts (or keeps, if already scripted) and saves ``module``; returns its folder,
+    ``<root>/<name>/<version>/`` with ``model.pt`` (``torch.jit.save``) and ``meta.json``.
+    Any module that scripts or traces can be served; versions are strings."""
     folder = (root or default_root()) / _check_name("name", name) / _check_name("version", version)
     if folder.exists():
         raise FileExistsError(f"reward model {name}/{version} exists: pick a new version")

@@ -1,12 +1,8 @@
 """Behaviour cloning of a dataset into an RLModule's policy head: the data a ``bc`` knowledge
-artifact holds, and the supervised fit.
-
-The artifact is one ``bc.npz``: every state-action pair of the dataset's episodes
-(``observations (N, O)``, ``actions (N,)``) and each pair's episode index, so the held-out
-split is by episode, as PTGM's low-level cloning splits it (``split_by_episode``, same seed,
-same split). The fit is PTGM's ``fit_classifier`` (cross-entropy, Adam, the epoch with the
-lowest held-out NLL kept; both in :mod:`rl_bk.methods.ptgm.pretraining.low_level`) on
-the module's action logits; the value head is left as it is.
+artifact holds (``bc.npz``: every state-action pair of the dataset's episodes, with each pair's
+episode index, so the held-out split is by episode, as PTGM's low-level cloning splits it),
+and the supervised fit, PTGM's ``fit_classifier`` on the module's action logits
+(:func:`clone_policy`; the value head is left as it is).
 """
 
 from __future__ import annotations

@@ -23,6 +23,13 @@ from rl_bk.storage import fetch
 
 
 class BCPPOConfig(BasePPOConfig):
+    """RLlib's PPO whose policy is cloned from a ``bc`` artifact before its first sample::
+
+        config = BCPPOConfig().environment(env).training(bc_dir=folder, bc_epochs=20)
+
+    ``folder``: ``rl-bk knowledge build --kinds bc``.
+    """
+
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class or BCPPO)
         self.bc_dir: str | None = None

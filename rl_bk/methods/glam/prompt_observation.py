@@ -1,33 +1,8 @@
-"""GLAM's observation: a text prompt of the goal and the last few captions and actions.
-
-GLAM's policy reads a prompt (flowersteam/Grounding_LLMs_with_online_RL) listing the possible
-actions, the goal, the last ``n_obs`` observations (3 in GLAM) and the actions taken between
-them, ending on an open action line the LLM's action scores continue. Written in our words, it is::
-
-    Possible actions of the agent: turn left, turn right, go forward, pick up, drop, toggle
-    Goal of the agent: go to the red ball
-    Observation 0: You see a wall 2 steps forward, You see a red ball 1 step left
-    Action 0: go forward
-    Observation 1: ...
-    Action 1: turn left
-    Observation 2: ...
-    Action 2:
-
-Each observation is the caption's sentences joined by ", " (without the final full stop).
-The prompt ends on ``"Action k:"`` with no trailing space: the action texts are scored with a
-leading space (``" " + text``, see :class:`GLAMTorchRLModule`), as they read in the history
-lines, which suits BPE tokenizers whose words carry their leading space.
-
-RLlib batches fixed-shape arrays, so the prompt travels as its UTF-8 bytes in a
-``Box(0, 255, (max_prompt_bytes,), uint8)``, zero-padded on the right; the RLModule decodes
-(:func:`decode_prompts`) and tokenises it. A prompt too long for the box loses its oldest
-observations (and their actions) first; the actions and goal lines are never dropped. If even
-the newest observation does not fit, the prompt is cut from the left of that observation's
-text. Because the history lives in the episode's observations, PPO trains on exactly the
-prompt the policy acted on.
-
-The reward is GLAM's: ``reward_scale`` (20) times the env's reward, which BabyAI pays only on
-success; the unscaled reward is kept in ``info["env_reward"]``.
+"""GLAM's observation: a text prompt of the goal and the last few captions and actions
+(flowersteam/Grounding_LLMs_with_online_RL), ending on an open action line the LLM's action
+scores continue, carried as its UTF-8 bytes in a fixed-size box so that RLlib can batch it and
+PPO trains on exactly the prompt the policy acted on; the reward is GLAM's, 20 times the
+env's. The prompt's format and what a long one loses: docs/methods.md#glams-prompt.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""GLAM's policy and value function: a causal LLM scores each action text given the prompt.
-
-For a prompt p and an action text a of tokens a_1..a_n (GLAM's ``LogScoringModuleFn``)::
-
-    score(a) = Σ_j log p(a_j | p, a_<j)        π(· | p) = Categorical(logits = scores)
-
-The value is GLAM's ``ValueHeadModuleFn``: Linear(h, 1024) → Sigmoid → Linear(1024, 1024) →
-Sigmoid → Linear(1024, 1) on the final hidden state of the prompt's last token.
-
-One prompt pass and a short action pass per batch (not one pass per action), and under
-LoRA a weight sync that leaves the frozen LM out (with a fingerprint of it): how, and why,
-in docs/methods.md, "GLAM's module". model_config keys: :data:`GLAM_MODEL_DEFAULTS`.
+"""GLAM's policy and value function: a causal LLM scores each action text given the prompt
+(GLAM's ``LogScoringModuleFn``: ``score(a) = Σ_j log p(a_j | p, a_<j)``, the policy a
+categorical over the scores), and GLAM's ``ValueHeadModuleFn`` reads the final hidden state of
+the prompt's last token. One prompt pass and a short action pass per batch, and under LoRA a
+weight sync that leaves the frozen LM out: docs/methods.md#glams-module.
 """
 
 from __future__ import annotations
@@ -58,7 +51,15 @@ MATMUL_PRECISIONS = ("highest", "high", "medium")
 
 
 class GLAMTorchRLModule(TorchRLModule, ValueFunctionAPI):
-    """An LLM policy over text actions, with GLAM's value head (see the module docstring)."""
+    """An LLM policy over text actions, with GLAM's value head: for a prompt p and an action
+    text a of tokens a_1..a_n::
+
+        score(a) = Σ_j log p(a_j | p, a_<j)        π(· | p) = Categorical(logits = scores)
+
+    The value is GLAM's ``ValueHeadModuleFn``: Linear(h, 1024) → Sigmoid → Linear(1024, 1024)
+    → Sigmoid → Linear(1024, 1) on the final hidden state of the prompt's last token.
+    model_config keys: :data:`GLAM_MODEL_DEFAULTS`.
+    """
 
     @override(TorchRLModule)
     def setup(self) -> None:

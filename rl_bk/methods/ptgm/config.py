@@ -1,28 +1,9 @@
 """PTGM-PPO: a high-level PPO (or APPO: :class:`PTGMAPPOConfig`) over a codebook of goals,
-regularised by a goal prior.
-
-    config = (PTGMPPOConfig()
-              .training(ptgm_dir=folder, prior_kl_coeff=0.05, low_level_steps=8)
-              .goal_environment("BabyAI-Text-GoToLocal-RedBall-S20-v0"))
-
-``folder`` holds PTGM's pre-trained models (``rl-bk knowledge build --kinds ptgm``:
-:mod:`rl_bk.methods.ptgm.pretraining`): the goal codebook, the frozen goal-conditioned
-low-level policy
-and the goal prior. What this config wires:
-
-- the env: ``goal_environment`` registers ``<env>+ptgm``
-  (:class:`~rl_bk.methods.ptgm.high_level_env.HighLevelGoalEnv`): PPO's action is a
-  goal index, and each runs the low-level policy for ``low_level_steps`` env steps;
-- the learner connector: :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` with
-  :class:`~rl_bk.methods.ptgm.prior_kl.PriorKLPenalty`
-  after PPO's artificial-step piece, before GAE: ``r − prior_kl_coeff·KL(π_θ ‖ π_p)``;
-- the callback: env steps, not high-level decisions, are the results' env steps
-  (:mod:`rl_bk.methods.ptgm.env_steps`).
-
-PTGM's reference (PKU-RL/PTGM) trains its high level with PPO (lr 1e-4, γ 0.999, 5
-epochs, batch 40 on one env) over 100 goals of 100 env steps each, with ``kl_reward`` 0.05 in
-its README command. The task file sets the PPO side; ``prior_kl_coeff=0`` is the "no KL"
-ablation.
+regularised by a goal prior: ``goal_environment`` registers ``<env>+ptgm`` (an action picks a
+goal, the frozen low-level policy runs ``low_level_steps`` env steps towards it), one
+:class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece adds the prior-KL term,
+and a callback counts env steps, not decisions. ``prior_kl_coeff=0`` is the "no KL" ablation.
+Details: docs/methods.md#ptgms-pre-training-and-its-kl.
 """
 
 from __future__ import annotations
@@ -120,7 +101,17 @@ class PriorKLMixin:
 
 
 class PTGMPPOConfig(PriorKLMixin, BasePPOConfig):
-    """RLlib's PPO (with rl-bk's loss options) over PTGM's goals."""
+    """RLlib's PPO (with rl-bk's loss options) over PTGM's goals::
+
+        config = (PTGMPPOConfig()
+                  .training(ptgm_dir=folder, prior_kl_coeff=0.05, low_level_steps=8)
+                  .goal_environment("BabyAI-Text-GoToLocal-RedBall-S20-v0"))
+
+    ``folder`` holds PTGM's pre-trained models (``rl-bk knowledge build --kinds ptgm``). PTGM's
+    reference (PKU-RL/PTGM) trains its high level with PPO (lr 1e-4, γ 0.999, 5 epochs, batch
+    40 on one env) over 100 goals of 100 env steps each, with ``kl_reward`` 0.05 in its README
+    command; the task file sets the PPO side.
+    """
 
 
 class PTGMAPPOConfig(PriorKLMixin, BaseAPPOConfig):

@@ -1,12 +1,7 @@
-"""Counts PTGM's env steps, not its high-level decisions, as the env steps of a result.
-
-RLlib counts the steps of the env it samples: for the high-level env that is one per goal,
-each of which runs up to ``low_level_steps`` env steps. A comparison with flat PPO "at N env
-steps" must count the latter, so the env runners sum ``info["env_steps"]`` and the result's
-``num_env_steps_sampled_lifetime`` (what Tune's stop criterion, the tables and the plots read)
-is replaced by that sum; RLlib's own count stays beside it as
-``ptgm/high_level_steps_lifetime``. Episode lengths likewise: ``episode_len_mean`` becomes
-env steps, and RLlib's count of decisions per episode stays as ``ptgm/episode_decisions_mean``.
+"""Counts PTGM's env steps, not its high-level decisions, as the env steps of a result: a
+comparison with flat PPO "at N env steps" must count the env steps each goal ran, so the
+result's env-step count and episode lengths are replaced by sums of ``info["env_steps"]``, and
+RLlib's own counts stay beside them under ``ptgm/`` (:func:`count_env_steps`).
 """
 
 from __future__ import annotations
@@ -25,7 +20,11 @@ EPISODE_LEN_MEAN = "episode_len_mean"
 
 
 def count_env_steps(result: dict[str, Any]) -> None:
-    """Rewrites ``result``'s env-step counts in place (see module)."""
+    """Rewrites ``result``'s env-step counts in place: ``num_env_steps_sampled_lifetime``
+    (what Tune's stop criterion, the tables and the plots read) becomes the env runners' sum
+    of ``info["env_steps"]``, RLlib's own count (one per goal) staying as
+    ``ptgm/high_level_steps_lifetime``; ``episode_len_mean`` becomes env steps, RLlib's count
+    of decisions per episode staying as ``ptgm/episode_decisions_mean``."""
     runners = result.get(ENV_RUNNER_RESULTS) or {}
     if LOW_LEVEL_STEPS not in runners:
         return

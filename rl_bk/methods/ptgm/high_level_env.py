@@ -1,18 +1,8 @@
 """PTGM's high-level env: one action picks a goal of the codebook, and the frozen low-level
-policy pursues it for ``low_level_steps`` env steps.
-
-The high-level PPO then sees an ordinary gymnasium env with ``Discrete(N)`` actions (PTGM's
+policy pursues it for ``low_level_steps`` env steps, on the env runner. The high-level PPO then
+sees an ordinary gymnasium env with ``Discrete(N)`` actions (PTGM's
 ``hierarchical/high_level_wrapper.py`` does the same around MineDojo), so RLlib's env runners,
-connectors and metrics work unchanged. A high-level step's reward is the sum of the env rewards
-of its low-level steps; the KL term to the goal prior is added in the learner
-(:mod:`rl_bk.methods.ptgm.prior_kl`), where the policy's logits are.
-
-The low-level policy runs here, on the env runner: a small MLP, one forward pass per env step,
-no LLM and no Serve call. ``info["env_steps"]`` says how many env steps a high-level step took
-(fewer than ``low_level_steps`` when the episode ended), so env steps, not high-level
-decisions, are what the results count (:mod:`rl_bk.methods.ptgm.env_steps`), and
-``info["episode_env_steps"]`` the episode's length so far in env steps;
-``info["goal"]`` is the caption of the goal's codebook sample.
+connectors and metrics work unchanged. What it reports: :class:`HighLevelGoalEnv`.
 """
 
 from __future__ import annotations
@@ -47,6 +37,15 @@ class HighLevelGoalEnv(gym.Env):
         low_level_steps: env steps per high-level action (PTGM: 100 in Minecraft).
         greedy: the low-level policy takes its most likely action (False: samples it, as a
             behaviour-cloned policy is meant to be run).
+
+    A high-level step's reward is the sum of the env rewards of its low-level steps; the KL
+    term to the goal prior is added in the learner (:mod:`rl_bk.methods.ptgm.prior_kl`), where
+    the policy's logits are. The low-level policy is a small MLP, one forward pass per env
+    step, no LLM and no Serve call. ``info["env_steps"]`` says how many env steps a high-level
+    step took (fewer than ``low_level_steps`` when the episode ended), so env steps, not
+    decisions, are what the results count (:mod:`rl_bk.methods.ptgm.env_steps`);
+    ``info["episode_env_steps"]`` is the episode's length so far in env steps, and
+    ``info["goal"]`` the caption of the goal's codebook sample.
     """
 
     def __init__(

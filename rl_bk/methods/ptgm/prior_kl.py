@@ -1,20 +1,8 @@
-"""PTGM's KL reward: ``r'_t = r_t − kl_coeff · KL(π_θ(·|s_t) ‖ π_p(·|s_t))``, once per batch.
-
-Where it sits: a reward term of the learner's
-:class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards` piece, after PPO's
-artificial-step piece and before GAE, as every reward rewrite in this repo.
-
-Direction: KL(policy ‖ prior), as PTGM's code computes it (``kl_divergence(logits_q=policy,
-logits_p=prior)`` in its VPT action head; the paper's text writes the other order). This is
-the KL of KL-regularised RL, ``max E[Σ r] − α·KL(π ‖ π_p)``: it is mode-seeking, so the policy
-pays for putting mass on goals the prior thinks unlikely in this state, but not for ignoring
-some of the goals the prior likes. The reverse, KL(π_p ‖ π), would push the high-level policy
-to cover every goal the prior covers, which is the prior's job, not the learner's.
-
-π_θ is the policy that sampled the step (its ``action_dist_inputs``, stored by the env
-runner), so the reward is a fixed number per step, as the env's reward is: PTGM computes it
-in the rollout, before the update, too. π_p is the frozen goal prior, run here on the batch's
-observations in one forward pass. The artificial last step PPO appends is left untouched.
+"""PTGM's KL reward, ``r'_t = r_t − kl_coeff · KL(π_θ(·|s_t) ‖ π_p(·|s_t))``, once per batch: a
+reward term of the learner's :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`
+piece, before GAE. KL(policy ‖ prior), as PTGM's code computes it (the paper's text writes the
+other order), with π_θ the policy that sampled the step. Why that direction:
+docs/methods.md#ptgms-pre-training-and-its-kl.
 """
 
 from __future__ import annotations
@@ -41,7 +29,7 @@ def categorical_kl(policy_logits: torch.Tensor, prior_logits: torch.Tensor) -> t
 
 
 class PriorKLPenalty:
-    """``−kl_coeff · KL(π_θ ‖ π_p)`` on every real step (see the module), a
+    """``−kl_coeff · KL(π_θ ‖ π_p)`` on every real step, a
     :class:`~rl_bk.connectors.learner.reward_rewrite.RewardTerm` of
     :class:`~rl_bk.connectors.learner.reward_rewrite.RewriteRewards`.
 
@@ -50,6 +38,11 @@ class PriorKLPenalty:
             goal prior (:class:`PriorLogits` loads a built PTGM folder's on first use, so
             the models are not pickled with the connector).
         kl_coeff: PTGM's ``kl_reward`` (0.05 in its README command; 0 turns the term off).
+
+    π_θ is the policy that sampled the step (its ``action_dist_inputs``, stored by the env
+    runner), so the reward is a fixed number per step, as the env's reward is: PTGM computes it
+    in the rollout, before the update, too. π_p is the frozen goal prior, run on the batch's
+    observations in one forward pass. The artificial last step PPO appends is left untouched.
     """
 
     def __init__(self, *, prior_logits: Any, kl_coeff: float):

@@ -1,23 +1,8 @@
-"""RND-PPO's numbers, in plain numpy: two-headed GAE and the intrinsic-reward scale.
-
-Everything RND changes about PPO's targets lives here, on numpy arrays (no Ray instance
-needed), so it can be checked by hand (tests/unit/test_rnd_advantages.py). Each GAE is
-RLlib's own (``compute_value_targets``, the function PPO's GAE piece uses) on one chunk. It
-follows CleanRL's ``ppo_rnd_envpool.py``:
-
-- Two value heads, two GAEs over the same steps. The extrinsic one is PPO's: a terminated
-  episode has no future (no bootstrap), a truncated one or a chunk cut by the sampler
-  bootstraps with V_ext of its last observation. The intrinsic one is **non-episodic**
-  (CleanRL's ``int_nextnonterminal = 1``): novelty does not stop at a game over, so every
-  chunk bootstraps with V_int of its last observation, terminal or not, with its own
-  discount ``int_gamma``.
-- The policy follows ``ext_coeff * A_ext + int_coeff * A_int``, standardised as PPO does.
-- Intrinsic rewards are divided by the running standard deviation of their discounted sum
-  (``RewardForwardFilter`` + running variance, no mean subtraction), so the bonus keeps one
-  scale while the predictor gets better and raw novelty shrinks.
-
-A chunk here is what RLlib hands the learner: ``n`` steps of one episode, with ``n + 1``
-value predictions (the last one for the observation after the last step: the bootstrap).
+"""RND-PPO's numbers, in plain numpy: two-headed GAE (episodic extrinsic, non-episodic
+intrinsic with its own discount), the combined advantage, and the intrinsic-reward scale (the
+running std of its discounted sum), following CleanRL's ``ppo_rnd_envpool.py``. Everything RND
+changes about PPO's targets lives here, with no Ray instance needed, so it can be checked by
+hand (tests/unit/test_rnd_advantages.py). Why each: docs/methods.md#rnd-ppos-pieces.
 """
 
 from __future__ import annotations

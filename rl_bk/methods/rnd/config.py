@@ -1,30 +1,8 @@
-"""RND-PPO's config and algorithm: RLlib's PPO, wired for Random Network Distillation.
-
-The user-facing surface is one config, used like PPO's:
-
-    config = (RNDPPOConfig()
-              .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
-              .training(lr=3e-4, int_coeff=1.0, ext_coeff=2.0, int_gamma=0.99)
-              .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[256, 256])))
-    algo = config.build_algo()
-
-What it wires, so that nothing else has to be set:
-
-- the RLModules: the policy is :class:`TwoHeadedPPOTorchRLModule` (RLlib's default PPO
-  module with an intrinsic value head, built from the task's ``DefaultModelConfig``); the
-  learners also get the learner-only :class:`RandomNetworkDistillation` module beside it
-  (``get_multi_rl_module_spec``), never the env runners;
-- the learner connector: ``ComputeIntrinsicRewards`` then
-  ``TwoHeadedGeneralAdvantageEstimation`` at the end of the pipeline, in place of PPO's
-  one-headed GAE (which :class:`RNDPPOTorchLearner` removes);
-- the learner class (:class:`RNDPPOTorchLearner`), and the algorithm class
-  (:class:`RNDPPO`), which adds the precollect callback when ``precollect_dir`` is set.
-  It is added at algorithm setup, not through ``.callbacks(...)``, so a later
-  ``.callbacks(EpisodeMetricsCallback)`` does not replace it.
-
-Defaults are BK's RND settings (mansicer/background-knowledge-rl ``utils/config.py``;
-CleanRL's ``ppo_rnd_envpool.py``).
-Only single-agent, non-recurrent policies on flat Box observations are supported.
+"""RND-PPO's config and algorithm: RLlib's PPO, wired for Random Network Distillation, so that
+nothing else has to be set (:class:`RNDPPOConfig`: the two RLModules, the intrinsic-reward and
+two-headed GAE pieces, the learner, and the precollect callback). Defaults are BK's RND
+settings (mansicer/background-knowledge-rl ``utils/config.py``; CleanRL's
+``ppo_rnd_envpool.py``). Only single-agent, non-recurrent policies on flat Box observations.
 """
 
 from __future__ import annotations
@@ -54,6 +32,29 @@ from rl_bk.methods.rnd.two_headed_gae import TwoHeadedGeneralAdvantageEstimation
 
 
 class RNDPPOConfig(BasePPOConfig):
+    """RND-PPO's one config, used like PPO's::
+
+        config = (RNDPPOConfig()
+                  .environment("BabyAI-Text-GoToLocal-RedBall-S20-v0")
+                  .training(lr=3e-4, int_coeff=1.0, ext_coeff=2.0, int_gamma=0.99)
+                  .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[256, 256])))
+        algo = config.build_algo()
+
+    What it wires:
+
+    - the RLModules: the policy is :class:`TwoHeadedPPOTorchRLModule` (RLlib's default PPO
+      module with an intrinsic value head, built from the task's ``DefaultModelConfig``); the
+      learners also get the learner-only :class:`RandomNetworkDistillation` module beside it
+      (``get_multi_rl_module_spec``), never the env runners;
+    - the learner connector: ``ComputeIntrinsicRewards`` then
+      ``TwoHeadedGeneralAdvantageEstimation`` at the end of the pipeline, in place of PPO's
+      one-headed GAE (which :class:`RNDPPOTorchLearner` removes);
+    - the learner class (:class:`RNDPPOTorchLearner`), and the algorithm class
+      (:class:`RNDPPO`), which adds the precollect callback when ``precollect_dir`` is set.
+      It is added at algorithm setup, not through ``.callbacks(...)``, so a later
+      ``.callbacks(EpisodeMetricsCallback)`` does not replace it.
+    """
+
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class or RNDPPO)
         self.rnd = RNDSettings()

@@ -1,25 +1,8 @@
-"""The intrinsic reward of every step of a train batch, in one learner connector piece.
-
-Where it runs: on the learner, once per train batch, after RLlib's ``NumpyToTensor`` (it
-needs the batch's observation tensor) and before the two-headed GAE that reads its column.
-The env runners never compute it: they only act, and the episode return they report stays
-the environment's.
-
-What it does, per train batch:
-
-1. updates the RND module's observation statistics with the batch's real observations
-   (CleanRL updates them once per rollout too; here before computing rewards, so the
-   rewards and the predictor's training see the same normalisation);
-2. novelty of every observation (the RND predictor's error, no gradient);
-3. the intrinsic reward of step ``t`` is the novelty of the observation it led to,
-   ``s_{t+1}``. PPO's ``AddOneTsToEpisodesAndTruncate`` appended one artificial row per
-   chunk that holds the chunk's last observation, so ``s_{t+1}`` is always the next row of
-   the same chunk; the artificial row itself gets 0 (it is masked out of every loss);
-4. scales the rewards by the running std of their discounted sum
-   (:class:`~rl_bk.running_stats.RewardForwardFilter` with ``int_gamma``;
-   the variance is kept in the RND module, so it is checkpointed with it);
-5. writes them to the policy's batch as ``Columns.INTRINSIC_REWARDS``, and gives the RND
-   module its own batch (observations and loss mask) for the predictor's loss.
+"""The intrinsic reward of every step of a train batch, in one learner connector piece
+(:class:`ComputeIntrinsicRewards`), on the learner, once per train batch, after RLlib's
+``NumpyToTensor`` and before the two-headed GAE that reads its column: the RND predictor's
+error on the observation each step led to, scaled by the running std of its discounted sum.
+The env runners never compute it. Details: docs/methods.md#rnd-ppos-pieces.
 """
 
 from __future__ import annotations
@@ -46,7 +29,24 @@ INTRINSIC_RETURN_STD_KEY = "intrinsic_return_std"  # the scale divided by
 
 
 class ComputeIntrinsicRewards(ConnectorV2):
-    """Adds ``Columns.INTRINSIC_REWARDS`` (scaled RND novelty) to the policy's train batch."""
+    """Adds ``Columns.INTRINSIC_REWARDS`` (scaled RND novelty) to the policy's train batch.
+
+    Per train batch:
+
+    1. updates the RND module's observation statistics with the batch's real observations
+       (CleanRL updates them once per rollout too; here before computing rewards, so the
+       rewards and the predictor's training see the same normalisation);
+    2. novelty of every observation (the RND predictor's error, no gradient);
+    3. the intrinsic reward of step ``t`` is the novelty of the observation it led to,
+       ``s_{t+1}``. PPO's ``AddOneTsToEpisodesAndTruncate`` appended one artificial row per
+       chunk that holds the chunk's last observation, so ``s_{t+1}`` is always the next row of
+       the same chunk; the artificial row itself gets 0 (it is masked out of every loss);
+    4. scales the rewards by the running std of their discounted sum
+       (:class:`~rl_bk.running_stats.RewardForwardFilter` with ``int_gamma``; the variance is
+       kept in the RND module, so it is checkpointed with it);
+    5. writes them to the policy's batch as ``Columns.INTRINSIC_REWARDS``, and gives the RND
+       module its own batch (observations and loss mask) for the predictor's loss.
+    """
 
     def __init__(
         self,

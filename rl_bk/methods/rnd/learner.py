@@ -1,17 +1,7 @@
-"""RND-PPO's learner: PPO's torch learner, plus the intrinsic value loss and the RND optimiser.
-
-What it changes in :class:`PPOTorchLearner`, and why:
-
-- **Pipeline.** PPO's ``build()`` appends RLlib's one-headed ``GeneralAdvantageEstimation``;
-  RND-PPO's config already put ``ComputeIntrinsicRewards`` and
-  ``TwoHeadedGeneralAdvantageEstimation`` at the end of the pipeline, so the one-headed
-  piece is removed (else it would recompute, and overwrite, advantages and value targets).
-- **Loss.** PPO's loss (clipped surrogate on the combined advantage, extrinsic value loss
-  ``vf_loss``, entropy, KL) plus the intrinsic head's value loss, in the same form and with
-  the same ``vf_loss_coeff`` and ``vf_clip_param`` as the extrinsic one. The RND
-  predictor's loss comes from the RND module itself (RLlib's ``SelfSupervisedLossAPI``).
-- **Optimisers.** The RND module gets its own Adam over the predictor only (the target
-  stays random), at ``rnd_lr`` (default: the policy's ``lr``).
+"""RND-PPO's learner: PPO's torch learner, less RLlib's one-headed GAE piece (the two-headed
+one replaces it), plus the intrinsic head's value loss, in the same form and with the same
+coefficients as the extrinsic one, and the RND predictor's own Adam at ``rnd_lr`` (the target
+stays random). Details: docs/methods.md#rnd-ppos-pieces.
 """
 
 from __future__ import annotations
@@ -36,6 +26,20 @@ INT_VF_EXPLAINED_VAR_KEY = "int_vf_explained_var"
 
 
 class RNDPPOTorchLearner(BasePPOTorchLearner):
+    """What it changes in :class:`PPOTorchLearner`, and why:
+
+    - **Pipeline.** PPO's ``build()`` appends RLlib's one-headed ``GeneralAdvantageEstimation``;
+      RND-PPO's config already put ``ComputeIntrinsicRewards`` and
+      ``TwoHeadedGeneralAdvantageEstimation`` at the end of the pipeline, so the one-headed
+      piece is removed (else it would recompute, and overwrite, advantages and value targets).
+    - **Loss.** PPO's loss (clipped surrogate on the combined advantage, extrinsic value loss
+      ``vf_loss``, entropy, KL) plus the intrinsic head's value loss, in the same form and with
+      the same ``vf_loss_coeff`` and ``vf_clip_param`` as the extrinsic one. The RND
+      predictor's loss comes from the RND module itself (RLlib's ``SelfSupervisedLossAPI``).
+    - **Optimisers.** The RND module gets its own Adam over the predictor only (the target
+      stays random), at ``rnd_lr`` (default: the policy's ``lr``).
+    """
+
     @override(BasePPOTorchLearner)
     def build(self) -> None:
         super().build()

@@ -1,19 +1,9 @@
-"""BK's stage 1 (``--precollect``): episodes from the current stochastic policy, during training.
-
-With ``training(precollect_dir=...)``, every ``rnd.precollect_every_timesteps`` sampled env
-steps the algorithm runs ``precollect_episodes`` episodes with its current policy,
-*sampling* its actions (BK collects with the stochastic policy, for diverse data), in a
-local env built from the config's env name and env_config, and appends them to the
-trajectory dataset in ``precollect_dir`` (``rl_bk.knowledge.dataset``). BK: 50 episodes
-every 500k steps of a 5M-step RND run, about 500 episodes.
-
-:class:`PrecollectEpisodes` is the RLlibCallback that does it after a training iteration;
-:class:`~rl_bk.methods.rnd.config.RNDPPO` installs it beside the user's callbacks
-when ``precollect_dir`` is set. :func:`precollect_now` is the same collection on demand,
-e.g. once more after the last iteration.
-
-Each iteration's result carries ``precollect/episodes_written``: the episodes this process
-has written so far (0 until the first collection).
+"""BK's stage 1 (``--precollect``): episodes from the current stochastic policy, during
+training. With ``training(precollect_dir=...)``, every ``rnd.precollect_every_timesteps``
+sampled env steps the algorithm runs ``precollect_episodes`` episodes, *sampling* its actions
+(BK collects with the stochastic policy, for diverse data), and appends them to the trajectory
+dataset there (BK: 50 episodes every 500k steps of a 5M-step RND run, about 500 episodes).
+Each iteration's result carries ``precollect/episodes_written``.
 """
 
 from __future__ import annotations
@@ -67,7 +57,12 @@ def precollect_now(algorithm: Any, env_steps: int | None = None) -> int:
 
 class PrecollectEpisodes(RLlibCallback):
     """Runs :func:`precollect_now` whenever training crosses a multiple of
-    ``rnd.precollect_every_timesteps`` sampled env steps."""
+    ``rnd.precollect_every_timesteps`` sampled env steps, after a training iteration, in a
+    local env built from the config's env name and env_config.
+    :class:`~rl_bk.methods.rnd.config.RNDPPO` installs it beside the user's callbacks when
+    ``precollect_dir`` is set; :func:`precollect_now` is the same collection on demand (once
+    more after the last iteration, say). ``precollect/episodes_written`` counts the episodes
+    this process has written so far (0 until the first collection)."""
 
     def __init__(self):
         super().__init__()

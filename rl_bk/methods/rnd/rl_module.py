@@ -1,16 +1,8 @@
-"""RND-PPO's two RLModules: the policy with two value heads, and the RND networks.
-
-- :class:`TwoHeadedPPOTorchRLModule` is RLlib's default PPO module (so the task's
-  ``DefaultModelConfig``: ``fcnet_hiddens``, activations, ``vf_share_layers``, still builds
-  it) with a second value head, ``int_vf``, on the same critic embedding: one head fits the
-  extrinsic return, the other the intrinsic one, because the two have different discounts
-  and the intrinsic one ignores episode ends. Only the policy part runs on the env runners.
-- :class:`RandomNetworkDistillation` is learner-only: a frozen random *target* network and
-  a *predictor* trained to match it. The predictor's error on an observation is its
-  novelty (it has seen few like it), which becomes the intrinsic reward. Inputs are
-  normalised by a running mean/std and clipped to [-5, 5] first (CleanRL's ``obs_rms``),
-  because the random target would otherwise be dominated by the largest raw features.
-  The running statistics are buffers, so they travel with the module's checkpoints.
+"""RND-PPO's two RLModules: the policy with two value heads
+(:class:`TwoHeadedPPOTorchRLModule`, the only part that runs on the env runners) and the
+learner-only RND networks (:class:`RandomNetworkDistillation`: a frozen random target, a
+predictor trained to match it, and the running statistics of their inputs). Why two heads,
+and why the inputs are normalised: docs/methods.md#rnd-ppos-pieces.
 """
 
 from __future__ import annotations
@@ -47,7 +39,11 @@ OBS_VAR_EPSILON = 1e-8
 
 
 class TwoHeadedPPOTorchRLModule(DefaultPPOTorchRLModule):
-    """RLlib's default PPO module plus an intrinsic value head (see the module docstring)."""
+    """RLlib's default PPO module (so the task's ``DefaultModelConfig``: ``fcnet_hiddens``,
+    activations, ``vf_share_layers``, still builds it) plus an intrinsic value head,
+    ``int_vf``, on the same critic embedding: one head fits the extrinsic return, the other
+    the intrinsic one, because the two have different discounts and the intrinsic one ignores
+    episode ends."""
 
     @override(DefaultPPOTorchRLModule)
     def setup(self):

@@ -1,19 +1,7 @@
-"""RND-PPO's replacement for RLlib's ``GeneralAdvantageEstimation`` learner connector piece.
-
-PPO's piece fits one value head to one reward. RND-PPO has two of each, so this piece runs
-in its place (last in the learner pipeline, after ``ComputeIntrinsicRewards``) and writes:
-
-- ``Postprocessing.ADVANTAGES``: ``ext_coeff * A_ext + int_coeff * A_int``, standardised
-  over the batch's real steps: what PPO's clipped surrogate follows;
-- ``Postprocessing.VALUE_TARGETS``: extrinsic returns, for PPO's own value loss (``vf``);
-- ``INT_VALUE_TARGETS``: intrinsic returns, for the intrinsic head's loss (``int_vf``).
-
-How it reads the batch, mirroring RLlib's piece: each episode chunk occupies ``n + 1``
-consecutive rows, the last being the artificial step ``AddOneTsToEpisodesAndTruncate``
-appended (loss mask False). Both heads' values on that row are the bootstrap values of the
-chunk's final observation. The numbers themselves come from
-:func:`~rl_bk.methods.rnd.advantages.two_headed_advantages` (episodic extrinsic,
-non-episodic intrinsic); the artificial rows get advantage 0 and target = prediction.
+"""RND-PPO's replacement for RLlib's ``GeneralAdvantageEstimation`` learner connector piece:
+PPO's piece fits one value head to one reward, and RND-PPO has two of each, so this piece runs
+in its place (last in the learner pipeline, after ``ComputeIntrinsicRewards``). What it writes
+and how it reads the batch: :class:`TwoHeadedGeneralAdvantageEstimation`.
 """
 
 from __future__ import annotations
@@ -40,7 +28,20 @@ INT_VALUE_TARGETS = "int_value_targets"
 
 
 class TwoHeadedGeneralAdvantageEstimation(ConnectorV2):
-    """Advantages and value targets for a policy with extrinsic and intrinsic value heads."""
+    """Advantages and value targets for a policy with extrinsic and intrinsic value heads.
+
+    - ``Postprocessing.ADVANTAGES``: ``ext_coeff * A_ext + int_coeff * A_int``, standardised
+      over the batch's real steps: what PPO's clipped surrogate follows;
+    - ``Postprocessing.VALUE_TARGETS``: extrinsic returns, for PPO's own value loss (``vf``);
+    - ``INT_VALUE_TARGETS``: intrinsic returns, for the intrinsic head's loss (``int_vf``).
+
+    It reads the batch as RLlib's piece does: each episode chunk occupies ``n + 1``
+    consecutive rows, the last being the artificial step ``AddOneTsToEpisodesAndTruncate``
+    appended (loss mask False). Both heads' values on that row are the bootstrap values of
+    the chunk's final observation. The numbers come from
+    :func:`~rl_bk.methods.rnd.advantages.two_headed_advantages` (episodic extrinsic,
+    non-episodic intrinsic); the artificial rows get advantage 0 and target = prediction.
+    """
 
     def __init__(
         self,

@@ -1,16 +1,9 @@
-"""PTGM's whole pre-training on a trajectory dataset, saved for RL.
-
-1. embed every state (:mod:`~rl_bk.methods.ptgm.pretraining.embeddings`);
-2. cluster the embeddings into the goal codebook
-   (:mod:`~rl_bk.methods.ptgm.pretraining.codebook`);
-3. behaviour-clone the goal-conditioned low-level policy with hindsight goals
-   (:mod:`~rl_bk.methods.ptgm.pretraining.low_level`);
-4. train the goal prior on the codes of future states
-   (:mod:`~rl_bk.methods.ptgm.pretraining.prior`);
-5. save all three with :meth:`PTGMModels.save`, the report in ``ptgm.json``.
-
-Both networks hold out the same episodes (the split depends on the seed only). Deterministic
-for a seed on one machine with a fixed torch thread count.
+"""PTGM's whole pre-training on a trajectory dataset, saved for RL (:func:`build_ptgm`): embed
+every state, cluster the embeddings into the goal codebook, behaviour-clone the
+goal-conditioned low-level policy with hindsight goals, train the goal prior on the codes of
+future states, and save all three (:meth:`PTGMModels.save`) with the report in ``ptgm.json``.
+Both networks hold out the same episodes. Deterministic for a seed on one machine with a fixed
+torch thread count. Details: docs/methods.md#ptgms-pre-training-and-its-kl.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """PTGM's goal codebook: a few real dataset states whose embeddings are the high-level actions.
-
-PTGM (``goal_prior/generate_codebook.py``) clusters sampled frames with KMeans (k-means++) and
-keeps, per cluster, the MineCLIP embedding of the real sample nearest the cluster centre
-(``centers.pkl``). Using a real sample rather than the centroid keeps every goal a state the
-low-level policy has actually been trained to reach.
-
-Differences from PTGM, and why:
-
-- no t-SNE to 2-D before KMeans. t-SNE is non-parametric (it cannot place a new state on its
-  map), slow on tens of thousands of points, and its 2-D distances are not the cosine
-  similarities that :func:`assign` uses; clustering in the embedding space itself keeps "which
-  cluster" and "which code is most similar" consistent;
-- PTGM appends the sum of the last 16 actions to the frame features; we cluster the state
-  embeddings alone (goals are states; our episodes are short);
-- identical vectors are clustered once, weighted by how often they occur (captions repeat a
-  lot), which gives the same objective as clustering every copy, faster. It also means two
-  clusters can only pick the same vector by picking the same sample, and such duplicates are
-  dropped, so the codebook may hold fewer than ``n_goals`` codes (``n_requested`` says how many
-  were asked for).
+As PTGM (``goal_prior/generate_codebook.py``), k-means++ over the states' embeddings, each goal
+the real sample nearest its cluster's centre, so every goal is a state the low-level policy
+has been trained to reach; unlike PTGM, no t-SNE before it and no action sums in the features,
+and identical vectors clustered once, weighted. Why:
+docs/methods.md#ptgms-pre-training-and-its-kl.
 """
 
 from __future__ import annotations
@@ -35,7 +21,8 @@ class Codebook:
     """``vectors`` (N, D) unit rows: the goals; ``sample_index`` (N,): each goal's row in the
     stacked embeddings it was built from; ``captions``: those samples' captions ("" when none
     were given); ``counts`` (N,): how many of those embeddings :func:`assign` maps to each
-    goal; ``n_requested``: the ``n_goals`` asked for (N may be smaller, see module doc)."""
+    goal; ``n_requested``: the ``n_goals`` asked for (N may be smaller: two clusters that pick
+    the same vector pick the same sample, and such duplicates are dropped)."""
 
     vectors: np.ndarray
     sample_index: np.ndarray

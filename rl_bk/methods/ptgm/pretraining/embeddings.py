@@ -1,14 +1,8 @@
-"""State embeddings for PTGM: the space goals live in.
-
-PTGM embeds Minecraft frames with MineCLIP (512-d). Our envs are captioned, so the default is
-the packaged all-MiniLM-L6-v2 (384-d) on each state's caption ("caption-minilm"). Without
-language there are two choices: a learned encoder ("learned": the 32-d bottleneck of an MLP
-autoencoder trained on the dataset's observations, :func:`learned_embeddings`), or the raw
-flat observation ("observation"), which needs no training and whose cosine similarity still
-says which states look alike.
-
-Rows are L2-normalised in both kinds, so a dot product is the cosine similarity that the
-codebook assignment uses. A zero row stays zero (it matches every code equally: code 0).
+"""State embeddings for PTGM: the space goals live in. PTGM embeds Minecraft frames with
+MineCLIP; rl-bk's envs are captioned, so the default is the packaged all-MiniLM-L6-v2 on each
+state's caption ("caption-minilm"); without language, a learned autoencoder code ("learned")
+or the raw flat observation ("observation"). Rows are L2-normalised, so a dot product is the
+cosine similarity the codebook assignment uses; a zero row stays zero (code 0).
 """
 
 from __future__ import annotations

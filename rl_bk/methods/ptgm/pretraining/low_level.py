@@ -1,19 +1,9 @@
-"""PTGM's low-level policy P(a | s, g), trained by behaviour cloning with hindsight goals.
-
-PTGM fine-tunes STEVE-1 (VPT) with the MineCLIP embedding of a future frame as the goal,
-added to the image representation. Our observations are flat vectors, so the policy is an MLP
-over ``concat(observation, goal)``. Hindsight relabelling: for each state ``t`` with an action,
-a gap ``k`` is drawn uniformly in ``[min_gap, max_gap]`` and clipped to the episode's end; the
-embedding of state ``t + k`` is the goal, on the reading "the state it reached is the goal it
-pursued". At RL time the goal is a codebook vector, which is the embedding of a real dataset
-state, so training and use see the same kind of goal.
-
-Goals are re-drawn every epoch (more distinct (state, goal) pairs than one fixed draw); the
-held-out examples are drawn once, from held-out episodes (split by episode, not by state, so
-neighbouring states of one episode never sit on both sides).
-
-The shared pieces (episode split, MLP, observation normalisation, training loop) live here and
-the goal prior reuses them.
+"""PTGM's low-level policy P(a | s, g), trained by behaviour cloning with hindsight goals: an
+MLP over the flat observation and the goal, where PTGM fine-tunes STEVE-1 (VPT) on MineCLIP
+goals; the goal of a state is the embedding of the state ``k`` steps later, a real dataset
+state as the codebook's goals are. The shared pieces (episode split, MLP, observation
+normalisation, training loop) live here and the goal prior reuses them. Details:
+docs/methods.md#ptgms-pre-training-and-its-kl.
 """
 
 from __future__ import annotations

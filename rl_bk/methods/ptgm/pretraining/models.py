@@ -1,14 +1,9 @@
-"""What PTGM's high-level RL uses: the codebook, the frozen low-level policy and the prior.
-
-Files in the folder: ``ptgm.pt`` (both state dicts and the constructor arguments),
-``codebook.npz`` (:class:`~rl_bk.methods.ptgm.pretraining.codebook.Codebook`) and
-``ptgm.json``
-(settings and the pre-training report, for people).
-
-The two calls RL makes in its inner loops, :meth:`PTGMModels.low_level_actions` (the
-high-level env wrapper, every env step) and :meth:`PTGMModels.prior_logits` (the KL term, per
-train batch), run without autograd on already-frozen modules; the codebook is kept as a tensor
-so a goal lookup is one index.
+"""What PTGM's high-level RL uses: the codebook, the frozen low-level policy and the prior
+(:class:`PTGMModels`), saved as ``ptgm.pt`` (both state dicts and the constructor arguments),
+``codebook.npz`` and ``ptgm.json`` (settings and the pre-training report, for people). The two
+calls RL makes in its inner loops (:meth:`PTGMModels.low_level_actions` every env step,
+:meth:`PTGMModels.prior_logits` per train batch) run without autograd on frozen modules, with
+the codebook kept as a tensor so a goal lookup is one index.
 """
 
 from __future__ import annotations

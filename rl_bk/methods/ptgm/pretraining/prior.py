@@ -1,21 +1,8 @@
-"""PTGM's goal prior π_p(goal | s): which codebook goal the dataset's behaviour pursues next.
-
-PTGM (``goal_prior/dataset.py``, issue #6) trains it as supervised classification: for a state
-``t`` it takes a frame ``k`` = 15–200 steps later, labels it with the codebook entry of highest
-cosine similarity, and minimises the NLL. Our episodes are tens to hundreds of steps, so the gap
-range is a parameter (default 1–8, clipped to the episode's end, as for the low level).
-
-During RL the prior regularises the high-level policy through a KL term, so its calibration
-matters as much as its accuracy; the report gives the held-out accuracy beside the
-majority-class baseline (what "always the commonest goal" would score), the held-out NLL
-beside that of the training label frequencies, and the accuracy of naming the code of the
-*current* state (how much "the goal is where I am" explains).
-
-``sees_code``: the prior also reads the current state's code, as a distribution a code head
-predicts from the observation (trained first, on the current states' codes, then frozen).
-On BabyAI the plain prior scored below "the goal is the current code" on held-out states;
-this gives it that answer as an input. The head reads only the observation, so RL calls the
-prior exactly as before (captions, and the text encoder, are needed only in pre-training).
+"""PTGM's goal prior π_p(goal | s): which codebook goal the dataset's behaviour pursues next,
+trained as classification on the code of a state a few steps ahead (PTGM: 15–200 steps; here
+a setting, default 1–8, as rl-bk's episodes are short). Its calibration matters as much as its
+accuracy, so the report gives both beside their baselines; ``sees_code`` also gives it a
+prediction of the current state's code. Details: docs/methods.md#ptgms-pre-training-and-its-kl.
 """
 
 from __future__ import annotations
