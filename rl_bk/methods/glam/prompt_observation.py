@@ -77,7 +77,8 @@ class GLAMPromptObservation(gym.Wrapper):
         env: an env whose ``info`` has ``"caption"`` and ``"mission"`` after reset and every
             step, and whose actions 0-5 are BabyAI's turn left ... toggle.
         n_obs: observations in the prompt (GLAM's ``nbr_obs``, 3).
-        max_prompt_bytes: the observation's size (see the module for the truncation).
+        max_prompt_bytes: the observation's size (a longer prompt loses its oldest
+            observations first: docs/methods.md#glams-prompt).
         reward_scale: multiplies the env's reward (GLAM: 20).
     """
 
