@@ -1,10 +1,9 @@
 """The ``rl-bk`` command: ``serve`` and ``label`` (the labeler app, and labelling a file),
 ``labels export|import`` (the label store's rows), ``probe`` (a labeller's agreement with the
 oracle) and ``knowledge collect|build|show|compare`` (the BK pipeline's stages); ``rl-bk
-COMMAND --help`` lists each one's flags. Usage: docs/labeler.md and
-docs/methods.md#the-bk-pipeline. Each subcommand imports Ray, the env packages and the
-knowledge pipeline inside its function, so that ``rl-bk --help`` and the label-store commands
-answer without loading Ray, torch, a simulator or a model.
+COMMAND --help`` lists each one's flags, docs/labeler.md and docs/methods.md#the-bk-pipeline
+their use. Each subcommand imports Ray, the env packages and the knowledge pipeline inside its
+function, so that ``rl-bk --help`` and the label-store commands load none of them.
 """
 
 from __future__ import annotations
