@@ -24,9 +24,9 @@ MODELS = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2", "gemma3-270m")
 INTRO = """# Labeller quality: agreement with the oracle on probe sets made from the envs
 
 Command: `python -m bench.labeler_quality` (parts of it per model, merged). Machine: 2 cores;
-llama.cpp, 2 threads. Probe sets, answer modes and measures: the docstring of
-`rl_bk/experiments/labeler_probes.py`. The oracle's rules are the reference (they are not an
-LLM); chance on the closed kinds is 0.50 (balanced answers).
+llama.cpp, 2 threads. Probe sets, answer modes and measures: docs/labeler.md, "The probe
+sets" (`rl_bk/experiments/labeler_probes.py`). The oracle's rules are the reference (they are
+not an LLM); chance on the closed kinds is 0.50 (balanced answers).
 
 """
 
