@@ -199,7 +199,10 @@ def probe_main(args: argparse.Namespace) -> int:
     backend = make_backend(who)
     model = getattr(backend, "model", None) or who.backend
     name = f"oracle ({model})" if who.backend == "oracle" else model  # whose answers
-    log = lambda line: print(line, file=sys.stderr)  # noqa: E731 (progress beside the table)
+
+    def log(line: str) -> None:  # progress on stderr, the table alone on stdout
+        print(line, file=sys.stderr)
+
     results = {
         "model": name,
         **probe_labeller(backend, probes, text_items=args.text_items, log=log),

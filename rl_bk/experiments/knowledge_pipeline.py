@@ -30,7 +30,7 @@ from rl_bk.experiments.labelers import labeler_for
 from rl_bk.experiments.ppo_config import base_ppo_config
 from rl_bk.experiments.task_config import TaskConfig
 from rl_bk.knowledge.collect import collect_bot_episodes, collect_episodes
-from rl_bk.knowledge.dataset import read_episodes, write_episodes
+from rl_bk.knowledge.dataset import DatasetError, read_episodes, write_episodes
 from rl_bk.knowledge.numerics import numerics_in_effect, one_torch_thread, ray_runtime_env
 from rl_bk.methods.registry import knowledge_of
 from rl_bk.methods.rnd import RNDPPOConfig
@@ -200,8 +200,13 @@ def compare_knowledge(
 ) -> list[str]:
     """What each backend's built knowledge of each kind holds beside ``reference``'s, as
     markdown lines (each kind's ``Knowledge.compare``; a kind without one is said so). Builds
-    nothing but the dataset, if it is missing."""
-    dataset = collect_dataset(task)
+    nothing: without the dataset the knowledge was built from there is nothing to compare."""
+    dataset = dataset_dir(task)
+    if not is_built(dataset):
+        raise DatasetError(
+            f"no dataset at {dataset}: build the knowledge first "
+            f"(rl-bk knowledge build --task {task.name} --backend <backend>)"
+        )
     episodes = read_episodes(dataset)
     lines = [
         f"Task `{task.name}`, dataset `{dataset.name}` (fingerprint "

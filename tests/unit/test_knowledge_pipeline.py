@@ -8,6 +8,7 @@ import pytest
 from rl_bk.experiments import artifacts
 from rl_bk.experiments import knowledge_pipeline as pipeline
 from rl_bk.experiments.task_config import load_task
+from rl_bk.knowledge.dataset import DatasetError
 from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.methods.bk.method import source_spec
 from rl_bk.methods.bk.sources import LazySource, SourceSpec, UnknownSourceError
@@ -246,3 +247,13 @@ def test_knowledge_show_prints_each_built_folders_fingerprint(task, tmp_path, ca
     out = capsys.readouterr().out
     assert f"fingerprint {artifacts.dataset_fingerprint(data)}" in out
     assert out.rstrip().endswith("missing")  # bk-pref is not built
+
+
+def test_compare_without_a_dataset_says_to_build_and_collects_nothing(tmp_path, monkeypatch):
+    """Comparing knowledge never starts a collection (an RND run): with no dataset there is
+    no built knowledge to compare, and the error says what to run."""
+    monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    with pytest.raises(DatasetError, match="rl-bk knowledge build --task babyai-gotolocal"):
+        pipeline.compare_knowledge(task, ["bk-pref"], ["llamacpp", "oracle"])
+    assert not any(tmp_path.iterdir())
