@@ -3,7 +3,8 @@
 one episode (``n + 1`` states, ``n`` actions), and a potential source maps chunks to ``n + 1``
 potentials each. :func:`windows` gives each state the short history BK's potentials read, cut
 at the chunk's start; in training the shaping term puts the states before a chunk's first in
-front of it, and BK's padding before an episode's first (:mod:`rl_bk.methods.bk.window_history`).
+front of it, and BK's padding before an episode's first
+(:class:`rl_bk.methods.bk.potential_shaping.WindowHistory`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ and a cleared memo never serves a value under a reused state id."""
 import numpy as np
 import pytest
 
-from rl_bk.methods.bk.window_memo import WindowMemo
+from rl_bk.methods.bk.sources import WindowMemo
 
 
 def keys_of(

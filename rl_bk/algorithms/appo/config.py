@@ -8,7 +8,7 @@ from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.utils.annotations import override
 
 from rl_bk.algorithms.appo.learner import BaseAPPOTorchLearner
-from rl_bk.algorithms.reward_terms import RewardTermsMixin
+from rl_bk.connectors.learner.reward_rewrite import RewardTermsMixin
 
 
 class BaseAPPOConfig(RewardTermsMixin, APPOConfig):

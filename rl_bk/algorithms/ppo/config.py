@@ -13,7 +13,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.ppo.learner import BasePPOTorchLearner
-from rl_bk.algorithms.reward_terms import RewardTermsMixin
+from rl_bk.connectors.learner.reward_rewrite import RewardTermsMixin
 
 #: ``value_loss`` forms. "rllib": ``(V - R)^2`` clamped at ``vf_clip_param`` (RLlib's);
 #: "cleanrl": ``0.5 * max((V - R)^2, (V_old + clip(V - V_old, +-clip_param) - R)^2)``, the

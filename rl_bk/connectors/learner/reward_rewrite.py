@@ -3,7 +3,8 @@
 reward: BK's PPO baseline trains on 10 x the env reward). The terms: BK's potential-based
 shaping, ELLM's, ONI's and Motif's intrinsic rewards (:mod:`.intrinsic_rewards`) and PTGM's KL
 penalty. Where it sits and why: :class:`RewriteRewards`, and
-docs/architecture.md#data-flow-from-the-environment-to-ppos-loss.
+docs/architecture.md#data-flow-from-the-environment-to-ppos-loss. :class:`RewardTermsMixin`
+is the config side: every PPO and APPO base config installs the piece through it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.connectors.learner.episode_chunks import EpisodeChunk, chunks_with_real_steps
 
@@ -35,7 +39,7 @@ class RewriteRewards(ConnectorV2):
     A learner ConnectorV2 piece on episodes, right after the ``AddOneTsToEpisodesAndTruncate``
     of PPO and APPO and before the batch is built, so GAE (PPO) or V-trace (APPO) sees the
     rewritten rewards (the base configs put it there with :func:`add_reward_rewrite`, for the
-    terms a method's ``reward_terms()`` returns: :mod:`rl_bk.algorithms.reward_terms`). Each
+    terms a method's ``reward_terms()`` returns: :class:`RewardTermsMixin`). Each
     term is called once per train batch with every episode chunk of the batch (one model pass,
     one label-store lookup, one Serve call per batch; never one per env step) and returns its
     addition to each chunk's real steps. Every term reads the environment's rewards, not
@@ -103,3 +107,45 @@ def add_reward_rewrite(pipeline: Any, rewrite: RewriteRewards) -> None:
         pipeline.insert_after(AddOneTsToEpisodesAndTruncate, rewrite)
     else:
         pipeline.prepend(rewrite)
+
+
+class RewardTermsMixin:
+    """``training(extrinsic_coeff=...)`` and the :meth:`reward_terms` hook, for the PPO and
+    APPO base configs alike."""
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class)
+        self.extrinsic_coeff: float = 1.0
+
+    @override(AlgorithmConfig)
+    def training(self, *, extrinsic_coeff: float = NotProvided, **kwargs: Any):
+        """
+        Args:
+            extrinsic_coeff: the env reward's weight in what the policy trains on (1: the
+                env's reward as it is; 0: reward-free, the method's terms alone).
+        """
+        super().training(**kwargs)
+        if extrinsic_coeff is not NotProvided:
+            self.extrinsic_coeff = float(extrinsic_coeff)
+        return self
+
+    @override(AlgorithmConfig)
+    def validate(self) -> None:
+        super().validate()
+        if not self.extrinsic_coeff >= 0:
+            self._value_error(f"extrinsic_coeff must be >= 0, got {self.extrinsic_coeff}")
+
+    def reward_terms(self) -> list[RewardTerm]:
+        """The method's additions to the env reward (each called once per train batch)."""
+        return []
+
+    @override(AlgorithmConfig)
+    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
+        pipeline = super().build_learner_connector(
+            input_observation_space, input_action_space, device
+        )
+        terms = self.reward_terms()
+        if terms or self.extrinsic_coeff != 1.0:
+            rewrite = RewriteRewards(terms=terms, extrinsic_coeff=self.extrinsic_coeff)
+            add_reward_rewrite(pipeline, rewrite)
+        return pipeline

@@ -15,9 +15,8 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
-from rl_bk.algorithms.reward_terms import RewardTermsMixin
 from rl_bk.callbacks.env_slot import tag_env_slot
-from rl_bk.connectors.learner.reward_rewrite import RewardTerm
+from rl_bk.connectors.learner.reward_rewrite import RewardTerm, RewardTermsMixin
 from rl_bk.methods.bk.potential_shaping import PotentialShaping
 from rl_bk.methods.bk.settings import ShapingSettings
 from rl_bk.methods.bk.sources import LazySource, SourceSpec

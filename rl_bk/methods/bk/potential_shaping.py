@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -20,7 +21,6 @@ from rl_bk.connectors.learner.episode_chunks import (
     in_episode_order,
 )
 from rl_bk.knowledge.trajectory import Chunk
-from rl_bk.methods.bk.window_history import EpisodeStart, WindowHistory, extended
 from rl_bk.running_stats import RewardForwardFilter, RunningStd
 
 #: The train batch's chunks -> one potential per state (``len(chunk) + 1``) for each chunk,
@@ -37,6 +37,13 @@ SHAPING_RETURN_MEAN = "shaping_return_mean"  # sum over a chunk's real steps
 POTENTIAL_MEAN = "potential_mean"  # after normalisation
 POTENTIAL_DIVISOR = "potential_divisor"  # what Phi was divided by (1 without normalisation)
 ENV_SLOTS = "env_slots"  # env slots in the batch (0: the env runners did not tag them)
+
+EpisodeStart = Literal["repeat-first", "short"]
+EPISODE_STARTS: tuple[str, ...] = ("repeat-first", "short")
+
+#: Unfinished episodes remembered at most (an episode cut by a time limit is never seen
+#: again; the oldest are dropped first).
+MAX_EPISODES = 4096
 
 
 def shaping_terms(
@@ -102,6 +109,99 @@ class PotentialScale:
             self.filter.forget(stream)
 
 
+# The states before a chunk's first, for potentials that read a window of history: RLlib cuts
+# an episode into one chunk per train batch, where BK's rollout buffer, kept per env slot,
+# never loses them, so WindowHistory puts them back.
+
+
+@dataclass(frozen=True)
+class History:
+    """States s_{-k}..s_{-1} before a chunk's first state and the actions a_{-k}..a_{-1}
+    taken in them (k <= h - 1)."""
+
+    observations: np.ndarray
+    captions: list[str]
+    actions: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+
+def extended(chunk: Chunk, history: History | None) -> Chunk:
+    """``chunk`` with ``history``'s states and actions in front (its rewards 0 there)."""
+    if history is None or len(history) == 0:
+        return chunk
+    k = len(history)
+    return Chunk(
+        observations=np.concatenate([history.observations, chunk.observations]),
+        captions=list(history.captions) + list(chunk.captions),
+        actions=np.concatenate([history.actions, chunk.actions]),
+        rewards=np.concatenate([np.zeros(k, np.float32), chunk.rewards]),
+        terminated=chunk.terminated,
+        truncated=chunk.truncated,
+        mission=chunk.mission,
+        episode_id=chunk.episode_id,
+    )
+
+
+class WindowHistory:
+    """Gives each chunk of a train batch the history its windows need.
+
+    The potential of state t reads states t-h+1..t and the actions between them (h: the
+    source's ``horizon``). A chunk that starts in the middle of an episode lacks the h-1
+    states before its first, so this keeps the last h states (observations and captions) and
+    the actions between them of each unfinished episode, and puts them in front of the
+    episode's next chunk: every state gets the window it would get were the episode in one
+    piece.
+
+    At an episode's start BK fills its buffer with the first state and with the first action,
+    the one about to be taken there (``train_rs.py``: ``rm_obs[rm_timesteps == 0] =
+    next_obs``, the same for the action), so the first windows read as if the agent had stood
+    at s_0 and taken a_0 h-1 times before the episode began. ``episode_start="repeat-first"``
+    does the same; ``"short"`` gives the first states shorter windows instead (as the offline
+    dataset's windows are, and as the BK-Code description promises the written function).
+    """
+
+    def __init__(self, episode_start: EpisodeStart = "repeat-first"):
+        if episode_start not in EPISODE_STARTS:
+            raise ValueError(
+                f"unknown episode_start {episode_start!r}; valid: {', '.join(EPISODE_STARTS)}"
+            )
+        self.episode_start = episode_start
+        self._kept: OrderedDict[str, History] = OrderedDict()
+
+    def history(self, piece: EpisodeChunk, chunk: Chunk, horizon: int) -> History | None:
+        """What goes in front of ``chunk`` (``piece``'s real steps) for windows of ``horizon``."""
+        k = horizon - 1
+        if k <= 0 or len(chunk) == 0:
+            return None
+        if piece.starts_episode:
+            if self.episode_start == "short":
+                return None
+            return History(
+                np.repeat(chunk.observations[:1], k, axis=0),
+                [chunk.captions[0]] * k,
+                np.repeat(chunk.actions[:1], k),
+            )
+        return self._kept.get(piece.episode_id)
+
+    def remember(self, piece: EpisodeChunk, chunk: Chunk, horizon: int) -> None:
+        """Keeps the last ``horizon - 1`` steps of an extended chunk for the episode's next
+        chunk (whose first state is this chunk's last); forgets a finished episode."""
+        k = horizon - 1
+        self._kept.pop(piece.episode_id, None)
+        if k <= 0 or piece.terminated or len(chunk) == 0:
+            return
+        k = min(k, len(chunk))
+        self._kept[piece.episode_id] = History(
+            chunk.observations[-k - 1 : -1].copy(),
+            list(chunk.captions[-k - 1 : -1]),
+            chunk.actions[-k:].copy(),
+        )
+        while len(self._kept) > MAX_EPISODES:
+            self._kept.popitem(last=False)
+
+
 class PotentialShaping:
     """The shaping term ``coeff * F_t`` (see the module), a
     :class:`~rl_bk.connectors.learner.reward_rewrite.RewardTerm` of
@@ -135,7 +235,7 @@ class PotentialShaping:
 
     def raw_potentials(self, found: Sequence[EpisodeChunk]) -> list[np.ndarray | None]:
         """Raw potentials per chunk (None for chunks without real steps), in batch order,
-        each state's from its whole window (:mod:`.window_history`). Updates the kept
+        each state's from its whole window (:class:`WindowHistory`). Updates the kept
         history: call it once per batch, in batch order (``__call__`` does)."""
         horizon = int(getattr(self.potential_fn, "horizon", 1))
         extended_chunks: dict[int, tuple[Chunk, int]] = {}

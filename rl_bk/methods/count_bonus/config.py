@@ -14,9 +14,8 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.ppo.config import BasePPOConfig
-from rl_bk.algorithms.reward_terms import RewardTermsMixin
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
-from rl_bk.connectors.learner.reward_rewrite import RewardTerm
+from rl_bk.connectors.learner.reward_rewrite import RewardTerm, RewardTermsMixin
 from rl_bk.methods.count_bonus.intrinsic_reward import CaptionCountBonus
 from rl_bk.methods.count_bonus.settings import CountBonusSettings
 

@@ -19,9 +19,8 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
-from rl_bk.algorithms.reward_terms import RewardTermsMixin
 from rl_bk.connectors.learner.intrinsic_rewards import IntrinsicReward
-from rl_bk.connectors.learner.reward_rewrite import RewardTerm
+from rl_bk.connectors.learner.reward_rewrite import RewardTerm, RewardTermsMixin
 from rl_bk.labeling.labeler import LabelerSpec
 from rl_bk.methods.oni.intrinsic_reward import (
     LABELLED_TYPES,

@@ -17,8 +17,7 @@ from ray.rllib.utils.from_config import NotProvided
 
 from rl_bk.algorithms.appo.config import BaseAPPOConfig
 from rl_bk.algorithms.ppo.config import BasePPOConfig
-from rl_bk.algorithms.reward_terms import RewardTermsMixin
-from rl_bk.connectors.learner.reward_rewrite import RewardTerm
+from rl_bk.connectors.learner.reward_rewrite import RewardTerm, RewardTermsMixin
 from rl_bk.methods.ptgm.env_steps import PTGMMetricsCallback
 from rl_bk.methods.ptgm.high_level_env import register_high_level_env
 from rl_bk.methods.ptgm.prior_kl import PriorKLPenalty, PriorLogits

@@ -27,8 +27,7 @@ from rl_bk.knowledge.trajectory import (
 )
 from rl_bk.labeling.embedding import SentenceEmbedder
 from rl_bk.methods.bk.goals.builder import GoalList
-from rl_bk.methods.bk.sources import split_by_chunk
-from rl_bk.methods.bk.window_memo import WindowMemo
+from rl_bk.methods.bk.sources import WindowMemo, split_by_chunk
 
 DEFAULT_THRESHOLD = 0.5
 SENTENCE_VECTORS_FILE = "sentence_vectors.npz"

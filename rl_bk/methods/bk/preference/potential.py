@@ -18,8 +18,7 @@ import torch
 from rl_bk.knowledge.trajectory import Chunk
 from rl_bk.labeling.transport import transport_to
 from rl_bk.methods.bk.preference.model import ModelConfig, chunk_windows, flat_inputs, load_model
-from rl_bk.methods.bk.sources import split_by_chunk
-from rl_bk.methods.bk.window_memo import WindowMemo
+from rl_bk.methods.bk.sources import WindowMemo, split_by_chunk
 from rl_bk.reward_models.scoring import RewardModels
 
 #: The reward-model app takes at most this many inputs per request (its MAX_ITEMS).
