@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, get_args
 
 import numpy as np
 
@@ -21,29 +21,21 @@ from rl_bk.connectors.learner.episode_chunks import (
     in_episode_order,
 )
 from rl_bk.knowledge.trajectory import Chunk
+from rl_bk.methods.bk.settings import Convention, EpisodeStart, Normalization
 from rl_bk.running_stats import RewardForwardFilter, RunningStd
 
 #: The train batch's chunks -> one potential per state (``len(chunk) + 1``) for each chunk,
 #: in one call. Any :class:`~rl_bk.methods.bk.sources.PotentialSource` is one.
 PotentialFn = Callable[[Sequence[Chunk]], Sequence[np.ndarray]]
 
-Convention = Literal["bk", "ng"]
-Normalization = Literal["discounted-sum-std", "std", "none"]
-CONVENTIONS: tuple[str, ...] = ("bk", "ng")
-NORMALIZATIONS: tuple[str, ...] = ("discounted-sum-std", "std", "none")
+CONVENTIONS: tuple[str, ...] = get_args(Convention)
+NORMALIZATIONS: tuple[str, ...] = get_args(Normalization)
 
 SHAPING_REWARD_MEAN = "shaping_reward_mean"  # per real step, logged by the learner
 SHAPING_RETURN_MEAN = "shaping_return_mean"  # sum over a chunk's real steps
 POTENTIAL_MEAN = "potential_mean"  # after normalisation
 POTENTIAL_DIVISOR = "potential_divisor"  # what Phi was divided by (1 without normalisation)
 ENV_SLOTS = "env_slots"  # env slots in the batch (0: the env runners did not tag them)
-
-EpisodeStart = Literal["repeat-first", "short"]
-EPISODE_STARTS: tuple[str, ...] = ("repeat-first", "short")
-
-#: Unfinished episodes remembered at most (an episode cut by a time limit is never seen
-#: again; the oldest are dropped first).
-MAX_EPISODES = 4096
 
 
 def shaping_terms(
@@ -112,6 +104,10 @@ class PotentialScale:
 # The states before a chunk's first, for potentials that read a window of history: RLlib cuts
 # an episode into one chunk per train batch, where BK's rollout buffer, kept per env slot,
 # never loses them, so WindowHistory puts them back.
+EPISODE_STARTS: tuple[str, ...] = get_args(EpisodeStart)
+#: Unfinished episodes whose last states WindowHistory keeps, at most (an episode cut by a
+#: time limit is never seen again; the oldest are dropped first).
+MAX_KEPT_EPISODES = 4096
 
 
 @dataclass(frozen=True)
@@ -198,7 +194,7 @@ class WindowHistory:
             list(chunk.captions[-k - 1 : -1]),
             chunk.actions[-k:].copy(),
         )
-        while len(self._kept) > MAX_EPISODES:
+        while len(self._kept) > MAX_KEPT_EPISODES:
             self._kept.popitem(last=False)
 
 

@@ -14,6 +14,12 @@ from pydantic import Field
 
 from rl_bk.algorithms.training_settings import SettingsSection
 
+#: The shaping's choices, declared once: the settings below and the shaping term
+#: (:mod:`rl_bk.methods.bk.potential_shaping`) both read them.
+Normalization = Literal["discounted-sum-std", "std", "none"]
+Convention = Literal["bk", "ng"]
+EpisodeStart = Literal["repeat-first", "short"]
+
 
 class CodeSettings(SettingsSection):
     """BK-Code: the LLM writes compute_potential(window) and improves it.
@@ -61,13 +67,13 @@ class ShapingSettings(SettingsSection):
 
     shaping_coeff: float = Field(1.0, ge=0)
     #: what Phi is divided by: BK's "discounted-sum-std", "std" (of Phi itself) or "none"
-    potential_normalization: Literal["discounted-sum-std", "std", "none"] = "discounted-sum-std"
+    potential_normalization: Normalization = "discounted-sum-std"
     #: BK's "bk" (F_t = gamma Phi(s_t) - Phi(s_{t-1}); the last step is not charged) or
     #: Ng et al.'s "ng" (F_t = gamma Phi(s_{t+1}) - Phi(s_t), Phi(terminal) = 0)
-    shaping_convention: Literal["bk", "ng"] = "bk"
+    shaping_convention: Convention = "bk"
     #: an episode's first windows: BK's "repeat-first" (filled with the first state and
     #: action) or "short" (only the states there are)
-    episode_start_window: Literal["repeat-first", "short"] = "repeat-first"
+    episode_start_window: EpisodeStart = "repeat-first"
 
 
 class BKSettings(ShapingSettings):

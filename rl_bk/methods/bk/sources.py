@@ -64,8 +64,8 @@ LOADERS: dict[str, str] = {
 # Only for potentials that are fixed functions of the window (trained once, before RL): a
 # model that keeps learning must not be memoised.
 
-#: Window memo entries (states or windows) before both tables are cleared.
-DEFAULT_CAPACITY = 500_000
+#: WindowMemo's entries (states or windows) before both its tables are cleared.
+WINDOW_MEMO_CAPACITY = 500_000
 
 
 class WindowMemo:
@@ -75,7 +75,7 @@ class WindowMemo:
     are cleared (ids would otherwise point at states that are gone); clearing costs one batch
     of re-scoring."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY):
+    def __init__(self, capacity: int = WINDOW_MEMO_CAPACITY):
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
         self.capacity = capacity
