@@ -31,7 +31,7 @@ from rl_bk.experiments.ppo_config import base_ppo_config
 from rl_bk.experiments.task_config import TaskConfig
 from rl_bk.knowledge.collect import collect_bot_episodes, collect_episodes
 from rl_bk.knowledge.dataset import DatasetError, read_episodes, write_episodes
-from rl_bk.knowledge.numerics import numerics_in_effect, one_torch_thread, ray_runtime_env
+from rl_bk.knowledge.numerics import numerics_in_effect, pinned_torch, ray_runtime_env
 from rl_bk.methods.registry import knowledge_of
 from rl_bk.methods.rnd import RNDPPOConfig
 from rl_bk.storage import publish
@@ -78,7 +78,7 @@ def collect_dataset(task: TaskConfig, *, force: bool = False, root: Path | None 
     if is_built(folder) and not force:
         return folder
 
-    with one_torch_thread():
+    with pinned_torch():
         return _collect(task, folder)
 
 
@@ -113,7 +113,14 @@ def _collect_with_rnd(task: TaskConfig, folder: Path, env: str, per_round: int) 
 
     d = task.knowledge.dataset
     # No greedy evaluation while collecting: the dataset is the stochastic policy's episodes.
-    collect_task = task.model_copy(update={"env": env, "evaluation": type(task.evaluation)()})
+    # The learner on one thread whatever the task's trials use: a pinned build (numerics.py).
+    collect_task = task.model_copy(
+        update={
+            "env": env,
+            "evaluation": type(task.evaluation)(),
+            "learner": task.learner.model_copy(update={"threads": 1}),
+        }
+    )
     every = max(1, d.rnd_timesteps // d.collections)
     # BK's stage 1 (train_rnd.py) collects on the env's own reward, whatever env-reward weight
     # the task's trials train on.
@@ -168,7 +175,7 @@ def build_knowledge(
     hand_written = hand is not None and hand(task) is not None
     episodes = [] if hand_written else read_episodes(collect_dataset(task, root=root))
 
-    with one_torch_thread():
+    with pinned_torch():
         return _build(task, kind, backend, folder, episodes)
 
 

@@ -1,8 +1,8 @@
 """A knowledge build's numerics (rl_bk/knowledge/numerics.py). Trained as a build trains (a
-small conv net and MLP, Adam, fixed seeds), pinned, the weights come out bit for bit the same
-on this machine and on one that offers only AVX2 and two threads (MKL told to use no more
-than AVX2, as on a CPU without AVX-512); unpinned, the thread count alone changes them, which
-is what made two machines' builds differ."""
+small conv net and MLP, Adam, fixed seeds: the probe), pinned, the weights come out bit for
+bit the same on this machine and on one that offers only AVX2 and two threads (MKL told to use
+no more than AVX2, as on a CPU without AVX-512); unpinned, the thread count alone changes them,
+which is what made two machines' builds differ."""
 
 from __future__ import annotations
 
@@ -18,36 +18,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def train_weights(pinned: bool) -> dict:
-    """The digest of the weights after a few Adam steps, and the numerics they ran on."""
-    import hashlib
+    """The probe's digest (a few Adam steps of a small conv net and MLP) and the numerics it
+    ran on."""
     from contextlib import nullcontext
 
-    import torch
+    from rl_bk.knowledge.numerics import numerics_in_effect, pinned_torch
 
-    from rl_bk.knowledge.numerics import numerics_in_effect, one_torch_thread
-
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 16, 3),
-        torch.nn.ReLU(),
-        torch.nn.Conv2d(16, 32, 3),
-        torch.nn.ReLU(),
-        torch.nn.Flatten(),
-        torch.nn.Linear(32 * 3 * 3, 64),
-        torch.nn.Tanh(),
-        torch.nn.Linear(64, 7),
-    )
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    x, y = torch.randn(128, 3, 7, 7), torch.randint(0, 7, (128,))
-    with one_torch_thread() if pinned else nullcontext():
-        for _ in range(5):
-            loss = torch.nn.functional.cross_entropy(net(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    with pinned_torch() if pinned else nullcontext():
         facts = numerics_in_effect()
-    weights = b"".join(p.detach().numpy().tobytes() for p in net.parameters())
-    return {"digest": hashlib.sha256(weights).hexdigest(), **facts}
+    return {"digest": facts["probe"], **facts}
 
 
 def _main(mode: str) -> None:
@@ -91,4 +70,20 @@ def test_pins_override_a_machines_own_settings_and_reach_ray_workers():
     environ = {"MKL_CBWR": "AUTO", "OMP_NUM_THREADS": "8", "HOME": "/home/x"}
     pin_build_numerics(environ)
     assert environ == {**PINNED, "HOME": "/home/x"}
-    assert ray_runtime_env() == {"env_vars": PINNED}
+    # MKL's AVX2 branch is Intel's alone (an AMD CPU runs its own path under it).
+    assert PINNED["MKL_CBWR"] == "COMPATIBLE"
+    runtime = ray_runtime_env()
+    assert runtime["env_vars"] == PINNED
+    # The hook Ray runs in each worker: it must import, and pin threads and oneDNN there.
+    import importlib
+
+    import torch
+
+    module, name = runtime["worker_process_setup_hook"].rsplit(".", 1)
+    threads, onednn = torch.get_num_threads(), torch.backends.mkldnn.enabled
+    try:
+        getattr(importlib.import_module(module), name)()
+        assert torch.get_num_threads() == 1 and not torch.backends.mkldnn.enabled
+    finally:
+        torch.set_num_threads(threads)
+        torch.backends.mkldnn.enabled = onednn
