@@ -12,6 +12,7 @@ Why: docs/methods.md#the-bk-pipeline.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from collections.abc import Iterator, MutableMapping
@@ -75,8 +76,7 @@ def probe_digest() -> str:
     """The digest of the weights a small conv net and MLP reach in a few Adam steps from a
     fixed seed, on this process's numerics: equal on two machines when their builds' floating
     point is the same (the artifacts' fingerprints then say whether the builds are)."""
-    import hashlib
-
+    # load order: torch reads the pinned variables when it loads (pin_build_numerics)
     import torch
 
     generator = torch.Generator().manual_seed(0)
