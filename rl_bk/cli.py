@@ -21,7 +21,7 @@ from rich.progress import Progress
 
 from rl_bk.experiments.artifacts import artifact_fingerprint, dataset_fingerprint
 from rl_bk.experiments.task_config import TaskConfigError, load_task
-from rl_bk.knowledge.numerics import pin_build_numerics
+from rl_bk.knowledge.numerics import numerics_in_effect, pin_build_numerics, pinned_torch
 from rl_bk.labeling.backends.base import BackendError
 from rl_bk.labeling.backends.registry import preflight
 from rl_bk.labeling.config import BACKENDS, PACKAGED_MODELS, ConfigError, LabelerConfig
@@ -241,6 +241,9 @@ def knowledge_main(args: argparse.Namespace) -> int:
             folder = pipeline.build_knowledge(task, kind, args.backend, force=args.force)
             print(f"{kind}: {folder}")
     else:
+        with pinned_torch():
+            probe = numerics_in_effect()["probe"]
+        print(f"this machine's build numerics: probe {probe}")
         folders = [("dataset", pipeline.dataset_dir(task))]
         folders += [(k, pipeline.artifact_dir(task, k, args.backend)) for k in kinds]
         for what, folder in folders:
@@ -249,10 +252,15 @@ def knowledge_main(args: argparse.Namespace) -> int:
                 continue
             # Two machines' builds are the same knowledge only if these match.
             fingerprint = dataset_fingerprint if what == "dataset" else artifact_fingerprint
-            print(
-                f"{what}: {folder}\n  fingerprint {fingerprint(folder)}\n"
-                f"  {(folder / pipeline.DONE).read_text().strip()}"
-            )
+            done = (folder / pipeline.DONE).read_text().strip()
+            built_on = json.loads(done or "{}").get("numerics", {}).get("probe")
+            if built_on is None:
+                numerics = "numerics unrecorded (built before probes)"
+            elif built_on == probe:
+                numerics = "built on numerics like this machine's"
+            else:
+                numerics = f"built on other numerics (probe {built_on}): a build here differs"
+            print(f"{what}: {folder}\n  fingerprint {fingerprint(folder)}; {numerics}\n  {done}")
     return 0
 
 

@@ -232,7 +232,8 @@ def test_knowledge_show_prints_each_built_folders_fingerprint(task, tmp_path, ca
     monkeypatch.setenv("RLBK_KNOWLEDGE_DIR", str(tmp_path))  # undone after; main sets it
     data = pipeline.dataset_dir(task, tmp_path)
     write_episodes(data, [_episode([0, 1], "x")])
-    (data / artifacts.DONE).write_text("{}")
+    # built elsewhere: a probe no machine's numerics give
+    (data / artifacts.DONE).write_text('{"numerics": {"probe": "0000000000000000"}}')
     args = [
         "knowledge",
         "show",
@@ -246,6 +247,7 @@ def test_knowledge_show_prints_each_built_folders_fingerprint(task, tmp_path, ca
     assert main(args) == 0
     out = capsys.readouterr().out
     assert f"fingerprint {artifacts.dataset_fingerprint(data)}" in out
+    assert "other numerics (probe 0000000000000000): a build here differs" in out
     assert out.rstrip().endswith("missing")  # bk-pref is not built
 
 
