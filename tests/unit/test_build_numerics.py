@@ -56,12 +56,15 @@ def test_pinned_numerics_train_the_same_bits_on_a_narrower_machine_with_more_thr
     # (trained in this process, whose numerics are a test session's, to spare a start).
     import torch
 
-    before = torch.get_num_threads()
+    # oneDNN off as pinned: the threads, not the convolutions' kernels, make the difference
+    before, onednn = torch.get_num_threads(), torch.backends.mkldnn.enabled
     torch.set_num_threads(2)
+    torch.backends.mkldnn.enabled = False
     try:
         loose = train_weights(pinned=False)
     finally:
         torch.set_num_threads(before)
+        torch.backends.mkldnn.enabled = onednn
     assert not loose["pinned"] and loose["torch_threads"] == 2
     assert loose["digest"] != here["digest"]
 
@@ -70,7 +73,7 @@ def test_pins_override_a_machines_own_settings_and_reach_ray_workers():
     environ = {"MKL_CBWR": "AUTO", "OMP_NUM_THREADS": "8", "HOME": "/home/x"}
     pin_build_numerics(environ)
     assert environ == {**PINNED, "HOME": "/home/x"}
-    # MKL's AVX2 branch is Intel's alone (an AMD CPU runs its own path under it).
+    # Not the AVX2 branch: an AMD EPYC machine's MKL ignored it (docs/methods.md#the-bk-pipeline).
     assert PINNED["MKL_CBWR"] == "COMPATIBLE"
     runtime = ray_runtime_env()
     assert runtime["env_vars"] == PINNED
