@@ -18,6 +18,7 @@ results file's notes.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -255,6 +256,25 @@ def pooled(runs: list[dict]) -> dict:
     }
 
 
+def nethack_variants(layouts: str, in_flight: str) -> dict[str, dict[str, int]]:
+    """Each NetHack comparison's name and its change to the task file's ``env_runners``, for
+    every layout (``task`` or ``RxE``: the same env runners x envs for both trainers) with every
+    in-flight setting (``task`` or a number of sample requests rl-bk keeps in flight per
+    runner; sample-factory's rollout workers never wait for one, so it applies to rl-bk alone)."""
+    variants = {}
+    for layout, requests in itertools.product(layouts.split(","), in_flight.split(",")):
+        name, runners = "nethack", {}
+        if layout != "task":
+            r, e = map(int, layout.split("x"))
+            runners |= {"num_env_runners": r, "num_envs_per_env_runner": e}
+            name += f"-{layout}"
+        if requests != "task":
+            runners["max_requests_in_flight_per_env_runner"] = int(requests)
+            name += f"-in-flight{requests}"
+        variants[name] = runners
+    return variants
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--rounds", type=int, default=2)
@@ -265,6 +285,12 @@ def main(argv: list[str] | None = None) -> int:
         default="task",
         help="comma-separated: 'task' (the task file's) or RxE (R env runners / sample-factory "
         "rollout workers of E envs each), e.g. task,1x16,2x8",
+    )
+    p.add_argument(
+        "--nethack-in-flight",
+        default="task",
+        help="comma-separated: 'task' (the task file's) or how many sample requests rl-bk keeps "
+        "in flight per env runner, e.g. task,2; each with every layout",
     )
     p.add_argument(
         "--babyai-learner-threads",
@@ -293,18 +319,11 @@ def main(argv: list[str] | None = None) -> int:
             raw = raw_throughput(base.env, ROUND_STEPS["nethack"], 10 if args.quick else 30)
             iterations = int(150 * scale)
             steps = iterations * base.ppo.train_batch_size_per_learner
-            for layout in args.nethack_layouts.split(","):
-                task, name = base, "nethack"
-                if layout != "task":  # the same env runners x envs for both trainers
-                    runners, envs = map(int, layout.split("x"))
-                    task = base.model_copy(
-                        update={
-                            "env_runners": base.env_runners.model_copy(
-                                update={"num_env_runners": runners, "num_envs_per_env_runner": envs}
-                            )
-                        }
-                    )
-                    name = f"nethack-{layout}"
+            variants = nethack_variants(args.nethack_layouts, args.nethack_in_flight)
+            for name, runners in variants.items():
+                task = base.model_copy(
+                    update={"env_runners": base.env_runners.model_copy(update=runners)}
+                )
                 runs = side_by_side(
                     name,
                     {

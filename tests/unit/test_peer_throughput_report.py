@@ -46,3 +46,17 @@ def test_the_table_gives_rl_bk_over_the_peer_and_dashes_for_what_a_peer_cannot_s
     peer_cells = [c.strip() for c in rows[1].split("|")]
     assert peer_cells[5] == "0.75"  # 3,000 / 4,000
     assert "–" in peer_cells  # the forward pass CleanRL does not time apart
+
+
+def test_nethack_variants_cross_layouts_with_rl_bks_requests_in_flight():
+    variants = pt.nethack_variants("task,1x16", "task,2")
+    assert variants == {
+        "nethack": {},
+        "nethack-in-flight2": {"max_requests_in_flight_per_env_runner": 2},
+        "nethack-1x16": {"num_env_runners": 1, "num_envs_per_env_runner": 16},
+        "nethack-1x16-in-flight2": {
+            "num_env_runners": 1,
+            "num_envs_per_env_runner": 16,
+            "max_requests_in_flight_per_env_runner": 2,
+        },
+    }
