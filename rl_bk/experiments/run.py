@@ -52,7 +52,7 @@ from rl_bk.experiments.sweep import (
     trainable_for,
     trial_label,
 )
-from rl_bk.experiments.task_config import TaskConfig, load_task
+from rl_bk.experiments.task_config import TaskConfig, load_task, with_swept_sections
 from rl_bk.labeling.store import default_path
 from rl_bk.methods.registry import (
     KNOWLEDGE_METHODS,
@@ -299,10 +299,10 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
     used, datasets = {}, {}
     for v in variants:
         knowledge = get_method(v.method).knowledge
+        vtask, params = with_swept_sections(task, dict(v.params))  # the variant's task
         if get_method(v.method).labels == "online":  # whose labels it asks for while it trains
-            params = dict(v.params)
             chosen = " ".join(f"{k}={params[k]}" for k in KNOWLEDGE_PARAMS if k in params)
-            who, is_oracle = labelers.whose_labels(task, params.get("backend"))
+            who, is_oracle = labelers.whose_labels(vtask, params.get("backend"))
             used[f"{v.method} {chosen}".strip()] = {
                 "labels": who,
                 "is_oracle": is_oracle,
@@ -310,9 +310,8 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
             }
         if knowledge is None:
             continue
-        params = dict(v.params)
         backend = params.get("backend")
-        ktask, kind = knowledge_task(task, params), knowledge.kind
+        ktask, kind = knowledge_task(vtask, params), knowledge.kind
         folder = build_knowledge(ktask, kind, backend)
         location = publish_artifact(ktask, kind, backend)  # where trials read it
         chosen = " ".join(f"{k}={params[k]}" for k in KNOWLEDGE_PARAMS if k in params)
@@ -328,7 +327,7 @@ def _prepare_knowledge(task: TaskConfig, variants: list, run_dir: Path) -> None:
             "dataset_fingerprint": datasets.get(data),
         }
         if (hook := get_method(v.method).before_sweep) is not None:
-            hook(task, params)
+            hook(vtask, params)
     if used:
         (run_dir / "knowledge.json").write_text(json.dumps(used, indent=2, sort_keys=True))
 

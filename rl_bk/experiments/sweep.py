@@ -21,7 +21,12 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 import env_registry
-from rl_bk.experiments.task_config import ALGORITHMS, TaskConfig, TaskConfigError
+from rl_bk.experiments.task_config import (
+    ALGORITHMS,
+    TaskConfig,
+    TaskConfigError,
+    with_swept_sections,
+)
 from rl_bk.methods.base import ALGORITHM_PARAM
 from rl_bk.methods.registry import KNOWLEDGE_METHODS, LABELLING_METHODS, get_method
 
@@ -50,6 +55,13 @@ def check_sweep_values(
     not in a trial)."""
     models = [getattr(task, name) for name in (section, "ppo") if name]
     for key, values in grid.items():
+        if "." in key:  # a field of a task section (``env_runners.num_envs_per_env_runner``)
+            for value in values:
+                try:
+                    with_swept_sections(task, {key: value})
+                except TaskConfigError as err:
+                    raise TaskConfigError(f"sweep.{method}: {err}") from None
+            continue
         model = next((m for m in models if key in type(m).model_fields), None)
         if model is None:
             continue
@@ -94,7 +106,7 @@ def expand_variants(task: TaskConfig, methods: list[str]) -> list[Variant]:
 def build_algorithm_config(task: TaskConfig, trial_config: Mapping[str, Any]) -> AlgorithmConfig:
     variant = trial_config["variant"]
     method = get_method(variant["method"])
-    params = dict(variant["params"])
+    task, params = with_swept_sections(task, variant["params"])
     if method.trial_params is not None:  # from the sweep's options, not in the label
         params.update(method.trial_params(trial_config))
     return method.build(task, int(trial_config["seed"]), params)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -412,3 +413,43 @@ def load_task(
         raise TaskConfigError(_one_line(err, path)) from None
     except KeyError as err:  # env_registry.UnknownEnvError from the env validator
         raise TaskConfigError(f"{path}: {err}") from None
+
+
+def with_swept_sections(
+    task: TaskConfig, params: Mapping[str, Any]
+) -> tuple[TaskConfig, dict[str, Any]]:
+    """A trial's swept section fields set in ``task``, and its other (the method's)
+    parameters. A sweep key ``<section>.<field>`` (``env_runners.num_envs_per_env_runner``,
+    ``appo.circular_buffer_iterations_per_batch``) changes that field of the task file's
+    section for the trial, validated as the file's own value is."""
+    fields: dict[str, dict[str, Any]] = {}
+    rest: dict[str, Any] = {}
+    for key, value in params.items():
+        section, dot, field = key.partition(".")
+        if not dot:
+            rest[key] = value
+            continue
+        current = getattr(task, section, None)
+        if not isinstance(current, BaseModel) or "." in field:
+            sections = sorted(k for k, v in task if isinstance(v, BaseModel))
+            raise TaskConfigError(
+                f"sweep key {key!r}: {section!r} is not a section of the task file; a swept "
+                f"section field is <section>.<field>, with a section among {', '.join(sections)}"
+            )
+        if field not in type(current).model_fields:
+            raise TaskConfigError(
+                f"sweep key {key!r}: {section} has no field {field!r}; its fields: "
+                f"{', '.join(type(current).model_fields)}"
+            )
+        fields.setdefault(section, {})[field] = value
+    update = {}
+    for section, values in fields.items():
+        current = getattr(task, section)
+        try:
+            update[section] = type(current).model_validate({**current.model_dump(), **values})
+        except ValidationError as err:
+            where = ".".join(map(str, err.errors()[0]["loc"]))
+            raise TaskConfigError(
+                f"sweep key {section}.{where}: {err.errors()[0]['msg']}"
+            ) from None
+    return (task.model_copy(update=update) if update else task), rest

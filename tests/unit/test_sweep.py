@@ -83,3 +83,29 @@ def test_swept_values_pass_the_checks_a_task_file_value_would():
     ppo = task.model_copy(update={"sweep": {"oni-none": {"minibatch_size": [0]}}})
     with pytest.raises(TaskConfigError, match=r"sweep\.oni-none\.minibatch_size"):
         expand_variants(ppo, ["oni-none"])
+
+
+def test_a_swept_section_field_changes_that_trials_task_and_nothing_else():
+    from rl_bk.experiments.sweep import build_algorithm_config
+    from rl_bk.experiments.task_config import TaskConfigError, with_swept_sections
+
+    key = "env_runners.max_requests_in_flight_per_env_runner"
+    task = load_task("nethack-score-appo")
+    swept = task.model_copy(update={"sweep": {"oni-none": {key: [1, 2]}}})
+    variants = expand_variants(swept, ["oni-none"])
+    assert [v.label for v in variants] == [f"oni-none {key}=1", f"oni-none {key}=2"]
+    two, rest = with_swept_sections(task, {key: 2, "lr": 3e-4})
+    assert two.env_runners.max_requests_in_flight_per_env_runner == 2
+    assert two.env_runners.num_envs_per_env_runner == task.env_runners.num_envs_per_env_runner
+    assert task.env_runners.max_requests_in_flight_per_env_runner == 1  # the file's, untouched
+    assert rest == {"lr": 3e-4}  # the method's own parameters go to training(...)
+    config = build_algorithm_config(task, {"variant": variants[1].as_config(), "seed": 0})
+    assert config.max_requests_in_flight_per_env_runner == 2
+    # checked before anything runs, as the file's own value would be
+    bad = task.model_copy(update={"sweep": {"oni-none": {key: [0]}}})
+    with pytest.raises(TaskConfigError, match=r"sweep\.oni-none: sweep key env_runners\.max_req"):
+        expand_variants(bad, ["oni-none"])
+    with pytest.raises(TaskConfigError, match="env_runners has no field 'envs'"):
+        with_swept_sections(task, {"env_runners.envs": 4})
+    with pytest.raises(TaskConfigError, match="'runners' is not a section"):
+        with_swept_sections(task, {"runners.num_env_runners": 4})
