@@ -33,7 +33,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import env_registry
 from bench.env_throughput import ROUND_STEPS, network, raw_throughput, timed_variant
-from bench.results_files import write_keeping_reading
+from bench.results_files import code_and_machine, write_keeping_reading
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "bench" / "peers" / ".venvs"
@@ -375,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "rounds": rounds,
+        **code_and_machine(ROOT),
     }
     for result in results.values():
         result["meta"] = meta
@@ -392,12 +393,19 @@ def _f(value: float, digits: int = 3) -> str:
 
 
 def report(results: dict) -> list[str]:
-    made = sorted({(r["meta"]["command"], r["meta"]["date"]) for r in results.values()})
+    made: dict[tuple[str, str, str], list[str]] = {}  # (date, command, where) -> comparisons
+    for name, r in results.items():
+        m = r["meta"]
+        where = ", ".join(f"{k} {m[k]}" for k in ("commit", "cpu") if m.get(k))
+        made.setdefault((m["date"], m["command"].strip(), where), []).append(name)
     meta = next(iter(results.values()))["meta"]
     lines = [
         "# rl-bk's throughput against sample-factory and CleanRL",
         "",
-        *(f"`{command.strip()}` ({date})" for command, date in made),
+        *(
+            f"`{command}` ({date}{'; ' + where if where else ''}): {', '.join(names)}"
+            for (date, command, where), names in sorted(made.items(), reverse=True)
+        ),
         "",
         f"{meta['machine']}; each run's rounds alternate which trainer goes first; env steps/s "
         "pooled over the rounds; cores busy = CPU seconds per wall second.",
@@ -419,15 +427,21 @@ def report(results: dict) -> list[str]:
                 f"{ratio} | {rounds} | {split} | {_f(r['cpu_ms_per_env_step_total'])} | "
                 f"{r['cpu_ms_per_env_step_total'] * r['env_steps_per_s'] / 1e3:.2f} |"
             )
-    if "nethack" in results:
-        raw = results["nethack"]["raw"]["steps_per_s_captioned"]
-        ours = results["nethack"]["pooled"]["rl-bk"]["env_steps_per_s"]
-        lines += [
-            "",
-            f"NetHack-Text's raw captioned rate in the same run: {raw:.0f} steps/s; rl-bk's "
-            f"APPO in the task layout runs at {ours / raw:.2f} x raw.",
-        ]
+    with_raw = {n: r for n, r in results.items() if r.get("raw")}
+    if with_raw:
+        lines += ["", "NetHack-Text's raw captioned rate (one env in a tight loop), each run's:", ""]
+        for name, result in with_raw.items():
+            raw = result["raw"]["steps_per_s_captioned"]
+            ours = result["pooled"]["rl-bk"]["env_steps_per_s"]
+            lines.append(
+                f"- {name}: {raw:.0f} steps/s; rl-bk's APPO at {ours / raw:.2f} x raw, "
+                f"sample-factory at {_peer_rate(result) / raw:.2f} x"
+            )
     return [*lines, ""]
+
+
+def _peer_rate(result: dict) -> float:
+    return next(r["env_steps_per_s"] for t, r in result["pooled"].items() if t != "rl-bk")
 
 
 if __name__ == "__main__":

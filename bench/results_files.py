@@ -3,6 +3,8 @@ part, never the hand-written reading below it."""
 
 from __future__ import annotations
 
+import platform
+import subprocess
 from pathlib import Path
 
 READING = "## Reading (written by hand)"
@@ -33,3 +35,25 @@ def replace_section(report: Path, heading: str, section: list[str]) -> None:
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + body
     report.write_text(text)
+
+
+def code_and_machine(root: Path) -> dict[str, str]:
+    """The commit a benchmark ran at (``+dirty`` with uncommitted changes) and the CPU it ran
+    on, for its results file: two machines of the same kind can differ by 2x on one env."""
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+        return out.stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += "+dirty"
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"commit": commit, "cpu": cpu}
+

@@ -60,3 +60,18 @@ def test_nethack_variants_cross_layouts_with_rl_bks_requests_in_flight():
             "max_requests_in_flight_per_env_runner": 2,
         },
     }
+
+
+def test_each_run_with_a_raw_rate_gives_both_trainers_against_it_and_names_its_commit():
+    meta = {"command": "python -m bench.peer_throughput", "date": "d", "machine": "m", "rounds": 1}
+    run = {
+        "pooled": {
+            "rl-bk": pt.pooled([_run("rl-bk", 5000.0, 5000, 0.1)]),
+            "sample-factory": pt.pooled([_run("sample-factory 2.1.1", 4000.0, 4000, 0.2)]),
+        },
+        "raw": {"steps_per_s_captioned": 20000.0},
+        "meta": {**meta, "commit": "abc1234", "cpu": "Some CPU"},
+    }
+    lines = pt.report({"nethack": run})
+    assert "- nethack: 20000 steps/s; rl-bk's APPO at 0.25 x raw, sample-factory at 0.20 x" in lines
+    assert any(line.endswith("(d; commit abc1234, cpu Some CPU): nethack") for line in lines)
