@@ -429,7 +429,7 @@ def report(results: dict) -> list[str]:
             )
     with_raw = {n: r for n, r in results.items() if r.get("raw")}
     if with_raw:
-        lines += ["", "NetHack-Text's raw captioned rate (one env in a tight loop), each run's:", ""]
+        lines += ["", "NetHack-Text's raw captioned rate (one env stepped alone), each run's:", ""]
         for name, result in with_raw.items():
             raw = result["raw"]["steps_per_s_captioned"]
             ours = result["pooled"]["rl-bk"]["env_steps_per_s"]
