@@ -40,6 +40,7 @@ def replace_section(report: Path, heading: str, section: list[str]) -> None:
 def code_and_machine(root: Path) -> dict[str, str]:
     """The commit a benchmark ran at (``+dirty`` with uncommitted changes) and the CPU it ran
     on, for its results file: two machines of the same kind can differ by 2x on one env."""
+
     def git(*args: str) -> str:
         out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
         return out.stdout.strip()
@@ -56,4 +57,3 @@ def code_and_machine(root: Path) -> dict[str, str]:
     except OSError:
         pass
     return {"commit": commit, "cpu": cpu}
-
