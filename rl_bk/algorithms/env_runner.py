@@ -1,8 +1,8 @@
 """The env runner every rl-bk trial samples with: RLlib's ``SingleAgentEnvRunner`` less
 per-step costs that change nothing a trial computes (the module's eval/train switch, the merge
-and split of the envs' infos, the connector timers, and RLlib's general pipelines where
-one-piece ones do): :class:`LeanEnvRunner` says what each is. Beside RLlib's runner and the
-peers': ``bench/results/peer_throughput.md``.
+and split of the envs' infos, the connector timers, empty per-step callbacks, and RLlib's
+general pipelines where one-piece ones do): :class:`LeanEnvRunner` says what each is. Beside
+RLlib's runner and the peers': ``bench/results/peer_throughput.md``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import contextlib
 import gymnasium as gym
 from gymnasium.vector import SyncVectorEnv
 from gymnasium.wrappers.vector import DictInfoToList
+from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.utils.metrics import CONNECTOR_PIPELINE_TIMER, CONNECTOR_TIMERS
@@ -74,6 +75,8 @@ class LeanEnvRunner(SingleAgentEnvRunner):
     - Its vector env hands over each env's info dict as the env returned it, in a list: RLlib
       wraps gymnasium's ``SyncVectorEnv``, which merges the infos into one dict of arrays, in
       ``DictInfoToList``, which splits them again, every step.
+    - ``on_episode_step`` is called only where a callback has one (RLlib calls it for every
+      env step, with its arguments built each time, when none has).
     - RLlib's connector timers (each pipeline's, ``env_to_module_connector`` and
       ``module_to_env_connector``, and each piece's under ``timers/connector_timers``, several
       per env step) are not kept. The connectors still get the logger for their own metrics,
@@ -98,6 +101,16 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         lean = lean_pipelines(self.config, self.env, self.module, self._device)
         if lean is not None:
             self._env_to_module, self._module_to_env = lean
+        self._calls_on_episode_step = bool(self.config.callbacks_on_episode_step) or any(
+            type(c).on_episode_step is not RLlibCallback.on_episode_step for c in self._callbacks
+        )
+
+    def _make_on_episode_callback(self, which: str, idx: int, episodes: list) -> None:
+        # RLlib builds the call's arguments and walks the callbacks for every env step; where
+        # no callback has an on_episode_step the walk calls only RLlibCallback's empty one.
+        if which == "on_episode_step" and not self._calls_on_episode_step:
+            return
+        super()._make_on_episode_callback(which, idx, episodes)
 
     def make_env(self) -> None:
         super().make_env()

@@ -6,6 +6,7 @@ leave unnormalised."""
 import numpy as np
 import pytest
 from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
 import env_registry
@@ -89,3 +90,30 @@ def test_a_continuous_action_space_is_refused_unnormalised():
     )
     with pytest.raises(ValueError, match="normalize_actions=True"):
         LeanEnvRunner(config=config)
+
+
+class _CountsSteps(RLlibCallback):
+    steps = 0
+
+    def on_episode_step(self, **kwargs):
+        type(self).steps += 1
+
+
+def test_on_episode_step_reaches_a_callback_that_has_one_and_is_skipped_where_none_has():
+    env_registry.register_all()
+    task = load_task("babyai-gotolocal-redball-s20", smoke=True)
+    runners = task.env_runners.model_copy(
+        update={"num_env_runners": 0, "num_envs_per_env_runner": 2}
+    )
+    config = get_method("ppo").build(task.model_copy(update={"env_runners": runners}), 0, {})
+    plain = LeanEnvRunner(config=config)
+    counting = LeanEnvRunner(config=config.copy(copy_frozen=False).callbacks(_CountsSteps))
+    try:
+        assert not plain._calls_on_episode_step
+        assert counting._calls_on_episode_step
+        episodes = counting.sample(num_timesteps=64, explore=True)
+        # every env step but each episode's first observation (its on_episode_start)
+        assert _CountsSteps.steps == sum(len(e) for e in episodes) > 0
+    finally:
+        plain.stop()
+        counting.stop()
