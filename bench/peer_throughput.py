@@ -256,14 +256,19 @@ def pooled(runs: list[dict]) -> dict:
     }
 
 
-def nethack_variants(layouts: str, in_flight: str) -> dict[str, dict[str, int]]:
-    """Each NetHack comparison's name and its change to the task file's ``env_runners``, for
-    every layout (``task`` or ``RxE``: the same env runners x envs for both trainers) with every
+def nethack_variants(
+    layouts: str, in_flight: str, passes: str = "task"
+) -> dict[str, dict[str, dict[str, int]]]:
+    """Each NetHack comparison's name and its changes to the task file's sections, for every
+    layout (``task`` or ``RxE``: the same env runners x envs for both trainers) with every
     in-flight setting (``task`` or a number of sample requests rl-bk keeps in flight per
-    runner; sample-factory's rollout workers never wait for one, so it applies to rl-bk alone)."""
+    runner; sample-factory's rollout workers never wait for one) and every number of passes
+    over each batch (``task`` or rl-bk's ``appo.circular_buffer_iterations_per_batch``;
+    sample-factory's stays at one, its own): the last two change rl-bk alone."""
     variants = {}
-    for layout, requests in itertools.product(layouts.split(","), in_flight.split(",")):
-        name, runners = "nethack", {}
+    grid = itertools.product(layouts.split(","), in_flight.split(","), passes.split(","))
+    for layout, requests, times in grid:
+        name, runners, appo = "nethack", {}, {}
         if layout != "task":
             r, e = map(int, layout.split("x"))
             runners |= {"num_env_runners": r, "num_envs_per_env_runner": e}
@@ -271,7 +276,10 @@ def nethack_variants(layouts: str, in_flight: str) -> dict[str, dict[str, int]]:
         if requests != "task":
             runners["max_requests_in_flight_per_env_runner"] = int(requests)
             name += f"-in-flight{requests}"
-        variants[name] = runners
+        if times != "task":
+            appo["circular_buffer_iterations_per_batch"] = int(times)
+            name += f"-passes{times}"
+        variants[name] = {k: v for k, v in (("env_runners", runners), ("appo", appo)) if v}
     return variants
 
 
@@ -291,6 +299,12 @@ def main(argv: list[str] | None = None) -> int:
         default="task",
         help="comma-separated: 'task' (the task file's) or how many sample requests rl-bk keeps "
         "in flight per env runner, e.g. task,2; each with every layout",
+    )
+    p.add_argument(
+        "--nethack-passes",
+        default="task",
+        help="comma-separated: 'task' (the task file's) or how many times rl-bk's APPO trains on "
+        "each batch (sample-factory: once), e.g. task,1; each with every layout",
     )
     p.add_argument(
         "--babyai-learner-threads",
@@ -319,10 +333,12 @@ def main(argv: list[str] | None = None) -> int:
             raw = raw_throughput(base.env, ROUND_STEPS["nethack"], 10 if args.quick else 30)
             iterations = int(150 * scale)
             steps = iterations * base.ppo.train_batch_size_per_learner
-            variants = nethack_variants(args.nethack_layouts, args.nethack_in_flight)
-            for name, runners in variants.items():
+            variants = nethack_variants(
+                args.nethack_layouts, args.nethack_in_flight, args.nethack_passes
+            )
+            for name, sections in variants.items():
                 task = base.model_copy(
-                    update={"env_runners": base.env_runners.model_copy(update=runners)}
+                    update={s: getattr(base, s).model_copy(update=f) for s, f in sections.items()}
                 )
                 runs = side_by_side(
                     name,

@@ -48,17 +48,19 @@ def test_the_table_gives_rl_bk_over_the_peer_and_dashes_for_what_a_peer_cannot_s
     assert "–" in peer_cells  # the forward pass CleanRL does not time apart
 
 
-def test_nethack_variants_cross_layouts_with_rl_bks_requests_in_flight():
+def test_nethack_variants_cross_layouts_with_rl_bks_requests_in_flight_and_passes():
     variants = pt.nethack_variants("task,1x16", "task,2")
+    runners16 = {"num_env_runners": 1, "num_envs_per_env_runner": 16}
     assert variants == {
         "nethack": {},
-        "nethack-in-flight2": {"max_requests_in_flight_per_env_runner": 2},
-        "nethack-1x16": {"num_env_runners": 1, "num_envs_per_env_runner": 16},
+        "nethack-in-flight2": {"env_runners": {"max_requests_in_flight_per_env_runner": 2}},
+        "nethack-1x16": {"env_runners": runners16},
         "nethack-1x16-in-flight2": {
-            "num_env_runners": 1,
-            "num_envs_per_env_runner": 16,
-            "max_requests_in_flight_per_env_runner": 2,
+            "env_runners": {**runners16, "max_requests_in_flight_per_env_runner": 2}
         },
+    }
+    assert pt.nethack_variants("task", "task", "1") == {
+        "nethack-passes1": {"appo": {"circular_buffer_iterations_per_batch": 1}}
     }
 
 
