@@ -75,5 +75,10 @@ def test_each_run_with_a_raw_rate_gives_both_trainers_against_it_and_names_its_c
         "meta": {**meta, "commit": "abc1234", "cpu": "Some CPU"},
     }
     lines = pt.report({"nethack": run})
-    assert "- nethack: 20000 steps/s; rl-bk's APPO at 0.25 x raw, sample-factory at 0.20 x" in lines
+    assert (
+        "- nethack: 20000 steps/s (measured once, before the trainers); rl-bk's APPO at "
+        "0.25 x raw, sample-factory at 0.20 x"
+    ) in lines
+    run["raw"] = {"steps_per_s_captioned": 20000.0, "per_round": [19000.0, 21000.0]}
+    assert any("(the median of its rounds' 19000, 21000)" in line for line in pt.report({"n": run}))
     assert any(line.endswith("(d; commit abc1234, cpu Some CPU): nethack") for line in lines)
