@@ -320,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "peer_throughput"))
     args = p.parse_args(argv)
+    ran_at = code_and_machine(ROOT)  # before the run: commits made meanwhile are not its code
     for path in (SF_PYTHON, CLEANRL_PYTHON, CLEANRL_PPO):
         if not path.exists():
             sys.exit(f"{path} is missing: run `bash bench/peers/setup.sh` first")
@@ -408,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "rounds": rounds,
-        **code_and_machine(ROOT),
+        **ran_at,
     }
     for result in results.values():
         result["meta"] = meta
