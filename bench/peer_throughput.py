@@ -75,6 +75,9 @@ def rlbk_run(task, algorithm: str, iterations: int) -> dict:
         "env_steps_timed": steps,
         "cpu_ms_per_env_step": {k: 1e3 * v / steps for k, v in split.items()},
         "cpu_ms_per_env_step_total": 1e3 * sum(run["cpu_s"].values()) / steps,
+        # APPO's learner trains each batch at most K times and fewer when sampling outruns
+        # it, so its CPU per env step moves with this as well as with the cost of one update.
+        "samples_trained_per_env_step": run["samples_trained_per_env_step"],
     }
 
 
@@ -260,6 +263,16 @@ def pooled(runs: list[dict]) -> dict:
         )
         / steps,
         "per_round": [r["env_steps_per_s"] for r in runs],
+        **(
+            {
+                "samples_trained_per_env_step": sum(
+                    r["samples_trained_per_env_step"] * r["env_steps_timed"] for r in runs
+                )
+                / steps
+            }
+            if all("samples_trained_per_env_step" in r for r in runs)
+            else {}
+        ),
     }
 
 
@@ -477,6 +490,20 @@ def report(results: dict) -> list[str]:
                 f"- {name}: {raw:.0f} steps/s ({when}); rl-bk's APPO at {ours / raw:.2f} x raw, "
                 f"sample-factory at {_peer_rate(result) / raw:.2f} x"
             )
+    trained = {
+        n: r["pooled"]["rl-bk"]["samples_trained_per_env_step"]
+        for n, r in results.items()
+        if "samples_trained_per_env_step" in r["pooled"]["rl-bk"]
+    }
+    if trained:
+        lines += [
+            "",
+            "Samples rl-bk's learner trained on per env step sampled (PPO: its epochs; APPO: the "
+            "passes its circular buffer gave each batch, at most the layout's, fewer when "
+            "sampling outran the learner), each run's:",
+            "",
+            *(f"- {name}: {value:.2f}" for name, value in trained.items()),
+        ]
     return [*lines, ""]
 
 

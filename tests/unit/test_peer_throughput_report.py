@@ -82,3 +82,16 @@ def test_each_run_with_a_raw_rate_gives_both_trainers_against_it_and_names_its_c
     run["raw"] = {"steps_per_s_captioned": 20000.0, "per_round": [19000.0, 21000.0]}
     assert any("(the median of its rounds' 19000, 21000)" in line for line in pt.report({"n": run}))
     assert any(line.endswith("(d; commit abc1234, cpu Some CPU): nethack") for line in lines)
+
+
+def test_samples_trained_per_env_step_pool_by_steps_and_are_listed_per_run():
+    # 1,000 steps trained twice each and 3,000 trained once: 5,000 samples over 4,000 steps.
+    runs = [_run("rl-bk", 1000.0, 1000, 0.2), _run("rl-bk", 3000.0, 3000, 0.2)]
+    runs[0]["samples_trained_per_env_step"], runs[1]["samples_trained_per_env_step"] = 2.0, 1.0
+    ours = pt.pooled(runs)
+    assert ours["samples_trained_per_env_step"] == pytest.approx(1.25)
+    assert "samples_trained_per_env_step" not in pt.pooled([_run("sample-factory", 1.0, 1, 0.1)])
+    meta = {"command": "c", "date": "d", "machine": "m", "rounds": 2}
+    peer = pt.pooled([_run("sample-factory 2.1.1", 4000.0, 4000, 0.2)])
+    lines = pt.report({"nethack": {"pooled": {"rl-bk": ours, "sf": peer}, "meta": meta}})
+    assert "- nethack: 1.25" in lines
