@@ -253,7 +253,7 @@ def pooled(runs: list[dict]) -> dict:
     def mean(key: str) -> float:
         return sum(r["cpu_ms_per_env_step"][key] * r["env_steps_timed"] for r in runs) / steps
 
-    return {
+    pooled_run = {
         "trainer": runs[0]["trainer"],
         "layout": runs[0]["layout"],
         "env_steps_per_s": steps / wall,
@@ -263,17 +263,12 @@ def pooled(runs: list[dict]) -> dict:
         )
         / steps,
         "per_round": [r["env_steps_per_s"] for r in runs],
-        **(
-            {
-                "samples_trained_per_env_step": sum(
-                    r["samples_trained_per_env_step"] * r["env_steps_timed"] for r in runs
-                )
-                / steps
-            }
-            if all("samples_trained_per_env_step" in r for r in runs)
-            else {}
-        ),
     }
+    if all("samples_trained_per_env_step" in r for r in runs):  # rl-bk's runs alone
+        pooled_run["samples_trained_per_env_step"] = (
+            sum(r["samples_trained_per_env_step"] * r["env_steps_timed"] for r in runs) / steps
+        )
+    return pooled_run
 
 
 def nethack_variants(

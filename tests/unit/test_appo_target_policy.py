@@ -1,5 +1,5 @@
 """rl-bk's APPO module: its target policy gives RLlib's target logits without running the old
-critic network, and every APPO method builds it."""
+critic network, and rl-bk's APPO configs build it."""
 
 from __future__ import annotations
 
