@@ -33,6 +33,9 @@ class Changes(_Strict):
     sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
     steps: int | None = Field(None, gt=0)
     budgets: list[int] | None = None
+    #: training iterations between a trial's checkpoints: a trial longer than the time its
+    #: processes live (a session here) resumes from its last checkpoint, not from the start
+    checkpoint_every: int | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _steps_with_budgets(self) -> Changes:

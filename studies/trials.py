@@ -62,6 +62,8 @@ def part_task(task_name: str, changes: Changes, smoke: bool = False) -> TaskConf
     if changes.steps is not None and not smoke:
         update["stop"] = task.stop.model_copy(update={"num_env_steps": changes.steps})
         update["budgets"] = list(changes.budgets)
+    if changes.checkpoint_every is not None:
+        update["checkpoint_every"] = changes.checkpoint_every
     return task.model_copy(update=update) if update else task
 
 

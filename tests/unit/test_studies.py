@@ -49,6 +49,13 @@ def test_plan_wide_changes_reach_every_part_and_a_parts_own_win():
         assert task.stop.num_env_steps == 500_000
 
 
+def test_a_plan_sets_how_often_a_trial_keeps_a_checkpoint():
+    # qwen-ellm's Qwen trials label for longer than a session: without a checkpoint every
+    # iteration they would restart from nothing each time (the task file keeps one per 25)
+    assert tasks("qwen-ellm")["crafter"].checkpoint_every == 1
+    assert tasks("qwen-bk")["redball-s20"].checkpoint_every == 25  # the file's, untouched
+
+
 def test_smoke_keeps_the_smoke_budget():
     smoke = tasks("crafter-ellm-reward-free", smoke=True)["crafter-embedded-llm"]
     assert smoke.stop.num_env_steps < 30_000
