@@ -28,7 +28,7 @@ from rl_bk.experiments.results import (
     trial_row,
 )
 from rl_bk.experiments.run import RunOptions, TrialsFailed, resume_experiment, run_experiment
-from rl_bk.experiments.task_config import TaskConfig, load_task
+from rl_bk.experiments.task_config import TaskConfig, deep_merge, load_task
 from studies.plan import Changes, StudyPlan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,8 +57,13 @@ def part_task(task_name: str, changes: Changes, smoke: bool = False) -> TaskConf
     if changes.seeds is not None:
         update["seeds"] = list(changes.seeds)
     for section, fields in changes.sections.items():
+        # Merged into what the task file set, nested fields key by key (as ``extends:``
+        # merges), so a field the file left at its default still reads as unset
+        # (``knowledge.labeler.n_threads``: unset, an online labeler takes one thread).
         current = getattr(task, section)
-        update[section] = type(current).model_validate({**current.model_dump(), **fields})
+        update[section] = type(current).model_validate(
+            deep_merge(current.model_dump(exclude_unset=True), fields)
+        )
     if changes.steps is not None and not smoke:
         update["stop"] = task.stop.model_copy(update={"num_env_steps": changes.steps})
         update["budgets"] = list(changes.budgets)

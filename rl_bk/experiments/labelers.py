@@ -78,10 +78,17 @@ def labeler_for(
 
 def app_config(task: TaskConfig, backend: str | None = None):
     """The Serve app's LabelerAppConfig: who labels from ``knowledge.labeler``, how it is
-    served from ``labeler``."""
+    served from ``labeler``; the embedded model's threads are the CPUs a replica reserves
+    (at least one) unless ``knowledge.labeler`` sets ``n_threads``."""
     d = task.labeler
+    config = labeler_config(task, backend, here=False)
+    if "n_threads" not in task.knowledge.labeler.model_fields_set:
+        # The replica's embedded model computes on the CPUs the replica reserves; with none
+        # reserved (one machine) it shares the trials' cores, where a second thread of its
+        # own would only wait on them (docs/labeler.md#speed).
+        config = config.model_copy(update={"n_threads": max(1, int(d.num_cpus))})
     return LabelerAppConfig(
-        **labeler_config(task, backend, here=False).model_dump(),
+        **config.model_dump(),
         app_name=app_name(task, backend),
         num_replicas=d.num_replicas,
         max_replicas=d.max_replicas,

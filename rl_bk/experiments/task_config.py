@@ -329,11 +329,12 @@ TaskConfig = create_model(
 )
 
 
-def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` on ``base``, nested mappings merged key by key (as ``extends:`` does)."""
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+            merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = value
     return merged
@@ -362,7 +363,7 @@ def _load_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     base_path = path.parent / base_name
     if not base_path.is_file():
         raise TaskConfigError(f"{path}: extends {base_name!r}, which does not exist")
-    return _deep_merge(_load_raw(base_path, (*seen, path)), data)
+    return deep_merge(_load_raw(base_path, (*seen, path)), data)
 
 
 #: Keys that moved, and where to: an older task file's key gets the way to fix it.
@@ -405,7 +406,7 @@ def load_task(
     raw = _load_raw(path)
     smoke_overrides = raw.pop("smoke", None) or {}
     if smoke:
-        raw = _deep_merge(raw, smoke_overrides)
+        raw = deep_merge(raw, smoke_overrides)
     raw.setdefault("name", path.stem)
     try:
         return TaskConfig.model_validate(raw)
