@@ -29,6 +29,9 @@ def labeler(ray_session, tmp_path_factory):
 
     store = tmp_path_factory.mktemp("store") / "labels.sqlite3"
     cfg = LabelerAppConfig(backend="fake", store_path=str(store), port=free_port())
+    # Serve's HTTP port is fixed when Serve starts: one an earlier module left running
+    # would listen elsewhere than ``cfg.port``
+    serve.shutdown()
     start_labeler(cfg)
     yield cfg
     serve.shutdown()
