@@ -71,9 +71,18 @@ def labeler_for(
             timeout_s=task.labeler.timeout_s if online else OFFLINE_TIMEOUT_S,
         )
     config = labeler_config(task, backend)
-    if online and "n_threads" not in task.knowledge.labeler.model_fields_set:
-        config = config.model_copy(update={"n_threads": 1})
+    if online:
+        config = _threads_unless_set(task, config, 1)
     return LabelerSpec(config, isolate=None if online else False)
+
+
+def _threads_unless_set(task: TaskConfig, config: LabelerConfig, threads: int) -> LabelerConfig:
+    """``config`` computing on ``threads`` unless the task's ``knowledge.labeler`` sets
+    ``n_threads``: a labeller that shares training's cores gains nothing from a second
+    thread, which only waits on training's (docs/labeler.md#speed)."""
+    if "n_threads" in task.knowledge.labeler.model_fields_set:
+        return config
+    return config.model_copy(update={"n_threads": threads})
 
 
 def app_config(task: TaskConfig, backend: str | None = None):
@@ -81,12 +90,10 @@ def app_config(task: TaskConfig, backend: str | None = None):
     served from ``labeler``; the embedded model's threads are the CPUs a replica reserves
     (at least one) unless ``knowledge.labeler`` sets ``n_threads``."""
     d = task.labeler
-    config = labeler_config(task, backend, here=False)
-    if "n_threads" not in task.knowledge.labeler.model_fields_set:
-        # The replica's embedded model computes on the CPUs the replica reserves; with none
-        # reserved (one machine) it shares the trials' cores, where a second thread of its
-        # own would only wait on them (docs/labeler.md#speed).
-        config = config.model_copy(update={"n_threads": max(1, int(d.num_cpus))})
+    # with no CPUs reserved (one machine) a replica shares the trials' cores
+    config = _threads_unless_set(
+        task, labeler_config(task, backend, here=False), max(1, int(d.num_cpus))
+    )
     return LabelerAppConfig(
         **config.model_dump(),
         app_name=app_name(task, backend),

@@ -1,7 +1,7 @@
 """How many threads the embedded model computes on follows where it runs: a labeller that
-shares the trial's two cores gets one (a second would wait on training's threads: BK-Pref
-labels went from ~10 s a pair alone to ~35 s beside a trial with two), a Serve replica as
-many as it reserves, and a task or a study's plan that sets ``n_threads`` always wins."""
+shares the trial's two cores gets one (a second would wait on training's threads:
+docs/labeler.md#speed), a Serve replica as many as it reserves, and a task or a study's plan
+that sets ``n_threads`` always wins."""
 
 from rl_bk.experiments.labelers import app_config, labeler_for
 from rl_bk.experiments.task_config import load_task
